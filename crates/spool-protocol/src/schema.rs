@@ -1,0 +1,113 @@
+//! JSON Schema of every wire type, generated from the Rust types.
+//!
+//! `schema/` at the workspace root holds the committed output; the drift
+//! test in `tests/schema_drift.rs` fails when the two disagree. Regenerate
+//! with `SPOOL_UPDATE_SCHEMA=1 cargo nextest run -p spool-protocol schema`.
+
+use schemars::{JsonSchema, generate::SchemaSettings};
+use serde_json::Value;
+
+use crate::envelope::ItemEnvelope;
+use crate::event::ThreadEvent;
+use crate::items::ThreadItem;
+use crate::jsonrpc::{
+    JsonRpcError, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse,
+};
+use crate::notifications::*;
+use crate::thread::{Thread, ThreadStatus, Turn};
+use crate::user_input::UserInput;
+
+fn schema_of<T: JsonSchema>() -> Value {
+    let generator = SchemaSettings::draft2020_12().into_generator();
+    let schema = generator.into_root_schema_for::<T>();
+    serde_json::to_value(schema).expect("schemas serialize")
+}
+
+/// `(file stem, schema)` for every wire type, in a stable order.
+pub fn all_schemas() -> Vec<(&'static str, Value)> {
+    let mut out = vec![
+        ("ThreadItem", schema_of::<ThreadItem>()),
+        ("ItemEnvelope", schema_of::<ItemEnvelope>()),
+        ("UserInput", schema_of::<UserInput>()),
+        ("Thread", schema_of::<Thread>()),
+        ("ThreadStatus", schema_of::<ThreadStatus>()),
+        ("Turn", schema_of::<Turn>()),
+        ("ThreadEvent", schema_of::<ThreadEvent>()),
+        ("ServerNotification", schema_of::<ServerNotification>()),
+        (
+            "ThreadStartedNotification",
+            schema_of::<ThreadStartedNotification>(),
+        ),
+        (
+            "ThreadStatusChangedNotification",
+            schema_of::<ThreadStatusChangedNotification>(),
+        ),
+        (
+            "ThreadNameUpdatedNotification",
+            schema_of::<ThreadNameUpdatedNotification>(),
+        ),
+        (
+            "ThreadArchivedNotification",
+            schema_of::<ThreadArchivedNotification>(),
+        ),
+        (
+            "TurnStartedNotification",
+            schema_of::<TurnStartedNotification>(),
+        ),
+        (
+            "TurnCompletedNotification",
+            schema_of::<TurnCompletedNotification>(),
+        ),
+        (
+            "ItemStartedNotification",
+            schema_of::<ItemStartedNotification>(),
+        ),
+        (
+            "ItemCompletedNotification",
+            schema_of::<ItemCompletedNotification>(),
+        ),
+        (
+            "AgentMessageDeltaNotification",
+            schema_of::<AgentMessageDeltaNotification>(),
+        ),
+        (
+            "ReasoningSummaryTextDeltaNotification",
+            schema_of::<ReasoningSummaryTextDeltaNotification>(),
+        ),
+        (
+            "ReasoningSummaryPartAddedNotification",
+            schema_of::<ReasoningSummaryPartAddedNotification>(),
+        ),
+        (
+            "ReasoningTextDeltaNotification",
+            schema_of::<ReasoningTextDeltaNotification>(),
+        ),
+        (
+            "McpToolCallProgressNotification",
+            schema_of::<McpToolCallProgressNotification>(),
+        ),
+        (
+            "ThreadTokenUsageUpdatedNotification",
+            schema_of::<ThreadTokenUsageUpdatedNotification>(),
+        ),
+        ("ErrorNotification", schema_of::<ErrorNotification>()),
+        (
+            "ServerRequestResolvedNotification",
+            schema_of::<ServerRequestResolvedNotification>(),
+        ),
+        ("JsonRpcMessage", schema_of::<JsonRpcMessage>()),
+        ("JsonRpcRequest", schema_of::<JsonRpcRequest>()),
+        ("JsonRpcNotification", schema_of::<JsonRpcNotification>()),
+        ("JsonRpcResponse", schema_of::<JsonRpcResponse>()),
+        ("JsonRpcError", schema_of::<JsonRpcError>()),
+    ];
+    out.extend(crate::responses::schemas());
+    out
+}
+
+/// The text written to `schema/<stem>.json`.
+pub fn render(schema: &Value) -> String {
+    let mut s = serde_json::to_string_pretty(schema).expect("schemas serialize");
+    s.push('\n');
+    s
+}

@@ -1,0 +1,65 @@
+//! What a user sends in a turn (Codex app-server v2 `UserInput`).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A span of the text that the client marked up (a mention, a skill, a file).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TextElement {
+    pub byte_range: ByteRange,
+    pub placeholder: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ByteRange {
+    pub start: usize,
+    pub end: usize,
+}
+
+/// One piece of user input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum UserInput {
+    #[serde(rename_all = "camelCase")]
+    Text {
+        text: String,
+        #[serde(default)]
+        text_elements: Vec<TextElement>,
+    },
+    Image {
+        url: String,
+    },
+    LocalImage {
+        path: String,
+    },
+    Skill {
+        name: String,
+        path: String,
+    },
+    Mention {
+        name: String,
+        path: String,
+    },
+}
+
+impl UserInput {
+    pub fn text(text: impl Into<String>) -> Self {
+        UserInput::Text {
+            text: text.into(),
+            text_elements: Vec::new(),
+        }
+    }
+
+    /// The text of this input, if it is text.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            UserInput::Text { text, .. } => Some(text),
+            UserInput::Image { .. }
+            | UserInput::LocalImage { .. }
+            | UserInput::Skill { .. }
+            | UserInput::Mention { .. } => None,
+        }
+    }
+}
