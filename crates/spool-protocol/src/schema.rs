@@ -17,7 +17,7 @@ use crate::notifications::*;
 use crate::thread::{Thread, ThreadStatus, Turn};
 use crate::user_input::UserInput;
 
-fn schema_of<T: JsonSchema>() -> Value {
+pub(crate) fn schema_of<T: JsonSchema>() -> Value {
     let generator = SchemaSettings::draft2020_12().into_generator();
     let schema = generator.into_root_schema_for::<T>();
     serde_json::to_value(schema).expect("schemas serialize")

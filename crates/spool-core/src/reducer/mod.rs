@@ -1,0 +1,353 @@
+//! The one reducer: log events in, items and turns out (DESIGN §1 "Lifecycle").
+//!
+//! Every consumer that turns events into items (the store's projection, the
+//! runtime's results, the CLI, tests) goes through [`ThreadReducer::apply`].
+//! It refuses protocol violations with a typed [`ReduceError`] and leaves
+//! its state untouched when it does:
+//! - seqs must be gap-free and increasing;
+//! - an item starts once, in an in-progress turn, with status inProgress;
+//! - deltas apply only to a known, in-progress item of the matching kind;
+//! - `item/completed` is terminal and authoritative: it replaces whatever
+//!   the deltas built; a second completion, or any change after it, is refused;
+//! - a turn completes once, and only after all its items are terminal.
+
+mod delta;
+mod error;
+mod recovery;
+
+use std::collections::HashMap;
+
+use spool_protocol::{ItemEnvelope, ItemStatus, ServerNotification, ThreadEvent, TurnStatus};
+
+use crate::record::{ItemRecord, TurnRecord};
+pub use error::ReduceError;
+
+/// What an applied event changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// The item at this index of [`ThreadReducer::items`].
+    Item(usize),
+    /// The turn at this index of [`ThreadReducer::turns`].
+    Turn(usize),
+    /// Thread-level events (status, name, usage, errors, resolved requests).
+    Thread,
+}
+
+/// The state of one thread, built from its events.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ThreadReducer {
+    thread_id: String,
+    last_seq: u64,
+    items: Vec<ItemRecord>,
+    item_index: HashMap<String, usize>,
+    turns: Vec<TurnRecord>,
+    turn_index: HashMap<String, usize>,
+}
+
+impl ThreadReducer {
+    pub fn new(thread_id: impl Into<String>) -> Self {
+        ThreadReducer {
+            thread_id: thread_id.into(),
+            ..ThreadReducer::default()
+        }
+    }
+
+    /// Resumes from a projection: the items and turns as stored, and the
+    /// last seq applied to them. Reducing the rest of the log from here gives
+    /// the same state as reducing the whole log.
+    pub fn from_parts(
+        thread_id: impl Into<String>,
+        last_seq: u64,
+        mut items: Vec<ItemRecord>,
+        mut turns: Vec<TurnRecord>,
+    ) -> Self {
+        items.sort_by_key(|r| r.ordinal);
+        turns.sort_by_key(|t| t.ordinal);
+        let item_index = items
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.item.id().to_owned(), i))
+            .collect();
+        let turn_index = turns
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.clone(), i))
+            .collect();
+        ThreadReducer {
+            thread_id: thread_id.into(),
+            last_seq,
+            items,
+            item_index,
+            turns,
+            turn_index,
+        }
+    }
+
+    pub fn thread_id(&self) -> &str {
+        &self.thread_id
+    }
+
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    /// Items in the order they started.
+    pub fn items(&self) -> &[ItemRecord] {
+        &self.items
+    }
+
+    pub fn item(&self, item_id: &str) -> Option<&ItemRecord> {
+        self.item_index.get(item_id).map(|&i| &self.items[i])
+    }
+
+    /// Turns in the order they started.
+    pub fn turns(&self) -> &[TurnRecord] {
+        &self.turns
+    }
+
+    pub fn turn(&self, turn_id: &str) -> Option<&TurnRecord> {
+        self.turn_index.get(turn_id).map(|&i| &self.turns[i])
+    }
+
+    /// The turn in progress, if any.
+    pub fn active_turn(&self) -> Option<&TurnRecord> {
+        self.turns.iter().rev().find(|t| !t.status.is_terminal())
+    }
+
+    /// Applies every event in order, stopping at the first refusal.
+    pub fn apply_all<'a>(
+        &mut self,
+        events: impl IntoIterator<Item = &'a ThreadEvent>,
+    ) -> Result<(), ReduceError> {
+        for event in events {
+            self.apply(event)?;
+        }
+        Ok(())
+    }
+
+    /// Checks and applies one event. On error nothing changes.
+    pub fn apply(&mut self, event: &ThreadEvent) -> Result<Change, ReduceError> {
+        if event.thread_id != self.thread_id {
+            return Err(ReduceError::WrongThread {
+                expected: self.thread_id.clone(),
+                got: event.thread_id.clone(),
+            });
+        }
+        if event.seq != self.last_seq + 1 {
+            return Err(ReduceError::SeqGap {
+                thread_id: self.thread_id.clone(),
+                last: self.last_seq,
+                got: event.seq,
+            });
+        }
+        let change = self.apply_payload(event)?;
+        self.last_seq = event.seq;
+        Ok(change)
+    }
+
+    fn apply_payload(&mut self, event: &ThreadEvent) -> Result<Change, ReduceError> {
+        let seq = event.seq;
+        let payload = &event.payload;
+        match payload {
+            ServerNotification::TurnStarted(n) => {
+                let turn = &n.turn;
+                if self.turn_index.contains_key(&turn.id) {
+                    return Err(ReduceError::DuplicateTurn {
+                        turn_id: turn.id.clone(),
+                    });
+                }
+                if let Some(active) = self.active_turn() {
+                    return Err(ReduceError::TurnAlreadyActive {
+                        turn_id: turn.id.clone(),
+                        active: active.id.clone(),
+                    });
+                }
+                self.turns.push(TurnRecord {
+                    thread_id: self.thread_id.clone(),
+                    id: turn.id.clone(),
+                    status: TurnStatus::InProgress,
+                    error: None,
+                    started_at: turn.started_at.or(Some(event.at_ms / 1000)),
+                    completed_at: None,
+                    duration_ms: None,
+                    token_usage: None,
+                    ordinal: seq,
+                    seq,
+                });
+                let index = self.turns.len() - 1;
+                self.turn_index.insert(turn.id.clone(), index);
+                Ok(Change::Turn(index))
+            }
+            ServerNotification::TurnCompleted(n) => {
+                let turn = &n.turn;
+                let index = self.turn_slot(payload.method(), &turn.id)?;
+                let record = &self.turns[index];
+                if record.status.is_terminal() {
+                    return Err(ReduceError::TurnAlreadyCompleted {
+                        turn_id: turn.id.clone(),
+                        status: record.status,
+                    });
+                }
+                if !turn.status.is_terminal() {
+                    return Err(ReduceError::TurnCompletedInProgress {
+                        turn_id: turn.id.clone(),
+                    });
+                }
+                if let Some(open) = self
+                    .items
+                    .iter()
+                    .find(|r| r.turn_id == turn.id && !r.envelope.status.is_terminal())
+                {
+                    return Err(ReduceError::TurnHasOpenItems {
+                        turn_id: turn.id.clone(),
+                        item_id: open.item.id().to_owned(),
+                    });
+                }
+                let record = &mut self.turns[index];
+                record.status = turn.status;
+                record.error = turn.error.clone();
+                record.completed_at = turn.completed_at.or(Some(event.at_ms / 1000));
+                record.duration_ms = turn
+                    .duration_ms
+                    .or_else(|| record.started_at.map(|s| (event.at_ms - s * 1000).max(0)));
+                if turn.token_usage.is_some() {
+                    record.token_usage = turn.token_usage;
+                }
+                record.seq = seq;
+                Ok(Change::Turn(index))
+            }
+            ServerNotification::ItemStarted(n) => {
+                let item_id = n.item.id();
+                if self.item_index.contains_key(item_id) {
+                    return Err(ReduceError::DuplicateItem {
+                        item_id: item_id.to_owned(),
+                    });
+                }
+                let Some(&turn) = self.turn_index.get(&n.turn_id) else {
+                    return Err(ReduceError::UnknownTurn {
+                        item_id: item_id.to_owned(),
+                        turn_id: n.turn_id.clone(),
+                    });
+                };
+                self.ensure_turn_active(turn)?;
+                let envelope = n.envelope.clone().unwrap_or_else(|| {
+                    ItemEnvelope::started("", n.item.kind().default_audience(), event.at_ms)
+                });
+                if envelope.status.is_terminal() {
+                    return Err(ReduceError::StartedTerminal {
+                        item_id: item_id.to_owned(),
+                        status: envelope.status,
+                    });
+                }
+                self.items.push(ItemRecord {
+                    thread_id: self.thread_id.clone(),
+                    turn_id: n.turn_id.clone(),
+                    ordinal: seq,
+                    seq,
+                    item: n.item.clone(),
+                    envelope,
+                    token_count: None,
+                });
+                let index = self.items.len() - 1;
+                self.item_index.insert(item_id.to_owned(), index);
+                Ok(Change::Item(index))
+            }
+            ServerNotification::ItemCompleted(n) => {
+                let item_id = n.item.id();
+                let index = self.open_item(payload.method(), item_id)?;
+                let record = &self.items[index];
+                if record.item.kind() != n.item.kind() {
+                    return Err(ReduceError::KindChanged {
+                        item_id: item_id.to_owned(),
+                        started: record.item.kind(),
+                        completed: n.item.kind(),
+                    });
+                }
+                let status = n
+                    .envelope
+                    .as_ref()
+                    .map_or(ItemStatus::Completed, |e| e.status);
+                if !status.is_terminal() {
+                    return Err(ReduceError::CompletedInProgress {
+                        item_id: item_id.to_owned(),
+                    });
+                }
+                let record = &mut self.items[index];
+                let started_at_ms = record.envelope.started_at_ms;
+                if let Some(envelope) = &n.envelope {
+                    record.envelope = envelope.clone();
+                    record.envelope.started_at_ms = started_at_ms;
+                }
+                record.envelope.status = status;
+                record.envelope.completed_at_ms.get_or_insert(event.at_ms);
+                // The completed item is authoritative over its deltas.
+                record.item = n.item.clone();
+                record.token_count = None;
+                record.seq = seq;
+                Ok(Change::Item(index))
+            }
+            ServerNotification::AgentMessageDelta(_)
+            | ServerNotification::PlanDelta(_)
+            | ServerNotification::ReasoningSummaryTextDelta(_)
+            | ServerNotification::ReasoningSummaryPartAdded(_)
+            | ServerNotification::ReasoningTextDelta(_)
+            | ServerNotification::CommandExecutionOutputDelta(_)
+            | ServerNotification::McpToolCallProgress(_) => {
+                let item_id = payload.item_id().expect("deltas name their item");
+                let index = self.open_item(payload.method(), item_id)?;
+                let record = &mut self.items[index];
+                delta::apply_delta(&mut record.item, payload)?;
+                record.token_count = None;
+                record.seq = seq;
+                Ok(Change::Item(index))
+            }
+            ServerNotification::ThreadStarted(_)
+            | ServerNotification::ThreadStatusChanged(_)
+            | ServerNotification::ThreadNameUpdated(_)
+            | ServerNotification::ThreadArchived(_)
+            | ServerNotification::ThreadTokenUsageUpdated(_)
+            | ServerNotification::Error(_)
+            | ServerNotification::ServerRequestResolved(_) => Ok(Change::Thread),
+        }
+    }
+
+    fn turn_slot(&self, method: &'static str, turn_id: &str) -> Result<usize, ReduceError> {
+        self.turn_index
+            .get(turn_id)
+            .copied()
+            .ok_or_else(|| ReduceError::UnknownTurnEvent {
+                method,
+                turn_id: turn_id.to_owned(),
+            })
+    }
+
+    fn ensure_turn_active(&self, turn: usize) -> Result<(), ReduceError> {
+        let record = &self.turns[turn];
+        if record.status.is_terminal() {
+            return Err(ReduceError::TurnNotActive {
+                turn_id: record.id.clone(),
+                status: record.status,
+            });
+        }
+        Ok(())
+    }
+
+    /// The index of an existing, in-progress item.
+    fn open_item(&self, method: &'static str, item_id: &str) -> Result<usize, ReduceError> {
+        let Some(&index) = self.item_index.get(item_id) else {
+            return Err(ReduceError::UnknownItem {
+                method,
+                item_id: item_id.to_owned(),
+            });
+        };
+        let status = self.items[index].envelope.status;
+        if status.is_terminal() {
+            return Err(ReduceError::ItemTerminal {
+                method,
+                item_id: item_id.to_owned(),
+                status,
+            });
+        }
+        Ok(index)
+    }
+}
