@@ -1,1 +1,25 @@
-//! placeholder
+//! The turn loop: user input in, a model response streamed as item
+//! lifecycle events, every event durable in the store before (lifecycle)
+//! or while (deltas) it is streamed.
+
+pub mod output_mapper;
+pub mod sink;
+pub mod turn;
+
+pub use sink::{EventSink, StreamedEvent};
+pub use turn::{InterruptSignal, TurnOptions, TurnOutcome, run_turn};
+
+/// Failures of the runtime itself (a model failure is a failed turn, not one of these).
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("store: {0}")]
+    Store(String),
+}
+
+/// Unix milliseconds now.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,471 @@
+//! Turns a provider's normalized events into item lifecycle events.
+//!
+//! An assistant message becomes `agentMessage` started → deltas →
+//! completed; a reasoning item becomes `reasoning` (summary parts, summary
+//! and raw-content deltas); a function call becomes a `functionCall` item; a
+//! hosted `web_search_call` becomes `webSearch`. The provider's own ids and
+//! raw payload go to the item's `providerData`. Item ids are spool's own
+//! (UUIDv7), so they never collide across providers or turns.
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+use spool_model::ModelEvent;
+use spool_protocol::responses::{ContentItem, KnownResponseItem, ResponseItem};
+use spool_protocol::*;
+
+/// One provider output item that has started and not yet finished.
+#[derive(Debug, Clone)]
+struct OpenItem {
+    item: ThreadItem,
+    envelope: ItemEnvelope,
+}
+
+/// Maps one model response to item events for one turn.
+#[derive(Debug)]
+pub struct OutputMapper {
+    thread_id: String,
+    turn_id: String,
+    agent: String,
+    /// Open items by the provider's item id (or output index when it has none).
+    open: HashMap<String, OpenItem>,
+    /// Provider item id of each output index, for events that name only the index.
+    by_index: HashMap<usize, String>,
+    /// Function calls the model finished writing, waiting for a tool runner.
+    pending_calls: Vec<PendingCall>,
+}
+
+impl OutputMapper {
+    pub fn new(thread_id: &str, turn_id: &str, agent: &str) -> Self {
+        OutputMapper {
+            thread_id: thread_id.to_owned(),
+            turn_id: turn_id.to_owned(),
+            agent: agent.to_owned(),
+            open: HashMap::new(),
+            by_index: HashMap::new(),
+            pending_calls: Vec::new(),
+        }
+    }
+
+    /// Function calls the model finished writing, in output order. Their
+    /// items are started and stay in progress until a tool runner answers
+    /// them (see [`PendingCall::complete`]).
+    pub fn take_pending_calls(&mut self) -> Vec<PendingCall> {
+        std::mem::take(&mut self.pending_calls)
+    }
+
+    /// Notifications that close every item still open (the response ended
+    /// without finishing them) as `incomplete`.
+    pub fn close_open(&mut self, now_ms: i64) -> Vec<ServerNotification> {
+        let mut open: Vec<OpenItem> = self.open.drain().map(|(_, o)| o).collect();
+        open.sort_by_key(|o| o.envelope.started_at_ms);
+        open.into_iter()
+            .map(|o| {
+                let mut envelope = o.envelope;
+                envelope.status = ItemStatus::Incomplete;
+                envelope.completed_at_ms = Some(now_ms);
+                ServerNotification::ItemCompleted(ItemCompletedNotification {
+                    item: o.item,
+                    thread_id: self.thread_id.clone(),
+                    turn_id: self.turn_id.clone(),
+                    envelope: Some(envelope),
+                })
+            })
+            .collect()
+    }
+
+    /// The notifications one provider event stands for (often none or one).
+    pub fn on_event(&mut self, event: ModelEvent, now_ms: i64) -> Vec<ServerNotification> {
+        match event {
+            ModelEvent::Created { .. } | ModelEvent::Completed { .. } => Vec::new(),
+            ModelEvent::OutputItemAdded { output_index, item } => {
+                let key = provider_key(&item, output_index);
+                self.by_index.insert(output_index, key.clone());
+                match self.start(&key, &item, now_ms) {
+                    Some(n) => vec![n],
+                    None => Vec::new(),
+                }
+            }
+            ModelEvent::OutputTextDelta { item_id, delta, .. } => self
+                .text_delta(&item_id, delta)
+                .map(ServerNotification::AgentMessageDelta)
+                .into_iter()
+                .collect(),
+            ModelEvent::ReasoningSummaryPartAdded {
+                item_id,
+                summary_index,
+            } => self
+                .spool_id(&item_id)
+                .map(|id| {
+                    ServerNotification::ReasoningSummaryPartAdded(
+                        ReasoningSummaryPartAddedNotification {
+                            thread_id: self.thread_id.clone(),
+                            turn_id: self.turn_id.clone(),
+                            item_id: id,
+                            summary_index: summary_index as i64,
+                        },
+                    )
+                })
+                .into_iter()
+                .collect(),
+            ModelEvent::ReasoningSummaryDelta {
+                item_id,
+                summary_index,
+                delta,
+            } => self
+                .spool_id(&item_id)
+                .map(|id| {
+                    ServerNotification::ReasoningSummaryTextDelta(
+                        ReasoningSummaryTextDeltaNotification {
+                            thread_id: self.thread_id.clone(),
+                            turn_id: self.turn_id.clone(),
+                            item_id: id,
+                            delta,
+                            summary_index: summary_index as i64,
+                        },
+                    )
+                })
+                .into_iter()
+                .collect(),
+            ModelEvent::ReasoningTextDelta {
+                item_id,
+                content_index,
+                delta,
+            } => self
+                .spool_id(&item_id)
+                .map(|id| {
+                    ServerNotification::ReasoningTextDelta(ReasoningTextDeltaNotification {
+                        thread_id: self.thread_id.clone(),
+                        turn_id: self.turn_id.clone(),
+                        item_id: id,
+                        delta,
+                        content_index: content_index as i64,
+                    })
+                })
+                .into_iter()
+                .collect(),
+            // Arguments are not streamed to clients (Codex has no delta for
+            // them); the completed functionCall item carries them whole.
+            ModelEvent::FunctionCallArgumentsDelta { .. } => Vec::new(),
+            ModelEvent::OutputItemDone {
+                output_index,
+                item,
+                raw,
+            } => self.finish(output_index, item, raw, now_ms),
+        }
+    }
+
+    fn spool_id(&self, provider_item_id: &str) -> Option<String> {
+        self.open
+            .get(provider_item_id)
+            .map(|o| o.item.id().to_owned())
+    }
+
+    fn text_delta(&self, provider_item_id: &str, delta: String) -> Option<TextDeltaNotification> {
+        let open = self.open.get(provider_item_id)?;
+        match open.item {
+            ThreadItem::AgentMessage { .. } => Some(TextDeltaNotification {
+                thread_id: self.thread_id.clone(),
+                turn_id: self.turn_id.clone(),
+                item_id: open.item.id().to_owned(),
+                delta,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Starts the spool item for a provider item; `None` for items spool does
+    /// not model (they are skipped, never fatal).
+    fn start(&mut self, key: &str, item: &ResponseItem, now_ms: i64) -> Option<ServerNotification> {
+        let id = new_item_id();
+        let thread_item = match item {
+            ResponseItem::Known(KnownResponseItem::Message { .. }) => ThreadItem::AgentMessage {
+                id,
+                text: String::new(),
+                phase: None,
+            },
+            ResponseItem::Known(KnownResponseItem::Reasoning { .. }) => ThreadItem::Reasoning {
+                id,
+                summary: Vec::new(),
+                content: Vec::new(),
+            },
+            ResponseItem::Known(KnownResponseItem::FunctionCall { call_id, name, .. }) => {
+                ThreadItem::FunctionCall {
+                    id,
+                    name: name.clone(),
+                    call_id: call_id.clone(),
+                    arguments: String::new(),
+                    status: FunctionCallStatus::InProgress,
+                    output: None,
+                    duration_ms: None,
+                }
+            }
+            ResponseItem::Known(KnownResponseItem::WebSearchCall { action, .. }) => {
+                ThreadItem::WebSearch {
+                    id,
+                    query: search_query(action.as_ref()),
+                    action: None,
+                }
+            }
+            // Inputs never come back as output; other types are not modelled.
+            ResponseItem::Known(KnownResponseItem::FunctionCallOutput { .. })
+            | ResponseItem::Other(_) => {
+                tracing::debug!(?item, "skipping an output item spool does not model");
+                return None;
+            }
+        };
+        let mut envelope =
+            ItemEnvelope::started(&self.agent, thread_item.kind().default_audience(), now_ms);
+        envelope.provider_data = provider_ids(item);
+        self.open.insert(
+            key.to_owned(),
+            OpenItem {
+                item: thread_item.clone(),
+                envelope: envelope.clone(),
+            },
+        );
+        Some(ServerNotification::ItemStarted(ItemStartedNotification {
+            item: thread_item,
+            thread_id: self.thread_id.clone(),
+            turn_id: self.turn_id.clone(),
+            envelope: Some(envelope),
+        }))
+    }
+
+    fn finish(
+        &mut self,
+        output_index: usize,
+        item: ResponseItem,
+        raw: Value,
+        now_ms: i64,
+    ) -> Vec<ServerNotification> {
+        let key = self
+            .by_index
+            .get(&output_index)
+            .cloned()
+            .unwrap_or_else(|| provider_key(&item, output_index));
+        let mut out = Vec::new();
+        if !self.open.contains_key(&key) {
+            // Some providers send an item only when it is done.
+            out.extend(self.start(&key, &item, now_ms));
+        }
+        let Some(open) = self.open.remove(&key) else {
+            return out;
+        };
+        let final_item = completed_item(open.item, &item);
+        let mut envelope = open.envelope;
+        envelope.provider_data = Some(raw);
+        if let ThreadItem::FunctionCall { .. } = final_item {
+            // Completed by whoever runs the tool, with its output.
+            self.pending_calls.push(PendingCall {
+                thread_id: self.thread_id.clone(),
+                turn_id: self.turn_id.clone(),
+                item: final_item,
+                envelope,
+            });
+            return out;
+        }
+        envelope.status = ItemStatus::Completed;
+        envelope.completed_at_ms = Some(now_ms);
+        out.push(ServerNotification::ItemCompleted(
+            ItemCompletedNotification {
+                item: final_item,
+                thread_id: self.thread_id.clone(),
+                turn_id: self.turn_id.clone(),
+                envelope: Some(envelope),
+            },
+        ));
+        out
+    }
+}
+
+/// A function call the model made, started and waiting for its output.
+#[derive(Debug, Clone)]
+pub struct PendingCall {
+    thread_id: String,
+    turn_id: String,
+    pub item: ThreadItem,
+    pub envelope: ItemEnvelope,
+}
+
+impl PendingCall {
+    /// The call's name and arguments, as the model wrote them.
+    pub fn name_and_arguments(&self) -> (&str, &str) {
+        match &self.item {
+            ThreadItem::FunctionCall {
+                name, arguments, ..
+            } => (name, arguments),
+            other => unreachable!("pending calls are function calls, not {:?}", other.kind()),
+        }
+    }
+
+    /// The `item/completed` that answers the call.
+    pub fn complete(
+        self,
+        status: FunctionCallStatus,
+        output: String,
+        duration_ms: i64,
+        now_ms: i64,
+    ) -> ServerNotification {
+        let mut item = self.item;
+        if let ThreadItem::FunctionCall {
+            status: s,
+            output: o,
+            duration_ms: d,
+            ..
+        } = &mut item
+        {
+            *s = status;
+            *o = Some(output);
+            *d = Some(duration_ms);
+        }
+        let mut envelope = self.envelope;
+        envelope.status = match status {
+            FunctionCallStatus::Completed => ItemStatus::Completed,
+            FunctionCallStatus::Declined => ItemStatus::Declined,
+            FunctionCallStatus::Failed | FunctionCallStatus::InProgress => ItemStatus::Failed,
+        };
+        envelope.completed_at_ms = Some(now_ms);
+        ServerNotification::ItemCompleted(ItemCompletedNotification {
+            item,
+            thread_id: self.thread_id,
+            turn_id: self.turn_id,
+            envelope: Some(envelope),
+        })
+    }
+}
+
+/// The completed spool item: the provider's final item is authoritative.
+fn completed_item(started: ThreadItem, done: &ResponseItem) -> ThreadItem {
+    match (started, done) {
+        (
+            ThreadItem::AgentMessage { id, phase, .. },
+            ResponseItem::Known(KnownResponseItem::Message { content, .. }),
+        ) => ThreadItem::AgentMessage {
+            id,
+            text: content.iter().map(content_text).collect(),
+            phase,
+        },
+        (
+            ThreadItem::Reasoning { id, .. },
+            ResponseItem::Known(KnownResponseItem::Reasoning {
+                summary, content, ..
+            }),
+        ) => ThreadItem::Reasoning {
+            id,
+            summary: summary
+                .iter()
+                .map(|p| match p {
+                    spool_protocol::responses::ReasoningSummaryPart::SummaryText { text } => {
+                        text.clone()
+                    }
+                })
+                .collect(),
+            content: content
+                .iter()
+                .flatten()
+                .map(|p| match p {
+                    spool_protocol::responses::ReasoningContentPart::ReasoningText { text } => {
+                        text.clone()
+                    }
+                })
+                .collect(),
+        },
+        (
+            ThreadItem::FunctionCall { id, .. },
+            ResponseItem::Known(KnownResponseItem::FunctionCall {
+                call_id,
+                name,
+                arguments,
+                ..
+            }),
+        ) => ThreadItem::FunctionCall {
+            id,
+            name: name.clone(),
+            call_id: call_id.clone(),
+            arguments: arguments.clone(),
+            // Filled by the tool runner; a call nobody runs stays unanswered.
+            status: FunctionCallStatus::InProgress,
+            output: None,
+            duration_ms: None,
+        },
+        (
+            ThreadItem::WebSearch { id, .. },
+            ResponseItem::Known(KnownResponseItem::WebSearchCall { action, .. }),
+        ) => ThreadItem::WebSearch {
+            id,
+            query: search_query(action.as_ref()),
+            action: action
+                .as_ref()
+                .and_then(|a| serde_json::from_value(web_search_action_json(a)).ok()),
+        },
+        // The provider changed the item's type between added and done: keep
+        // what was started (the raw final item is in providerData).
+        (started, _) => started,
+    }
+}
+
+fn content_text(part: &ContentItem) -> &str {
+    match part {
+        ContentItem::OutputText { text, .. } | ContentItem::InputText { text } => text,
+        ContentItem::Refusal { refusal } => refusal,
+        ContentItem::InputImage { .. } => "",
+    }
+}
+
+/// Responses `action` → Codex `WebSearchAction` JSON (`type` values differ in case).
+fn web_search_action_json(action: &Value) -> Value {
+    let mut a = action.clone();
+    if let Some(t) = a.get("type").and_then(Value::as_str) {
+        let camel = match t {
+            "search" => "search",
+            "open_page" => "openPage",
+            "find_in_page" | "find" => "findInPage",
+            _ => "other",
+        };
+        a["type"] = json!(camel);
+    }
+    a
+}
+
+fn search_query(action: Option<&Value>) -> String {
+    action
+        .and_then(|a| a.get("query"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The provider's ids of an item, kept in `providerData` from the start.
+fn provider_ids(item: &ResponseItem) -> Option<Value> {
+    match item {
+        ResponseItem::Known(KnownResponseItem::Message { id, .. })
+        | ResponseItem::Known(KnownResponseItem::WebSearchCall { id, .. }) => {
+            id.as_ref().map(|id| json!({ "id": id }))
+        }
+        ResponseItem::Known(KnownResponseItem::Reasoning { id, .. }) => Some(json!({ "id": id })),
+        ResponseItem::Known(KnownResponseItem::FunctionCall {
+            id, call_id, name, ..
+        }) => Some(json!({ "id": id, "call_id": call_id, "name": name })),
+        ResponseItem::Known(KnownResponseItem::FunctionCallOutput { .. })
+        | ResponseItem::Other(_) => None,
+    }
+}
+
+fn provider_key(item: &ResponseItem, output_index: usize) -> String {
+    let id = match item {
+        ResponseItem::Known(KnownResponseItem::Message { id, .. })
+        | ResponseItem::Known(KnownResponseItem::WebSearchCall { id, .. })
+        | ResponseItem::Known(KnownResponseItem::FunctionCall { id, .. }) => id.clone(),
+        ResponseItem::Known(KnownResponseItem::Reasoning { id, .. }) => {
+            Some(id.clone()).filter(|id| !id.is_empty())
+        }
+        ResponseItem::Known(KnownResponseItem::FunctionCallOutput { .. }) => None,
+        ResponseItem::Other(v) => v.get("id").and_then(Value::as_str).map(str::to_owned),
+    };
+    id.unwrap_or_else(|| format!("#{output_index}"))
+}
+
+pub fn new_item_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
