@@ -1,0 +1,348 @@
+//! The OpenAI Responses API over SSE.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use spool_protocol::responses::ResponseItem;
+
+use crate::config::ProviderConfig;
+use crate::error::ModelError;
+use crate::fields::{opt_str, opt_usize, req_str, usage};
+use crate::sse::SseEvent;
+use crate::transport::{Endpoint, HttpTransport, WireParser, drive};
+use crate::{ModelEvent, ModelProvider, ModelRequest, ModelStream};
+
+/// `POST {base_url}/responses` with `stream: true`.
+#[derive(Debug, Clone)]
+pub struct ResponsesProvider {
+    transport: Arc<HttpTransport>,
+}
+
+impl ResponsesProvider {
+    /// Builds the HTTP client once; every stream shares it.
+    pub fn new(config: ProviderConfig) -> Result<Self, ModelError> {
+        Ok(ResponsesProvider {
+            transport: Arc::new(HttpTransport::new(config)?),
+        })
+    }
+}
+
+impl ModelProvider for ResponsesProvider {
+    fn name(&self) -> &str {
+        &self.transport.config.name
+    }
+
+    fn stream(&self, request: ModelRequest) -> ModelStream {
+        let endpoint = self.transport.endpoint("responses");
+        let body = request_body(&request);
+        let parser_endpoint = endpoint.clone();
+        drive(self.transport.clone(), endpoint, body, move || {
+            ResponsesParser::new(parser_endpoint.clone())
+        })
+    }
+}
+
+/// The JSON body of a streaming Responses API request.
+pub(crate) fn request_body(request: &ModelRequest) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(request.model));
+    if let Some(instructions) = &request.instructions {
+        body.insert("instructions".into(), json!(instructions));
+    }
+    body.insert("input".into(), json!(request.input));
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| {
+                // `strict: false`: spool's tool schemas are ordinary JSON
+                // Schema, not the restricted subset strict mode demands.
+                json!({
+                    "type": "function",
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                    "strict": false,
+                })
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+        body.insert("tool_choice".into(), json!("auto"));
+    }
+    body.insert(
+        "parallel_tool_calls".into(),
+        json!(request.parallel_tool_calls),
+    );
+    if let Some(id) = &request.previous_response_id {
+        body.insert("previous_response_id".into(), json!(id));
+    }
+    if let Some(max) = request.max_output_tokens {
+        body.insert("max_output_tokens".into(), json!(max));
+    }
+    if let Some(t) = request.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    body.insert("stream".into(), json!(true));
+    Value::Object(body)
+}
+
+/// Responses SSE events → model events. Tracks item ids by output index
+/// because some servers (llama.cpp) omit `output_index`, and others omit
+/// `item_id` on deltas.
+struct ResponsesParser {
+    endpoint: Endpoint,
+    /// Item ids in output order.
+    ids: Vec<String>,
+    index_of: HashMap<String, usize>,
+    response_id: Option<String>,
+}
+
+impl ResponsesParser {
+    fn new(endpoint: Endpoint) -> Self {
+        ResponsesParser {
+            endpoint,
+            ids: Vec::new(),
+            index_of: HashMap::new(),
+            response_id: None,
+        }
+    }
+
+    /// The item id and output index a delta event refers to.
+    fn target(&self, kind: &str, data: &Value) -> Result<(String, usize), ModelError> {
+        let by_id = opt_str(data, "item_id").map(str::to_owned);
+        let index = opt_usize(data, "output_index")
+            .or_else(|| by_id.as_ref().and_then(|id| self.index_of.get(id).copied()));
+        match (by_id, index) {
+            (Some(id), Some(index)) => Ok((id, index)),
+            (Some(id), None) => Ok((id, self.ids.len().saturating_sub(1))),
+            (None, Some(index)) => match self.ids.get(index) {
+                Some(id) => Ok((id.clone(), index)),
+                None => Err(self.endpoint.malformed(format!(
+                    "`{kind}` for output_index {index}, which was never added"
+                ))),
+            },
+            (None, None) => Err(self.endpoint.malformed(format!(
+                "`{kind}` event without `item_id` or `output_index`"
+            ))),
+        }
+    }
+
+    /// Parse the `item` of an `output_item.*` event and find its output
+    /// index. Gives the item an id if the provider sent none, because deltas
+    /// and the runtime key items by id. Returns whether the item is new.
+    fn item(
+        &mut self,
+        kind: &str,
+        data: &Value,
+        done: bool,
+    ) -> Result<(usize, ResponseItem, Value, bool), ModelError> {
+        let Some(mut raw) = data.get("item").filter(|i| i.is_object()).cloned() else {
+            return Err(self
+                .endpoint
+                .malformed(format!("`{kind}` event without an `item` object")));
+        };
+        let given_id = opt_str(&raw, "id")
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned);
+        let known = given_id
+            .as_ref()
+            .and_then(|id| self.index_of.get(id).copied());
+        let index = match (known, opt_usize(data, "output_index")) {
+            (Some(index), _) | (None, Some(index)) => index,
+            // An id-less `done` finishes the item most recently added.
+            (None, None) if done && given_id.is_none() && !self.ids.is_empty() => {
+                self.ids.len() - 1
+            }
+            (None, None) => self.ids.len(),
+        };
+        let is_new = self.ids.get(index).is_none_or(String::is_empty);
+        let id = match given_id {
+            Some(id) => id,
+            None => {
+                let id = match self.ids.get(index) {
+                    Some(id) if !id.is_empty() => id.clone(),
+                    _ => format!("item_{index}"),
+                };
+                raw["id"] = json!(id);
+                id
+            }
+        };
+        if self.ids.len() <= index {
+            self.ids.resize(index + 1, String::new());
+        }
+        self.ids[index] = id.clone();
+        self.index_of.insert(id, index);
+        let item: ResponseItem = serde_json::from_value(raw.clone()).map_err(|e| {
+            self.endpoint
+                .malformed(format!("`{kind}` with an undecodable item: {e}"))
+        })?;
+        Ok((index, item, raw, is_new))
+    }
+}
+
+impl WireParser for ResponsesParser {
+    fn on_event(
+        &mut self,
+        event: SseEvent,
+        out: &mut VecDeque<ModelEvent>,
+    ) -> Result<(), ModelError> {
+        let data: Value = match serde_json::from_str(&event.data) {
+            Ok(v) => v,
+            // A named event we do not know may carry anything; a known or
+            // unnamed one must be JSON.
+            Err(_) if event.event != "message" && !is_known(&event.event) => {
+                tracing::debug!(event = %event.event, "skipping unknown non-JSON SSE event");
+                return Ok(());
+            }
+            Err(e) => {
+                return Err(self.endpoint.malformed(format!(
+                    "undecodable JSON in `{}` event: {e}: {}",
+                    event.event,
+                    crate::error::truncate(&event.data, 200)
+                )));
+            }
+        };
+        let kind = opt_str(&data, "type").unwrap_or(&event.event).to_owned();
+        let ep = &self.endpoint;
+        match kind.as_str() {
+            "response.created" => {
+                self.response_id = data
+                    .pointer("/response/id")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                out.push_back(ModelEvent::Created {
+                    response_id: self.response_id.clone(),
+                });
+            }
+            "response.output_item.added" => {
+                let (output_index, item, _, _) = self.item(&kind, &data, false)?;
+                out.push_back(ModelEvent::OutputItemAdded { output_index, item });
+            }
+            "response.output_item.done" => {
+                let (output_index, item, raw, is_new) = self.item(&kind, &data, true)?;
+                if is_new {
+                    // A done without an added: announce it first, so every
+                    // item goes started → completed downstream.
+                    out.push_back(ModelEvent::OutputItemAdded {
+                        output_index,
+                        item: item.clone(),
+                    });
+                }
+                out.push_back(ModelEvent::OutputItemDone {
+                    output_index,
+                    item,
+                    raw,
+                });
+            }
+            "response.output_text.delta" => {
+                let (item_id, output_index) = self.target(&kind, &data)?;
+                let delta = req_str(ep, &kind, &data, "delta")?.to_owned();
+                out.push_back(ModelEvent::OutputTextDelta {
+                    item_id,
+                    output_index,
+                    delta,
+                });
+            }
+            "response.reasoning_summary_part.added" => {
+                let (item_id, _) = self.target(&kind, &data)?;
+                let summary_index = opt_usize(&data, "summary_index").unwrap_or(0);
+                out.push_back(ModelEvent::ReasoningSummaryPartAdded {
+                    item_id,
+                    summary_index,
+                });
+            }
+            "response.reasoning_summary_text.delta" => {
+                let (item_id, _) = self.target(&kind, &data)?;
+                let delta = req_str(ep, &kind, &data, "delta")?.to_owned();
+                out.push_back(ModelEvent::ReasoningSummaryDelta {
+                    item_id,
+                    summary_index: opt_usize(&data, "summary_index").unwrap_or(0),
+                    delta,
+                });
+            }
+            "response.reasoning_text.delta" => {
+                let (item_id, _) = self.target(&kind, &data)?;
+                let delta = req_str(ep, &kind, &data, "delta")?.to_owned();
+                out.push_back(ModelEvent::ReasoningTextDelta {
+                    item_id,
+                    content_index: opt_usize(&data, "content_index").unwrap_or(0),
+                    delta,
+                });
+            }
+            "response.function_call_arguments.delta" => {
+                let (item_id, output_index) = self.target(&kind, &data)?;
+                let delta = req_str(ep, &kind, &data, "delta")?.to_owned();
+                out.push_back(ModelEvent::FunctionCallArgumentsDelta {
+                    item_id,
+                    output_index,
+                    delta,
+                });
+            }
+            "response.completed" | "response.incomplete" => {
+                let response = data.get("response").unwrap_or(&Value::Null);
+                let response_id = opt_str(response, "id")
+                    .map(str::to_owned)
+                    .or_else(|| self.response_id.clone());
+                let incomplete = kind == "response.incomplete"
+                    || opt_str(response, "status") == Some("incomplete");
+                let incomplete_reason = incomplete.then(|| {
+                    response
+                        .pointer("/incomplete_details/reason")
+                        .and_then(Value::as_str)
+                        .unwrap_or("unknown")
+                        .to_owned()
+                });
+                out.push_back(ModelEvent::Completed {
+                    response_id,
+                    usage: response.get("usage").and_then(usage),
+                    incomplete_reason,
+                });
+            }
+            "response.failed" => {
+                let error = data.pointer("/response/error").unwrap_or(&Value::Null);
+                let message =
+                    opt_str(error, "message").unwrap_or("the provider reported no reason");
+                let code = opt_str(error, "code").map(str::to_owned);
+                return Err(ep.failed(code, message));
+            }
+            "error" => {
+                let (message, code) = crate::error::message_from_json(&data)
+                    .unwrap_or_else(|| ("the provider sent an error event".into(), None));
+                return Err(ep.failed(code, message));
+            }
+            other => {
+                // Informational events (`response.in_progress`,
+                // `*.done` duplicates of the final item, content parts) and
+                // anything newer than this code.
+                tracing::trace!(event = other, "skipping Responses event");
+            }
+        }
+        Ok(())
+    }
+
+    fn on_end(&mut self, _out: &mut VecDeque<ModelEvent>) -> Result<(), ModelError> {
+        Err(self
+            .endpoint
+            .dropped("the body ended before `response.completed`"))
+    }
+}
+
+/// Events whose data must decode; the rest may be skipped.
+fn is_known(name: &str) -> bool {
+    matches!(
+        name,
+        "response.created"
+            | "response.output_item.added"
+            | "response.output_item.done"
+            | "response.output_text.delta"
+            | "response.reasoning_summary_part.added"
+            | "response.reasoning_summary_text.delta"
+            | "response.reasoning_text.delta"
+            | "response.function_call_arguments.delta"
+            | "response.completed"
+            | "response.incomplete"
+            | "response.failed"
+            | "error"
+    )
+}

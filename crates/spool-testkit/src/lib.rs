@@ -1,0 +1,22 @@
+//! Test support for any spool crate: real sockets, no mocks of the client.
+//!
+//! - [`ScriptedServer`]: an HTTP/1.1 server on `127.0.0.1:0` that answers
+//!   each request with the next [`ScriptedResponse`] (status, headers, body
+//!   chunks with optional delays, SSE helpers, an abrupt close mid-body) and
+//!   records every request.
+//! - [`RecordingProxy`]: forwards requests to an upstream server (e.g. the
+//!   local llama-server), streams the answers back chunk by chunk, and
+//!   records every request, so end-to-end tests can assert what the model
+//!   server received.
+//!
+//! The HTTP handling is deliberately minimal and hand-written: one request
+//! per connection (`Connection: close`), bodies by `Content-Length` or
+//! chunked, responses always chunked unless a test sets `Content-Length`.
+
+mod http;
+mod proxy;
+mod server;
+
+pub use http::RecordedRequest;
+pub use proxy::RecordingProxy;
+pub use server::{Gate, ScriptedResponse, ScriptedServer};
