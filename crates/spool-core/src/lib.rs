@@ -1,6 +1,7 @@
 //! spool's pure core: the one reducer that turns log events into items,
 //! the views over a thread's items, and token budgets. No I/O.
 
+pub mod llm;
 pub mod record;
 pub mod reducer;
 pub mod tokens;

@@ -1,0 +1,256 @@
+//! One record → the Responses API input items it stands for.
+
+use serde_json::{Value, json};
+use spool_protocol::responses::{
+    ContentItem, KnownResponseItem, ReasoningContentPart, ReasoningSummaryPart, ResponseItem,
+};
+use spool_protocol::{ItemKind, ItemStatus, ThreadItem, UserInput, WebSearchAction};
+
+use super::{ReasoningIdPolicy, provider, tools};
+use crate::record::ItemRecord;
+
+/// The prefix of the user message that stands in for compacted history.
+pub const COMPACTION_PREFIX: &str = "Summary of the conversation so far:\n";
+
+/// Whether a record is part of the model's view at all: the model is in
+/// its audience and its kind can become model input.
+pub(crate) fn in_view(record: &ItemRecord) -> bool {
+    record.envelope.audience.llm && yields_model_input(record.item.kind())
+}
+
+/// Whether a record is a finished compaction, which replaces everything
+/// before it. An unfinished or empty one replaces nothing: dropping history
+/// with no summary to stand in for it would lose it.
+pub(crate) fn is_cut_point(record: &ItemRecord) -> bool {
+    let ThreadItem::ContextCompaction {
+        summary: Some(summary),
+        ..
+    } = &record.item
+    else {
+        return false;
+    };
+    record.envelope.status == ItemStatus::Completed && !summary.is_empty()
+}
+
+/// Whether items of this kind can become model input.
+pub(crate) fn yields_model_input(kind: ItemKind) -> bool {
+    match kind {
+        ItemKind::UserMessage
+        | ItemKind::AgentMessage
+        | ItemKind::Reasoning
+        | ItemKind::Plan
+        | ItemKind::CommandExecution
+        | ItemKind::FileChange
+        | ItemKind::McpToolCall
+        | ItemKind::DynamicToolCall
+        | ItemKind::WebSearch
+        | ItemKind::ContextCompaction
+        | ItemKind::FunctionCall
+        | ItemKind::Handoff
+        | ItemKind::Context => true,
+        // The reasons are in `convert`.
+        ItemKind::ImageView
+        | ItemKind::Component
+        | ItemKind::Container
+        | ItemKind::Status
+        | ItemKind::StateChange
+        | ItemKind::ResourceChange
+        | ItemKind::StepError
+        | ItemKind::Error
+        | ItemKind::EnteredReviewMode
+        | ItemKind::ExitedReviewMode => false,
+    }
+}
+
+/// Appends the input items `record` stands for to `out`. Audience is the
+/// caller's business; this only converts.
+pub(crate) fn convert(record: &ItemRecord, policy: ReasoningIdPolicy, out: &mut Vec<ResponseItem>) {
+    let provider_data = record.envelope.provider_data.as_ref();
+    match &record.item {
+        ThreadItem::UserMessage { content, .. } => user_message(content, out),
+        ThreadItem::AgentMessage { text, .. } => {
+            // A message cut off before its first token says nothing.
+            if !text.is_empty() {
+                out.push(message(
+                    "assistant",
+                    vec![ContentItem::OutputText {
+                        text: text.clone(),
+                        annotations: Vec::new(),
+                    }],
+                ));
+            }
+        }
+        ThreadItem::Reasoning {
+            summary, content, ..
+        } => reasoning(summary, content, provider_data, policy, out),
+        ThreadItem::FunctionCall { .. }
+        | ThreadItem::CommandExecution { .. }
+        | ThreadItem::FileChange { .. }
+        | ThreadItem::McpToolCall { .. }
+        | ThreadItem::DynamicToolCall { .. }
+        | ThreadItem::Handoff { .. }
+        | ThreadItem::Plan { .. } => tools::convert_tool(record, out),
+        ThreadItem::WebSearch { query, action, .. } => {
+            out.push(web_search(query, action.as_ref(), provider_data));
+        }
+        ThreadItem::Context { text, .. } => {
+            out.push(message(
+                "developer",
+                vec![ContentItem::InputText { text: text.clone() }],
+            ));
+        }
+        ThreadItem::ContextCompaction { summary, .. } => {
+            if let (true, Some(summary)) = (is_cut_point(record), summary) {
+                out.push(message(
+                    "user",
+                    vec![ContentItem::InputText {
+                        text: format!("{COMPACTION_PREFIX}{summary}"),
+                    }],
+                ));
+            }
+        }
+        // The image lives on disk and this crate does no I/O; the path alone
+        // tells the model nothing. The runtime attaches viewed images when
+        // it builds a request.
+        ThreadItem::ImageView { .. } => {}
+        // Presentation for the UI: the model gets the same facts from the
+        // messages and tool outputs around them.
+        ThreadItem::Component { .. } | ThreadItem::Container { .. } => {}
+        // Transient progress; never persisted, never the model's business.
+        ThreadItem::Status { .. } => {}
+        // Application bookkeeping: what changed reaches the model through
+        // the tool outputs that changed it.
+        ThreadItem::StateChange { .. } | ThreadItem::ResourceChange { .. } => {}
+        // Runtime failures, reported to the client. A failure the model must
+        // know about is already in the failed tool's output.
+        ThreadItem::StepError { .. } | ThreadItem::Error { .. } => {}
+        // UI markers around a review; the review itself reaches the model as
+        // ordinary messages.
+        ThreadItem::EnteredReviewMode { .. } | ThreadItem::ExitedReviewMode { .. } => {}
+    }
+}
+
+/// A message without `id` or `status`: both are output metadata the
+/// provider does not need back (see the module docs of `llm`).
+fn message(role: &str, content: Vec<ContentItem>) -> ResponseItem {
+    ResponseItem::Known(KnownResponseItem::Message {
+        id: None,
+        role: role.to_owned(),
+        content,
+        status: None,
+    })
+}
+
+fn user_message(content: &[UserInput], out: &mut Vec<ResponseItem>) {
+    let parts: Vec<ContentItem> = content
+        .iter()
+        .map(|input| match input {
+            UserInput::Text { text, .. } => ContentItem::InputText { text: text.clone() },
+            UserInput::Image { url } => ContentItem::InputImage {
+                image_url: url.clone(),
+            },
+            // Reading files is I/O, which this crate does not do: local
+            // images, skills and mentions are referenced by path, for the
+            // runtime (or the model's tools) to resolve.
+            UserInput::LocalImage { path } => ContentItem::InputText {
+                text: format!("[local image: {path}]"),
+            },
+            UserInput::Skill { name, path } => ContentItem::InputText {
+                text: format!("[skill: {name} ({path})]"),
+            },
+            UserInput::Mention { name, path } => ContentItem::InputText {
+                text: format!("[mention: {name} ({path})]"),
+            },
+        })
+        .collect();
+    if !parts.is_empty() {
+        out.push(message("user", parts));
+    }
+}
+
+fn reasoning(
+    summary: &[String],
+    content: &[String],
+    provider_data: Option<&Value>,
+    policy: ReasoningIdPolicy,
+    out: &mut Vec<ResponseItem>,
+) {
+    let (provider_id, encrypted_content) = provider::reasoning(provider_data);
+    // Only the provider's id (`rs_...`) means anything to the provider;
+    // spool's own item id is never sent in its place.
+    let id = match policy {
+        ReasoningIdPolicy::Preserve => provider_id,
+        ReasoningIdPolicy::Omit => None,
+    };
+    let summary: Vec<ReasoningSummaryPart> = summary
+        .iter()
+        .filter(|text| !text.is_empty())
+        .map(|text| ReasoningSummaryPart::SummaryText { text: text.clone() })
+        .collect();
+    let content: Vec<ReasoningContentPart> = content
+        .iter()
+        .filter(|text| !text.is_empty())
+        .map(|text| ReasoningContentPart::ReasoningText { text: text.clone() })
+        .collect();
+    let usable = !summary.is_empty() || !content.is_empty() || encrypted_content.is_some();
+    let item = KnownResponseItem::Reasoning {
+        id: id.clone().unwrap_or_default(),
+        summary,
+        content: (!content.is_empty()).then_some(content),
+        encrypted_content,
+    };
+    match id {
+        // An id alone is usable: it points at reasoning the provider stored.
+        Some(_) => out.push(ResponseItem::Known(item)),
+        // Without an id, an item with nothing in it is noise.
+        None if !usable => {}
+        // The protocol's reasoning item always writes `id`, and an empty id
+        // is an error at the API; so an id-less item travels as raw JSON
+        // without the field.
+        None => {
+            let mut value = serde_json::to_value(item).unwrap_or(Value::Null);
+            if let Some(object) = value.as_object_mut() {
+                object.remove("id");
+                out.push(ResponseItem::Other(value));
+            }
+        }
+    }
+}
+
+fn web_search(
+    query: &str,
+    action: Option<&WebSearchAction>,
+    provider_data: Option<&Value>,
+) -> ResponseItem {
+    let (id, provider_action) = provider::web_search(provider_data);
+    let action = provider_action.unwrap_or_else(|| api_action(query, action));
+    ResponseItem::Known(KnownResponseItem::WebSearchCall {
+        // The provider's id is kept: it is how the API ties the call to
+        // the results it already gave the model.
+        id,
+        status: Some("completed".into()),
+        action: Some(action),
+    })
+}
+
+/// An item's search action in the API's shape (snake_case `type`, where
+/// the item's own enum is camelCase).
+fn api_action(query: &str, action: Option<&WebSearchAction>) -> Value {
+    match action {
+        Some(WebSearchAction::Search {
+            query: action_query,
+            queries,
+        }) => {
+            let query = action_query.as_deref().unwrap_or(query);
+            match queries {
+                Some(queries) => json!({"type": "search", "query": query, "queries": queries}),
+                None => json!({"type": "search", "query": query}),
+            }
+        }
+        Some(WebSearchAction::OpenPage { url }) => json!({"type": "open_page", "url": url}),
+        Some(WebSearchAction::FindInPage { url, pattern }) => {
+            json!({"type": "find_in_page", "url": url, "pattern": pattern})
+        }
+        Some(WebSearchAction::Other) | None => json!({"type": "search", "query": query}),
+    }
+}

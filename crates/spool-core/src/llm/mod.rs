@@ -1,0 +1,144 @@
+//! The `llm` view: what the next model request gets, as OpenAI Responses
+//! API input items, packed under a token budget (DESIGN §1).
+//!
+//! # Which records
+//!
+//! Records whose audience includes the model and whose kind can become
+//! model input (`convert.rs` says which kinds do not, and why). Everything
+//! before the latest finished `contextCompaction` is left out: its summary
+//! stands in for it.
+//!
+//! # Conversion (one record → input items)
+//!
+//! | item | input items |
+//! |---|---|
+//! | `userMessage` | `message` role `user`: `input_text`, `input_image` for image URLs; local images, skills and mentions as text references |
+//! | `agentMessage` | `message` role `assistant` with `output_text` |
+//! | `reasoning` | `reasoning` (summary, content, provider id and `encrypted_content`), under the [`ReasoningIdPolicy`] |
+//! | `functionCall` | `function_call` + `function_call_output` (declined, failed: saying so) |
+//! | `commandExecution`, `fileChange`, `mcpToolCall`, `dynamicToolCall`, `handoff`, `plan` | the provider's call + a `function_call_output` built from the result |
+//! | `webSearch` | `web_search_call` with the provider's id and action |
+//! | `context` | `message` role `developer` |
+//! | `contextCompaction` | `message` role `user` with the summary |
+//! | anything else | nothing |
+//!
+//! # Stripped metadata
+//!
+//! The input carries what the model reads and the ids the API needs to tie
+//! items together, nothing else:
+//!
+//! - spool's own item ids are never sent: they mean nothing to a provider.
+//! - Provider item ids of messages and function calls (`msg_...`,
+//!   `fc_...`) and every `status` are dropped: they are output metadata,
+//!   and sending them back ties the request to server-side storage that a
+//!   stateless (`store: false`) request does not have.
+//! - A reasoning item keeps the provider's `rs_...` id under
+//!   [`ReasoningIdPolicy::Preserve`] and loses it under
+//!   [`ReasoningIdPolicy::Omit`]; a reasoning item left with nothing the
+//!   model can use (no summary, content or encrypted content) is dropped.
+//! - A web search call keeps the provider's id: the API identifies the
+//!   hosted call by it.
+//! - `call_id`s are kept exactly as the provider gave them.
+//!
+//! # Packing
+//!
+//! See `pack.rs`: whole turns, newest first, the newest always; older turns
+//! while the total stays within the budget, stopping at the first that does
+//! not fit. Then `sanitize.rs` drops what the API would reject (orphan
+//! outputs, unanswered calls, dangling reasoning). `total_tokens` is the sum
+//! over the packed records, so it can only overstate the input when
+//! sanitizing drops an item.
+
+mod convert;
+mod pack;
+mod provider;
+mod sanitize;
+mod tools;
+
+use serde::{Deserialize, Serialize};
+use spool_protocol::responses::ResponseItem;
+
+use crate::record::ItemRecord;
+
+pub use convert::COMPACTION_PREFIX;
+
+/// What happens to the provider ids of reasoning items.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ReasoningIdPolicy {
+    /// Keep them: the provider can tie the reasoning to what it stored.
+    #[default]
+    Preserve,
+    /// Strip them, for providers or requests that cannot resolve them
+    /// (another model, `store: false` without encrypted content).
+    Omit,
+}
+
+/// How to build the `llm` view.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LlmViewOptions {
+    /// At most this many tokens (o200k_base), except that the newest turn
+    /// always goes in. `None`: everything.
+    pub token_budget: Option<usize>,
+    pub reasoning_ids: ReasoningIdPolicy,
+}
+
+/// The input of the next model request.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LlmView {
+    /// Input items, oldest first.
+    pub input: Vec<ResponseItem>,
+    /// Tokens of the included records (cached or computed counts).
+    pub total_tokens: usize,
+    pub turns_included: usize,
+    /// Turns left out for the budget (not those before a compaction).
+    pub turns_omitted: usize,
+    /// Counts computed here for records that had none, by item id, for the
+    /// store to cache. Only finished items are listed: an item still in
+    /// progress will change.
+    pub computed_token_counts: Vec<(String, u32)>,
+}
+
+/// Builds the `llm` view of `records`, which must be in ordinal order (as
+/// the store returns them).
+pub fn llm_view(records: &[ItemRecord], options: &LlmViewOptions) -> LlmView {
+    debug_assert!(
+        records.is_sorted_by_key(|record| record.ordinal),
+        "records must be in ordinal order"
+    );
+    let packed = pack::pack(records, options);
+    let turns_included = packed.turns.len();
+    let mut input = Vec::new();
+    for turn in packed.turns.into_iter().rev() {
+        for (record, items) in turn.into_iter().rev() {
+            match items {
+                Some(items) => input.extend(items),
+                None => convert::convert(record, options.reasoning_ids, &mut input),
+            }
+        }
+    }
+    sanitize::sanitize(&mut input);
+    LlmView {
+        input,
+        total_tokens: packed.total_tokens,
+        turns_included,
+        turns_omitted: packed.turns_omitted,
+        computed_token_counts: packed.computed_token_counts,
+    }
+}
+
+/// The records the `llm` view is built from, unpacked, in the order given.
+pub(crate) fn view_records(records: &[ItemRecord]) -> Vec<&ItemRecord> {
+    // By ordinal rather than position, so that callers with unsorted
+    // records (see `views::select`) get the same answer.
+    let start = records
+        .iter()
+        .filter(|record| convert::in_view(record) && convert::is_cut_point(record))
+        .map(|record| record.ordinal)
+        .max()
+        .unwrap_or(0);
+    records
+        .iter()
+        .filter(|record| record.ordinal >= start && convert::in_view(record))
+        .collect()
+}
