@@ -53,7 +53,8 @@ pub enum KnownResponseItem {
         status: Option<String>,
     },
     Reasoning {
-        #[serde(default)]
+        /// Empty when the reasoning has no id (then it is not written out).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
         id: String,
         #[serde(default)]
         summary: Vec<ReasoningSummaryPart>,
