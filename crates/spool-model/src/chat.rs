@@ -33,11 +33,13 @@ pub struct ChatProvider {
 }
 
 impl ChatProvider {
-    /// Builds the HTTP client once; every stream shares it.
-    pub fn new(config: ProviderConfig) -> Result<Self, ModelError> {
-        Ok(ChatProvider {
-            transport: Arc::new(HttpTransport::new(config)?),
-        })
+    /// Builds the HTTP client once; every stream shares it. Never fails: a
+    /// client that cannot be built (no TLS backend) is reported as
+    /// [`ModelError::Client`] by each stream instead.
+    pub fn new(config: ProviderConfig) -> Self {
+        ChatProvider {
+            transport: Arc::new(HttpTransport::new(config)),
+        }
     }
 }
 

@@ -20,11 +20,13 @@ pub struct ResponsesProvider {
 }
 
 impl ResponsesProvider {
-    /// Builds the HTTP client once; every stream shares it.
-    pub fn new(config: ProviderConfig) -> Result<Self, ModelError> {
-        Ok(ResponsesProvider {
-            transport: Arc::new(HttpTransport::new(config)?),
-        })
+    /// Builds the HTTP client once; every stream shares it. Never fails: a
+    /// client that cannot be built (no TLS backend) is reported as
+    /// [`ModelError::Client`] by each stream instead.
+    pub fn new(config: ProviderConfig) -> Self {
+        ResponsesProvider {
+            transport: Arc::new(HttpTransport::new(config)),
+        }
     }
 }
 

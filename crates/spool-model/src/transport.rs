@@ -53,12 +53,14 @@ impl Endpoint {
 /// streams, so connections are pooled.
 #[derive(Debug)]
 pub(crate) struct HttpTransport {
-    client: reqwest::Client,
+    /// A client that could not be built is kept as its error and reported
+    /// by every stream, so constructing a provider never fails or panics.
+    client: Result<reqwest::Client, ModelError>,
     pub config: ProviderConfig,
 }
 
 impl HttpTransport {
-    pub fn new(config: ProviderConfig) -> Result<Self, ModelError> {
+    pub fn new(config: ProviderConfig) -> Self {
         // reqwest is built without a default crypto provider (we want ring,
         // not aws-lc); installing it twice is harmless, so ignore the result.
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -69,8 +71,8 @@ impl HttpTransport {
             .map_err(|e| ModelError::Client {
                 provider: config.name.clone(),
                 message: error_chain(&e),
-            })?;
-        Ok(HttpTransport { client, config })
+            });
+        HttpTransport { client, config }
     }
 
     pub fn endpoint(&self, path: &str) -> Endpoint {
@@ -82,8 +84,8 @@ impl HttpTransport {
 
     /// One attempt: POST `body`, check the status, return the SSE events.
     async fn open(&self, endpoint: &Endpoint, body: &Value) -> Result<SseStream, ModelError> {
-        let mut request = self
-            .client
+        let client = self.client.as_ref().map_err(Clone::clone)?;
+        let mut request = client
             .post(&endpoint.url)
             .header("accept", "text/event-stream")
             .json(body);

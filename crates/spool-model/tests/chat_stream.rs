@@ -141,7 +141,7 @@ async fn content_and_two_parallel_tool_calls_across_chunks() -> anyhow::Result<(
         "[DONE]".to_owned(),
     ]);
     let server = ScriptedServer::with_responses([response]).await?;
-    let provider = ChatProvider::new(config(&server.url()))?;
+    let provider = ChatProvider::new(config(&server.url()));
     let (events, error) = split(collect(provider.stream(request())).await);
     assert_eq!(error, None);
     assert_eq!(
@@ -210,7 +210,7 @@ async fn reasoning_content_becomes_a_reasoning_item_and_length_is_incomplete() -
         .to_string(),
     ]);
     let server = ScriptedServer::with_responses([response]).await?;
-    let provider = ChatProvider::new(config(&server.url()))?;
+    let provider = ChatProvider::new(config(&server.url()));
     let (events, error) = split(collect(provider.stream(request())).await);
     assert_eq!(error, None);
     assert_eq!(
@@ -235,7 +235,7 @@ async fn reasoning_content_becomes_a_reasoning_item_and_length_is_incomplete() -
 #[tokio::test]
 async fn previous_response_id_is_refused_without_a_request() -> anyhow::Result<()> {
     let server = ScriptedServer::start().await?;
-    let provider = ChatProvider::new(config(&server.url()))?;
+    let provider = ChatProvider::new(config(&server.url()));
     let request = ModelRequest {
         previous_response_id: Some("resp_1".into()),
         ..request()

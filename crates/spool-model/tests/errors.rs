@@ -62,7 +62,7 @@ fn partial_stream() -> ScriptedResponse {
 }
 
 async fn run_responses(config: ProviderConfig) -> (Vec<ModelEvent>, Option<ModelError>) {
-    let provider = ResponsesProvider::new(config).expect("provider");
+    let provider = ResponsesProvider::new(config);
     split(collect(provider.stream(request())).await)
 }
 
@@ -302,7 +302,7 @@ async fn connect_error_when_nothing_listens() -> anyhow::Result<()> {
         listener.local_addr()?.port()
     };
     let url = format!("http://127.0.0.1:{port}/v1");
-    let provider = ResponsesProvider::new(config(&url).with_retry(RetryPolicy::none()))?;
+    let provider = ResponsesProvider::new(config(&url).with_retry(RetryPolicy::none()));
     let (_, error) = split(collect(provider.stream(request())).await);
     let error = error.expect("an error");
     assert!(matches!(error, ModelError::Connect { .. }), "{error:?}");
@@ -320,7 +320,7 @@ async fn connect_error_when_nothing_listens() -> anyhow::Result<()> {
     );
 
     // With retries, connect errors are retried and then given up on.
-    let provider = ResponsesProvider::new(config(&url).with_retry(RetryPolicy::fast(2)))?;
+    let provider = ResponsesProvider::new(config(&url).with_retry(RetryPolicy::fast(2)));
     let (_, error) = split(collect(provider.stream(request())).await);
     assert!(matches!(
         error,
@@ -367,7 +367,7 @@ async fn a_json_answer_to_a_stream_request_is_reported() -> anyhow::Result<()> {
 // --- Chat Completions ---
 
 async fn run_chat(server: &ScriptedServer) -> (Vec<ModelEvent>, Option<ModelError>) {
-    let provider = ChatProvider::new(config(&server.url())).expect("provider");
+    let provider = ChatProvider::new(config(&server.url()));
     split(collect(provider.stream(request())).await)
 }
 

@@ -80,7 +80,7 @@ async fn check(provider: &dyn ModelProvider, proxy: &RecordingProxy, path: &str)
 #[tokio::test]
 async fn responses_api_against_local_model() -> anyhow::Result<()> {
     let proxy = RecordingProxy::start(&local_model_url()).await?;
-    let provider = ResponsesProvider::new(ProviderConfig::new("local", proxy.url()))?;
+    let provider = ResponsesProvider::new(ProviderConfig::new("local", proxy.url()));
     check(&provider, &proxy, "/responses").await;
     let body = &proxy.requests()[0].body;
     assert_eq!(
@@ -94,7 +94,7 @@ async fn responses_api_against_local_model() -> anyhow::Result<()> {
 #[tokio::test]
 async fn chat_completions_against_local_model() -> anyhow::Result<()> {
     let proxy = RecordingProxy::start(&local_model_url()).await?;
-    let provider = ChatProvider::new(ProviderConfig::new("local", proxy.url()))?;
+    let provider = ChatProvider::new(ProviderConfig::new("local", proxy.url()));
     check(&provider, &proxy, "/chat/completions").await;
     let body = &proxy.requests()[0].body;
     assert_eq!(

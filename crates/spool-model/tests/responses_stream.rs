@@ -127,7 +127,7 @@ async fn reasoning_message_and_function_call_normalize_exactly() -> anyhow::Resu
         ),
     ];
     let server = ScriptedServer::with_responses([ScriptedResponse::sse(events)]).await?;
-    let provider = ResponsesProvider::new(config(&server.url()))?;
+    let provider = ResponsesProvider::new(config(&server.url()));
     let (events, error) = split(collect(provider.stream(request())).await);
     assert_eq!(error, None);
 
@@ -270,7 +270,7 @@ async fn unknown_events_and_fields_are_skipped_and_hosted_items_pass_through() -
         .sse_event("response.completed", &json!({"type": "response.completed",
             "response": {"id": "resp_2", "status": "completed"}}));
     let server = ScriptedServer::with_responses([response]).await?;
-    let provider = ResponsesProvider::new(config(&server.url()))?;
+    let provider = ResponsesProvider::new(config(&server.url()));
     let (events, error) = split(collect(provider.stream(request())).await);
     assert_eq!(error, None);
     assert_eq!(
@@ -372,7 +372,7 @@ async fn items_without_output_index_and_incomplete_responses() -> anyhow::Result
         ),
     ];
     let server = ScriptedServer::with_responses([ScriptedResponse::sse(events)]).await?;
-    let provider = ResponsesProvider::new(config(&server.url()))?;
+    let provider = ResponsesProvider::new(config(&server.url()));
     let (events, error) = split(collect(provider.stream(request())).await);
     assert_eq!(error, None);
     assert_eq!(
