@@ -76,6 +76,24 @@ impl OutputMapper {
 
     /// The notifications one provider event stands for (often none or one).
     pub fn on_event(&mut self, event: ModelEvent, now_ms: i64) -> Vec<ServerNotification> {
+        let out = self.map_event(event, now_ms);
+        // Keep each open item as the reducer sees it, so that closing it
+        // early keeps what was streamed.
+        for n in out.iter().filter(|n| n.is_delta()) {
+            let open = self
+                .open
+                .values_mut()
+                .find(|o| Some(o.item.id()) == n.item_id());
+            if let Some(open) = open
+                && let Err(e) = spool_core::reducer::apply_delta(&mut open.item, n)
+            {
+                tracing::warn!(error = %e, "delta does not apply to its own item");
+            }
+        }
+        out
+    }
+
+    fn map_event(&mut self, event: ModelEvent, now_ms: i64) -> Vec<ServerNotification> {
         match event {
             ModelEvent::Created { .. } | ModelEvent::Completed { .. } => Vec::new(),
             ModelEvent::OutputItemAdded { output_index, item } => {
@@ -469,3 +487,7 @@ fn provider_key(item: &ResponseItem, output_index: usize) -> String {
 pub fn new_item_id() -> String {
     uuid::Uuid::now_v7().to_string()
 }
+
+#[cfg(test)]
+#[path = "output_mapper_tests.rs"]
+mod tests;

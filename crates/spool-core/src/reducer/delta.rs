@@ -6,12 +6,13 @@ use super::ReduceError;
 
 /// Applies a delta to an in-progress item of the right kind.
 ///
-/// The caller has checked that `event` is a delta and that the item exists
-/// and is in progress.
-pub(super) fn apply_delta(
-    item: &mut ThreadItem,
-    event: &ServerNotification,
-) -> Result<(), ReduceError> {
+/// The caller has checked that the item exists and is in progress. Public so
+/// that producers who keep their own copy of an open item (the runtime's
+/// output mapper) change it exactly as the reducer would.
+///
+/// # Panics
+/// If `event` is not a delta (`ServerNotification::is_delta`).
+pub fn apply_delta(item: &mut ThreadItem, event: &ServerNotification) -> Result<(), ReduceError> {
     let method = event.method();
     let mismatch = |item: &ThreadItem| ReduceError::DeltaKindMismatch {
         method,

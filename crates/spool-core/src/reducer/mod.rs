@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use spool_protocol::{ItemEnvelope, ItemStatus, ServerNotification, ThreadEvent, TurnStatus};
 
 use crate::record::{ItemRecord, TurnRecord};
+pub use delta::apply_delta;
 pub use error::ReduceError;
 
 /// What an applied event changed.
