@@ -1,1 +1,93 @@
-fn main() {}
+//! The `spool` binary.
+
+mod cli;
+mod commands;
+mod config;
+mod home;
+mod provider_choice;
+mod render;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use spool_store::{SqliteStore, StoreOptions};
+
+use crate::cli::{Cli, Command, ThreadsCommand};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(dispatch(cli)) {
+        Ok(0) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        // `spool threads events ID | head` is not an error.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One line: the chain of causes, outermost first.
+            let reason: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+            eprintln!("error: {}", reason.join(": ").replace('\n', " "));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
+    let store_path = home::store_path(cli.store.clone())?;
+    let store = SqliteStore::open(&store_path, StoreOptions::default())
+        .map_err(|e| anyhow::anyhow!("cannot open the store {}: {e}", store_path.display()))?;
+    match cli.command {
+        Command::Run(args) => {
+            let home = home::spool_home()?;
+            let cwd = std::env::current_dir()?;
+            let config = config::ConfigFile::load_layered(&home, &cwd)?;
+            let chosen =
+                provider_choice::choose(&cli.provider, &config, &|k| std::env::var(k).ok())?;
+            commands::run::run(store, chosen, args).await
+        }
+        Command::Threads(ThreadsCommand::List { limit, json }) => {
+            commands::threads::list(&store, limit, json).await?;
+            Ok(0)
+        }
+        Command::Threads(ThreadsCommand::Show {
+            id,
+            view,
+            tokens,
+            json,
+        }) => {
+            commands::threads::show(&store, &id, view.view(), tokens, json).await?;
+            Ok(0)
+        }
+        Command::Threads(ThreadsCommand::Events { id, after }) => {
+            commands::threads::events(&store, &id, after).await?;
+            Ok(0)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Logs go to stderr, filtered by `SPOOL_LOG` (e.g. `SPOOL_LOG=debug`); warnings by default.
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SPOOL_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::env::var_os("NO_COLOR").is_none())
+        .try_init();
+}

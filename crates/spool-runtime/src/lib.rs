@@ -3,17 +3,15 @@
 //! or while (deltas) it is streamed.
 
 pub mod output_mapper;
-pub mod sink;
 pub mod turn;
 
-pub use sink::{EventSink, StreamedEvent};
 pub use turn::{InterruptSignal, TurnOptions, TurnOutcome, run_turn};
 
 /// Failures of the runtime itself (a model failure is a failed turn, not one of these).
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
-    #[error("store: {0}")]
-    Store(String),
+    #[error(transparent)]
+    Store(#[from] spool_store::StoreError),
 }
 
 /// Unix milliseconds now.

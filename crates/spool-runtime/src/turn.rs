@@ -13,8 +13,10 @@ use spool_model::{ModelEvent, ModelProvider, ModelRequest};
 use spool_protocol::*;
 use tokio::sync::{mpsc, watch};
 
+use spool_core::llm::LlmViewOptions;
+use spool_store::{Appended, Store};
+
 use crate::output_mapper::{OutputMapper, new_item_id};
-use crate::sink::{EventSink, StreamedEvent};
 use crate::{RuntimeError, now_ms};
 
 /// How to run one turn.
@@ -26,6 +28,8 @@ pub struct TurnOptions {
     pub history_token_budget: Option<usize>,
     /// The agent name recorded in provenance.
     pub agent: String,
+    /// Cap on the tokens the model may write in one response.
+    pub max_output_tokens: Option<u32>,
 }
 
 /// How a turn ended.
@@ -50,19 +54,22 @@ enum ResponseEnd {
 
 /// Runs one turn on `thread_id` and returns how it ended. Errors are only
 /// those of the store: a model failure is a failed turn, not an error.
-pub async fn run_turn<S: EventSink>(
-    sink: &S,
+pub async fn run_turn<S: Store>(
+    store: &S,
     provider: &dyn ModelProvider,
     thread_id: &str,
     input: Vec<UserInput>,
     options: &TurnOptions,
-    events: &mpsc::UnboundedSender<StreamedEvent>,
+    events: &mpsc::UnboundedSender<Appended>,
     mut interrupt: InterruptSignal,
 ) -> Result<TurnOutcome, RuntimeError> {
     let turn_id = new_item_id();
     let started_at_ms = now_ms();
     let emit = |payloads: Vec<ServerNotification>| async {
-        for e in sink.append(thread_id, payloads).await? {
+        if payloads.is_empty() {
+            return Ok(());
+        }
+        for e in store.append(thread_id, payloads).await? {
             // A caller that stopped listening does not stop the turn.
             let _ = events.send(e);
         }
@@ -87,13 +94,21 @@ pub async fn run_turn<S: EventSink>(
     .await?;
     emit(user_message(thread_id, &turn_id, input)).await?;
 
-    let history = sink
-        .llm_input(thread_id, options.history_token_budget)
-        .await?;
+    let history = store
+        .llm_view(
+            thread_id,
+            LlmViewOptions {
+                token_budget: options.history_token_budget,
+                ..LlmViewOptions::default()
+            },
+        )
+        .await?
+        .input;
     let request = ModelRequest {
         model: options.model.clone(),
         instructions: options.instructions.clone(),
         input: history,
+        max_output_tokens: options.max_output_tokens,
         ..ModelRequest::default()
     };
     let mut mapper = OutputMapper::new(thread_id, &turn_id, &options.agent);
@@ -174,7 +189,12 @@ pub async fn run_turn<S: EventSink>(
         ResponseEnd::Interrupted => (TurnStatus::Interrupted, None, None),
     };
     if let Some(last) = usage {
-        let mut total = sink.token_usage_total(thread_id).await?;
+        let mut total = TokenUsageBreakdown::default();
+        for turn in store.turns(thread_id).await? {
+            if let Some(usage) = &turn.token_usage {
+                total.add(usage);
+            }
+        }
         total.add(&last);
         emit(vec![ServerNotification::ThreadTokenUsageUpdated(
             ThreadTokenUsageUpdatedNotification {

@@ -1,0 +1,100 @@
+//! The command line.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::provider_choice::ProviderArgs;
+
+/// spool: a durable runtime for AI agents.
+#[derive(Debug, Parser)]
+#[command(name = "spool", version, about)]
+pub struct Cli {
+    /// The SQLite store (default: $SPOOL_HOME/spool.db, with SPOOL_HOME
+    /// defaulting to ~/.spool).
+    #[arg(long, global = true, env = "SPOOL_STORE")]
+    pub store: Option<PathBuf>,
+    #[command(flatten)]
+    pub provider: ProviderArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one turn: send the prompt, stream the reply, persist every item.
+    Run(RunArgs),
+    /// Inspect stored threads.
+    #[command(subcommand)]
+    Threads(ThreadsCommand),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// What to ask.
+    pub prompt: String,
+    /// Continue this thread (its history goes to the model) instead of
+    /// starting a new one.
+    #[arg(long)]
+    pub thread: Option<String>,
+    /// System instructions for the model.
+    #[arg(long)]
+    pub instructions: Option<String>,
+    /// Token budget of the history sent to the model.
+    #[arg(long)]
+    pub history_tokens: Option<usize>,
+    /// Cap on the tokens the model may write in its reply.
+    #[arg(long)]
+    pub max_output_tokens: Option<u32>,
+    /// Print the time to the first token and the total time to stderr.
+    #[arg(long)]
+    pub timings: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ThreadsCommand {
+    /// List threads, newest first.
+    List {
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// JSON Lines, one thread per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a thread's items in a view.
+    Show {
+        id: String,
+        #[arg(long, value_enum, default_value_t = ViewArg::Client)]
+        view: ViewArg,
+        /// Token budget of the `llm` view.
+        #[arg(long)]
+        tokens: Option<usize>,
+        /// JSON Lines: one item per line (for `llm`, one model input item per line).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a thread's event log as JSON Lines (`seq`, `atMs`, `method`, `params`).
+    Events {
+        id: String,
+        /// Only events after this seq.
+        #[arg(long, default_value_t = 0)]
+        after: u64,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ViewArg {
+    All,
+    Client,
+    Llm,
+}
+
+impl ViewArg {
+    pub fn view(self) -> spool_core::View {
+        match self {
+            ViewArg::All => spool_core::View::All,
+            ViewArg::Client => spool_core::View::Client,
+            ViewArg::Llm => spool_core::View::Llm,
+        }
+    }
+}

@@ -1,0 +1,2 @@
+pub mod run;
+pub mod threads;

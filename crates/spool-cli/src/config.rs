@@ -1,0 +1,206 @@
+//! `spool.toml`: provider definitions and defaults.
+//!
+//! Read from `$SPOOL_HOME/spool.toml` and then `./spool.toml`; the latter
+//! wins key by key (providers merge by name). A file that cannot be read
+//! as a config is an error naming the file, the line and the key.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Which OpenAI wire API a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum WireApi {
+    Responses,
+    Chat,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderEntry {
+    pub base_url: String,
+    #[serde(default = "default_wire_api")]
+    pub wire_api: WireApi,
+    /// Name of the environment variable that holds the API key.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// The model used when none is given on the command line.
+    #[serde(default)]
+    pub model: Option<String>,
+}
+
+fn default_wire_api() -> WireApi {
+    WireApi::Responses
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// The provider used when `--provider` is not given.
+    #[serde(default)]
+    pub provider: Option<String>,
+    /// The model used when `--model` is not given.
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderEntry>,
+}
+
+/// A config file that could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}:{line}:{column}: {} {message}", path.display(), key.as_deref().map(|k| format!("key `{k}`:")).unwrap_or_default())]
+    Invalid {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        key: Option<String>,
+        message: String,
+    },
+}
+
+impl ConfigFile {
+    /// Parses one file's text; `path` is only used in errors.
+    pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
+        toml::from_str(text).map_err(|e| {
+            let (line, column, key) = match e.span() {
+                Some(span) => locate(text, span.start),
+                None => (1, 1, None),
+            };
+            ConfigError::Invalid {
+                path: path.to_owned(),
+                line,
+                column,
+                key,
+                message: e.message().trim().to_owned(),
+            }
+        })
+    }
+
+    /// Reads `path` if it exists.
+    pub fn load(path: &Path) -> Result<Option<ConfigFile>, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Self::parse(path, &text).map(Some),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(ConfigError::Read {
+                path: path.to_owned(),
+                source,
+            }),
+        }
+    }
+
+    /// `other` over `self`, key by key.
+    pub fn merge(mut self, other: ConfigFile) -> ConfigFile {
+        if other.provider.is_some() {
+            self.provider = other.provider;
+        }
+        if other.model.is_some() {
+            self.model = other.model;
+        }
+        self.providers.extend(other.providers);
+        self
+    }
+
+    /// `$SPOOL_HOME/spool.toml`, then `./spool.toml`.
+    pub fn load_layered(home: &Path, cwd: &Path) -> Result<ConfigFile, ConfigError> {
+        let mut config = ConfigFile::default();
+        let home_file = home.join("spool.toml");
+        let local_file = cwd.join("spool.toml");
+        if let Some(c) = Self::load(&home_file)? {
+            config = config.merge(c);
+        }
+        if local_file != home_file
+            && let Some(c) = Self::load(&local_file)?
+        {
+            config = config.merge(c);
+        }
+        Ok(config)
+    }
+}
+
+/// 1-based line and column of byte `offset`, and the key written on that
+/// line (the text before `=`, or the table name of a `[header]`).
+fn locate(text: &str, offset: usize) -> (usize, usize, Option<String>) {
+    let offset = offset.min(text.len());
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before[line_start..].chars().count() + 1;
+    let line_text = text[line_start..].lines().next().unwrap_or("");
+    let trimmed = line_text.trim();
+    let key = if let Some((k, _)) = trimmed.split_once('=') {
+        Some(k.trim().trim_matches('"').to_owned())
+    } else if trimmed.starts_with('[') {
+        Some(
+            trimmed
+                .trim_matches(|c| c == '[' || c == ']')
+                .trim()
+                .to_owned(),
+        )
+    } else {
+        None
+    };
+    (line, column, key.filter(|k| !k.is_empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<ConfigFile, ConfigError> {
+        ConfigFile::parse(Path::new("/x/spool.toml"), text)
+    }
+
+    #[test]
+    fn reads_providers() {
+        let c = parse(
+            "provider = \"lab\"\n[providers.lab]\nbase_url = \"http://h/v1\"\nwire_api = \"chat\"\napi_key_env = \"LAB_KEY\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.provider.as_deref(), Some("lab"));
+        let lab = &c.providers["lab"];
+        assert_eq!(lab.wire_api, WireApi::Chat);
+        assert_eq!(lab.api_key_env.as_deref(), Some("LAB_KEY"));
+    }
+
+    #[test]
+    fn bad_value_names_file_line_and_key() {
+        let err =
+            parse("[providers.lab]\nbase_url = \"http://h\"\nwire_api = \"grpc\"\n").unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.starts_with("/x/spool.toml:3:"), "{msg}");
+        assert!(msg.contains("key `wire_api`"), "{msg}");
+    }
+
+    #[test]
+    fn unknown_key_is_an_error() {
+        let err =
+            parse("[providers.lab]\nbase_url = \"http://h\"\nbase_ulr = \"x\"\n").unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains(":3:") && msg.contains("base_ulr"), "{msg}");
+    }
+
+    #[test]
+    fn syntax_error_has_a_line() {
+        let err = parse("provider = \n").unwrap_err();
+        assert!(err.to_string().contains("spool.toml:1:"), "{err}");
+    }
+
+    #[test]
+    fn later_file_wins() {
+        let a =
+            parse("provider = \"a\"\nmodel = \"m1\"\n[providers.a]\nbase_url = \"u1\"\n").unwrap();
+        let b = parse("model = \"m2\"\n[providers.a]\nbase_url = \"u2\"\n").unwrap();
+        let c = a.merge(b);
+        assert_eq!(c.provider.as_deref(), Some("a"));
+        assert_eq!(c.model.as_deref(), Some("m2"));
+        assert_eq!(c.providers["a"].base_url, "u2");
+    }
+}

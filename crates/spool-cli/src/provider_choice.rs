@@ -1,0 +1,184 @@
+//! Which model provider a command uses: flags over `spool.toml` over the
+//! environment, with the local model server as the last resort.
+
+use anyhow::{Context, bail};
+
+use crate::config::{ConfigFile, ProviderEntry, WireApi};
+
+/// Where the local model server listens unless `SPOOL_LOCAL_MODEL_URL` says otherwise
+/// (`scripts/local-model.sh` starts it there).
+pub const LOCAL_MODEL_URL: &str = "http://127.0.0.1:8178/v1";
+pub const LOCAL_MODEL_NAME: &str = "SmolLM2-135M-Instruct";
+const OPENAI_URL: &str = "https://api.openai.com/v1";
+const OPENAI_DEFAULT_MODEL: &str = "gpt-5-mini";
+
+/// The provider flags shared by every command that calls a model.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ProviderArgs {
+    /// Provider name: one of `[providers.NAME]` in spool.toml, or the
+    /// built-ins `openai` and `local`.
+    #[arg(long, global = true)]
+    pub provider: Option<String>,
+    /// Model name sent to the provider.
+    #[arg(long, global = true)]
+    pub model: Option<String>,
+    /// Overrides the provider's base URL (e.g. http://127.0.0.1:8178/v1).
+    #[arg(long, global = true)]
+    pub base_url: Option<String>,
+    /// Overrides the provider's wire API.
+    #[arg(long, global = true, value_enum)]
+    pub wire_api: Option<WireApi>,
+}
+
+/// A provider with everything needed to call it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChosenProvider {
+    pub name: String,
+    pub base_url: String,
+    pub wire_api: WireApi,
+    pub api_key: Option<String>,
+    pub model: String,
+    /// Chosen because nothing else was configured (the CLI says so).
+    pub fell_back_to_local: bool,
+}
+
+/// Picks the provider. `env` reads environment variables (injectable for tests).
+pub fn choose(
+    args: &ProviderArgs,
+    config: &ConfigFile,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> anyhow::Result<ChosenProvider> {
+    let has_openai_key = env("OPENAI_API_KEY").is_some_and(|k| !k.is_empty());
+    let (name, fell_back_to_local) = match (&args.provider, &config.provider) {
+        (Some(n), _) | (None, Some(n)) => (n.clone(), false),
+        (None, None) if has_openai_key => ("openai".to_owned(), false),
+        (None, None) => ("local".to_owned(), true),
+    };
+    let entry = match config.providers.get(&name) {
+        Some(entry) => entry.clone(),
+        None => builtin(&name, env).with_context(|| {
+            let known: Vec<&str> = config
+                .providers
+                .keys()
+                .map(String::as_str)
+                .chain(["openai", "local"])
+                .collect();
+            format!("unknown provider `{name}` (known: {})", known.join(", "))
+        })?,
+    };
+    let api_key = match &entry.api_key_env {
+        Some(var) => match env(var).filter(|k| !k.is_empty()) {
+            Some(key) => Some(key),
+            None => bail!("provider `{name}` reads its API key from ${var}, which is not set"),
+        },
+        None => None,
+    };
+    let model = args
+        .model
+        .clone()
+        .or(entry.model.clone())
+        .or(config.model.clone())
+        .with_context(|| {
+            format!("no model for provider `{name}`: pass --model or set `model` in spool.toml")
+        })?;
+    Ok(ChosenProvider {
+        base_url: args.base_url.clone().unwrap_or(entry.base_url),
+        wire_api: args.wire_api.unwrap_or(entry.wire_api),
+        api_key,
+        model,
+        fell_back_to_local,
+        name,
+    })
+}
+
+fn builtin(name: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<ProviderEntry> {
+    match name {
+        "openai" => Some(ProviderEntry {
+            base_url: OPENAI_URL.to_owned(),
+            wire_api: WireApi::Responses,
+            api_key_env: Some("OPENAI_API_KEY".to_owned()),
+            model: Some(OPENAI_DEFAULT_MODEL.to_owned()),
+        }),
+        "local" => Some(ProviderEntry {
+            base_url: env("SPOOL_LOCAL_MODEL_URL").unwrap_or_else(|| LOCAL_MODEL_URL.to_owned()),
+            wire_api: WireApi::Responses,
+            api_key_env: None,
+            model: Some(LOCAL_MODEL_NAME.to_owned()),
+        }),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn env_with(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |k| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn nothing_configured_falls_back_to_local() {
+        let c = choose(
+            &ProviderArgs::default(),
+            &ConfigFile::default(),
+            &env_with(&[]),
+        )
+        .unwrap();
+        assert_eq!(c.name, "local");
+        assert!(c.fell_back_to_local);
+        assert_eq!(c.base_url, LOCAL_MODEL_URL);
+        assert_eq!(c.api_key, None);
+    }
+
+    #[test]
+    fn openai_key_selects_openai() {
+        let c = choose(
+            &ProviderArgs::default(),
+            &ConfigFile::default(),
+            &env_with(&[("OPENAI_API_KEY", "sk-1")]),
+        )
+        .unwrap();
+        assert_eq!(c.name, "openai");
+        assert_eq!(c.api_key.as_deref(), Some("sk-1"));
+        assert!(!c.fell_back_to_local);
+    }
+
+    #[test]
+    fn flags_override_config_and_missing_key_is_an_error() {
+        let config = ConfigFile::parse(
+            Path::new("spool.toml"),
+            "provider = \"lab\"\n[providers.lab]\nbase_url = \"http://lab/v1\"\nwire_api = \"chat\"\napi_key_env = \"LAB_KEY\"\nmodel = \"m\"\n",
+        )
+        .unwrap();
+        let err = choose(&ProviderArgs::default(), &config, &env_with(&[])).unwrap_err();
+        assert!(err.to_string().contains("$LAB_KEY"), "{err}");
+        let args = ProviderArgs {
+            model: Some("other".into()),
+            base_url: Some("http://x/v1".into()),
+            wire_api: Some(WireApi::Responses),
+            ..ProviderArgs::default()
+        };
+        let c = choose(&args, &config, &env_with(&[("LAB_KEY", "k")])).unwrap();
+        assert_eq!(
+            (c.name.as_str(), c.model.as_str(), c.base_url.as_str()),
+            ("lab", "other", "http://x/v1")
+        );
+        assert_eq!(c.wire_api, WireApi::Responses);
+    }
+
+    #[test]
+    fn unknown_provider_lists_known_ones() {
+        let args = ProviderArgs {
+            provider: Some("nope".into()),
+            ..ProviderArgs::default()
+        };
+        let err = choose(&args, &ConfigFile::default(), &env_with(&[])).unwrap_err();
+        assert!(err.to_string().contains("openai, local"), "{err}");
+    }
+}

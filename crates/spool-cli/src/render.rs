@@ -1,0 +1,139 @@
+//! Human-readable lines for items and model input, for `threads show`.
+
+use spool_core::ItemRecord;
+use spool_protocol::responses::{ContentItem, KnownResponseItem, ResponseItem};
+use spool_protocol::{ItemStatus, ThreadItem, UserInput};
+
+/// One block of text per item: a `[kind]` label and its content.
+pub fn item(record: &ItemRecord) -> String {
+    let status = match record.envelope.status {
+        ItemStatus::Completed => String::new(),
+        other => format!(" ({})", other.as_str()),
+    };
+    let (label, body) = match &record.item {
+        ThreadItem::UserMessage { content, .. } => ("user", user_text(content)),
+        ThreadItem::AgentMessage { text, .. } => ("assistant", text.clone()),
+        ThreadItem::Reasoning {
+            summary, content, ..
+        } => (
+            "reasoning",
+            if summary.is_empty() {
+                content.join("\n")
+            } else {
+                summary.join("\n")
+            },
+        ),
+        ThreadItem::Plan { text, .. } => ("plan", text.clone()),
+        ThreadItem::CommandExecution {
+            command,
+            exit_code,
+            aggregated_output,
+            ..
+        } => (
+            "command",
+            format!(
+                "$ {command}{}\n{}",
+                exit_code
+                    .map(|c| format!("  (exit {c})"))
+                    .unwrap_or_default(),
+                aggregated_output.as_deref().unwrap_or("")
+            ),
+        ),
+        ThreadItem::FileChange { changes, .. } => (
+            "fileChange",
+            changes
+                .iter()
+                .map(|c| c.path.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        ThreadItem::McpToolCall {
+            server,
+            tool,
+            arguments,
+            ..
+        } => ("mcpToolCall", format!("{server}/{tool} {arguments}")),
+        ThreadItem::DynamicToolCall {
+            tool, arguments, ..
+        } => ("dynamicToolCall", format!("{tool} {arguments}")),
+        ThreadItem::WebSearch { query, .. } => ("webSearch", query.clone()),
+        ThreadItem::ImageView { path, .. } => ("imageView", path.clone()),
+        ThreadItem::EnteredReviewMode { review, .. } => ("enteredReviewMode", review.clone()),
+        ThreadItem::ExitedReviewMode { review, .. } => ("exitedReviewMode", review.clone()),
+        ThreadItem::ContextCompaction { summary, .. } => {
+            ("contextCompaction", summary.clone().unwrap_or_default())
+        }
+        ThreadItem::FunctionCall {
+            name,
+            arguments,
+            output,
+            ..
+        } => (
+            "functionCall",
+            format!("{name}({arguments}) → {}", output.as_deref().unwrap_or("…")),
+        ),
+        ThreadItem::Handoff {
+            from_agent,
+            to_agent,
+            ..
+        } => ("handoff", format!("{from_agent} → {to_agent}")),
+        ThreadItem::Component { name, props, .. } => ("component", format!("{name} {props}")),
+        ThreadItem::Container { children, .. } => ("container", children.join(", ")),
+        ThreadItem::Status { text, .. } => ("status", text.clone()),
+        ThreadItem::StateChange { key, value, .. } => ("stateChange", format!("{key} = {value}")),
+        ThreadItem::ResourceChange { uri, change, .. } => {
+            ("resourceChange", format!("{change} {uri}"))
+        }
+        ThreadItem::StepError { message, .. } => ("stepError", message.clone()),
+        ThreadItem::Error { message, .. } => ("error", message.clone()),
+        ThreadItem::Context { text, .. } => ("context", text.clone()),
+    };
+    format!("[{label}{status}] {body}")
+}
+
+fn user_text(content: &[UserInput]) -> String {
+    content
+        .iter()
+        .map(|c| match c {
+            UserInput::Text { text, .. } => text.clone(),
+            UserInput::Image { url } => format!("<image {url}>"),
+            UserInput::LocalImage { path } => format!("<image {path}>"),
+            UserInput::Skill { name, .. } => format!("<skill {name}>"),
+            UserInput::Mention { name, .. } => format!("<mention {name}>"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One line per model input item.
+pub fn input_item(item: &ResponseItem) -> String {
+    match item {
+        ResponseItem::Known(KnownResponseItem::Message { role, content, .. }) => {
+            let text: Vec<String> = content
+                .iter()
+                .map(|c| match c {
+                    ContentItem::InputText { text } | ContentItem::OutputText { text, .. } => {
+                        text.clone()
+                    }
+                    ContentItem::InputImage { image_url } => format!("<image {image_url}>"),
+                    ContentItem::Refusal { refusal } => format!("<refusal {refusal}>"),
+                })
+                .collect();
+            format!("[{role}] {}", text.join(" "))
+        }
+        ResponseItem::Known(KnownResponseItem::Reasoning { summary, .. }) => {
+            format!("[reasoning] {} summary part(s)", summary.len())
+        }
+        ResponseItem::Known(KnownResponseItem::FunctionCall {
+            name,
+            arguments,
+            call_id,
+            ..
+        }) => format!("[function_call {call_id}] {name}({arguments})"),
+        ResponseItem::Known(KnownResponseItem::FunctionCallOutput { call_id, output }) => {
+            format!("[function_call_output {call_id}] {output}")
+        }
+        ResponseItem::Known(KnownResponseItem::WebSearchCall { .. }) => "[web_search_call]".into(),
+        ResponseItem::Other(v) => format!("[other] {v}"),
+    }
+}

@@ -1,0 +1,95 @@
+//! Shared helpers of the CLI's end-to-end tests: run the real `spool`
+//! binary in a temporary SPOOL_HOME and read what it stored.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::Value;
+
+/// The local llama-server's base URL. CI starts it (`scripts/test.sh`);
+/// without it these tests fail and say how to start it.
+pub fn local_model_url() -> String {
+    std::env::var("SPOOL_LOCAL_MODEL_URL").unwrap_or_else(|_| {
+        panic!(
+            "SPOOL_LOCAL_MODEL_URL is not set: run the tests with scripts/test.sh, \
+             or start the server with `scripts/local-model.sh start` and export \
+             SPOOL_LOCAL_MODEL_URL=http://127.0.0.1:8178/v1"
+        )
+    })
+}
+
+pub struct Home {
+    pub dir: tempfile::TempDir,
+}
+
+impl Default for Home {
+    fn default() -> Self {
+        Home {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+}
+
+impl Home {
+    pub fn new() -> Home {
+        Home::default()
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn db(&self) -> PathBuf {
+        self.dir.path().join("spool.db")
+    }
+
+    /// Runs `spool ARGS` with this home, no OpenAI key, and the given
+    /// local model URL.
+    pub async fn spool(&self, model_url: &str, args: &[&str]) -> Output {
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_spool"))
+            .args(args)
+            .current_dir(self.path())
+            .env("SPOOL_HOME", self.path())
+            .env("SPOOL_LOCAL_MODEL_URL", model_url)
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("SPOOL_STORE")
+            .env("NO_COLOR", "1")
+            .kill_on_drop(true)
+            .output()
+            .await
+            .expect("spool runs")
+    }
+
+    /// Like [`Home::spool`], asserting success.
+    pub async fn spool_ok(&self, model_url: &str, args: &[&str]) -> (String, String) {
+        let out = self.spool(model_url, args).await;
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            out.status.success(),
+            "spool {args:?} failed ({}):\nstdout: {stdout}\nstderr: {stderr}",
+            out.status
+        );
+        (stdout, stderr)
+    }
+}
+
+/// The thread id from `spool run`'s closing line (`thread <id> · …`).
+pub fn thread_id_from(stderr: &str) -> String {
+    stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("thread "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no `thread <id>` line in stderr:\n{stderr}"))
+        .to_owned()
+}
+
+pub fn json_lines(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
