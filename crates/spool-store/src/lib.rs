@@ -1,1 +1,127 @@
-//! placeholder
+//! spool's durable store: the append-only log of every thread and the
+//! projections built from it (DESIGN §2, §5).
+//!
+//! [`Store`] is the interface; [`SqliteStore`] the embedded implementation
+//! (PostgreSQL comes later behind the same trait).
+//!
+//! # Guarantees
+//!
+//! - Every stored event of a thread has a per-thread, gap-free seq starting
+//!   at 1 (`thread/started`), assigned by the single writer at append.
+//! - Every appended event goes through the one reducer
+//!   ([`spool_core::ThreadReducer`]) first; an append with a protocol
+//!   violation is refused whole ([`StoreError::Refused`]) and stores
+//!   nothing, without affecting other appends.
+//! - Lifecycle events are committed before `append` returns. Deltas are
+//!   acknowledged with their seq at once and committed in groups within
+//!   [`StoreOptions::delta_commit_delay`], or with the next lifecycle event;
+//!   [`Store::flush`] waits for everything appended so far.
+//! - The persistence policy (DESIGN §1) is applied here: events about
+//!   `status` items are never stored, `stateChange`/`resourceChange` only for
+//!   threads in dev mode; they come back as [`Appended::Transient`].
+//! - The `items` and `turns` projections are updated in the same
+//!   transaction as the events that changed them, so reads never replay
+//!   the log.
+//! - A row that cannot be decoded is a [`StoreError::CorruptRow`] naming the
+//!   table, thread, seq and item; never a panic, never skipped.
+
+mod error;
+mod options;
+mod sqlite;
+mod types;
+
+use std::future::Future;
+
+use spool_core::llm::{LlmView, LlmViewOptions};
+use spool_core::{ItemRecord, ThreadReducer, TurnRecord, View};
+use spool_protocol::{ServerNotification, ThreadEvent};
+
+pub use error::{CorruptRow, DecodeCause, StoreError};
+pub use options::{Durability, StoreOptions};
+pub use sqlite::SqliteStore;
+pub use sqlite::schema::SCHEMA_VERSION;
+pub use types::{Appended, NewThread, ThreadListQuery, ThreadPage, ThreadRecord, ThreadSortKey};
+
+/// A thread store: the log of every thread and its projections.
+///
+/// Writes go through one writer; reads see what is committed (deltas that
+/// are acknowledged but not yet committed are not in reads until the next
+/// group commit or [`Store::flush`]).
+pub trait Store: Send + Sync {
+    /// Creates a thread and logs its `thread/started` as seq 1, durably.
+    fn create_thread(
+        &self,
+        new: NewThread,
+    ) -> impl Future<Output = Result<ThreadRecord, StoreError>> + Send;
+
+    /// Appends notifications of one thread, in order. Each comes back as
+    /// [`Appended::Logged`] with its seq, or [`Appended::Transient`] if the
+    /// persistence policy does not store it. All or nothing: if the reducer
+    /// refuses one, nothing of this append is stored.
+    ///
+    /// Returns once the stored lifecycle events are committed; an append of
+    /// deltas only returns as soon as they have their seqs. Once sent to the
+    /// writer an append goes through even if this future is dropped.
+    fn append(
+        &self,
+        thread_id: &str,
+        notifications: Vec<ServerNotification>,
+    ) -> impl Future<Output = Result<Vec<Appended>, StoreError>> + Send;
+
+    /// Waits until everything appended before the call is committed.
+    fn flush(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Flushes and stops the writer; later writes fail with
+    /// [`StoreError::Closed`]. Dropping the last handle does the same.
+    fn close(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    fn thread(
+        &self,
+        thread_id: &str,
+    ) -> impl Future<Output = Result<Option<ThreadRecord>, StoreError>> + Send;
+
+    /// Threads, newest first, one page at a time.
+    fn list_threads(
+        &self,
+        query: ThreadListQuery,
+    ) -> impl Future<Output = Result<ThreadPage, StoreError>> + Send;
+
+    /// A thread's turns in the order they started.
+    fn turns(
+        &self,
+        thread_id: &str,
+    ) -> impl Future<Output = Result<Vec<TurnRecord>, StoreError>> + Send;
+
+    /// A thread's items in `view`, in the order they started. For
+    /// [`View::Llm`] these are the records the model view is built from,
+    /// unpacked; [`Store::llm_view`] packs them under a budget.
+    fn items(
+        &self,
+        thread_id: &str,
+        view: View,
+    ) -> impl Future<Output = Result<Vec<ItemRecord>, StoreError>> + Send;
+
+    /// The input of the thread's next model request, under the options'
+    /// token budget. Token counts it had to compute are cached in the store.
+    fn llm_view(
+        &self,
+        thread_id: &str,
+        options: LlmViewOptions,
+    ) -> impl Future<Output = Result<LlmView, StoreError>> + Send;
+
+    /// At most `limit` committed events with seq greater than `after_seq`,
+    /// in seq order: pass the last seq seen to get the next page.
+    fn events_after(
+        &self,
+        thread_id: &str,
+        after_seq: u64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<ThreadEvent>, StoreError>> + Send;
+
+    /// A reducer holding the thread's committed projection (all items and
+    /// turns), ready to apply the events that follow.
+    fn reducer(
+        &self,
+        thread_id: &str,
+    ) -> impl Future<Output = Result<ThreadReducer, StoreError>> + Send;
+}

@@ -1,0 +1,354 @@
+//! Rows ⇄ records. Every decode failure becomes [`StoreError::CorruptRow`]
+//! naming the table, thread, seq and item: a bad row is never skipped and
+//! never a panic.
+
+use rusqlite::Row;
+use rusqlite::types::ValueRef;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use spool_core::{ItemRecord, TurnRecord};
+use spool_protocol::{
+    HistoryMode, ItemEnvelope, ItemStatus, ServerNotification, Thread, ThreadEvent, ThreadItem,
+    ThreadStatus, TurnStatus,
+};
+
+use crate::error::{CorruptRow, DecodeCause, StoreError};
+use crate::types::ThreadRecord;
+
+/// Columns [`decode_item`] reads, in order (a macro so SQL can `concat!` it).
+macro_rules! item_columns {
+    () => {
+        "seq, item_id, turn_id, ordinal, item, envelope, token_count"
+    };
+}
+/// Columns [`decode_turn`] reads, in order.
+macro_rules! turn_columns {
+    () => {
+        "seq, turn_id, ordinal, status, error, started_at, completed_at, duration_ms, token_usage"
+    };
+}
+/// Columns [`decode_thread`] reads, in order.
+macro_rules! thread_columns {
+    () => {
+        "id, name, preview, model_provider, model, cwd, cli_version, history_mode, dev_mode, \
+         forked_from_id, archived, created_at_ms, updated_at_ms, last_seq"
+    };
+}
+/// Columns [`decode_event`] reads, in order.
+macro_rules! event_columns {
+    () => {
+        "seq, at_ms, payload"
+    };
+}
+pub(crate) use {event_columns, item_columns, thread_columns, turn_columns};
+
+/// Where a row came from, for the error if it cannot be decoded.
+struct RowContext<'a> {
+    table: &'static str,
+    thread_id: &'a str,
+    seq: Option<u64>,
+    item_id: Option<&'a str>,
+}
+
+impl RowContext<'_> {
+    fn corrupt(&self, column: &'static str, cause: impl Into<DecodeCause>) -> StoreError {
+        StoreError::CorruptRow(Box::new(CorruptRow {
+            table: self.table,
+            thread_id: self.thread_id.to_owned(),
+            seq: self.seq,
+            item_id: self.item_id.map(str::to_owned),
+            column,
+            cause: cause.into(),
+        }))
+    }
+
+    fn value<'r>(
+        &self,
+        row: &'r Row<'_>,
+        idx: usize,
+        column: &'static str,
+    ) -> Result<ValueRef<'r>, StoreError> {
+        row.get_ref(idx).map_err(|e| self.corrupt(column, e))
+    }
+
+    fn text<'r>(
+        &self,
+        row: &'r Row<'_>,
+        idx: usize,
+        column: &'static str,
+    ) -> Result<&'r str, StoreError> {
+        let value = self.value(row, idx, column)?;
+        value.as_str().map_err(|e| self.corrupt(column, e))
+    }
+
+    fn opt_text<'r>(
+        &self,
+        row: &'r Row<'_>,
+        idx: usize,
+        column: &'static str,
+    ) -> Result<Option<&'r str>, StoreError> {
+        let value = self.value(row, idx, column)?;
+        value.as_str_or_null().map_err(|e| self.corrupt(column, e))
+    }
+
+    fn int(&self, row: &Row<'_>, idx: usize, column: &'static str) -> Result<i64, StoreError> {
+        let value = self.value(row, idx, column)?;
+        value.as_i64().map_err(|e| self.corrupt(column, e))
+    }
+
+    fn opt_int(
+        &self,
+        row: &Row<'_>,
+        idx: usize,
+        column: &'static str,
+    ) -> Result<Option<i64>, StoreError> {
+        let value = self.value(row, idx, column)?;
+        value.as_i64_or_null().map_err(|e| self.corrupt(column, e))
+    }
+
+    fn unsigned(&self, row: &Row<'_>, idx: usize, column: &'static str) -> Result<u64, StoreError> {
+        let value = self.int(row, idx, column)?;
+        u64::try_from(value).map_err(|e| self.corrupt(column, e))
+    }
+
+    fn json<T: DeserializeOwned>(
+        &self,
+        row: &Row<'_>,
+        idx: usize,
+        column: &'static str,
+    ) -> Result<T, StoreError> {
+        let text = self.text(row, idx, column)?;
+        serde_json::from_str(text).map_err(|e| self.corrupt(column, e))
+    }
+
+    fn opt_json<T: DeserializeOwned>(
+        &self,
+        row: &Row<'_>,
+        idx: usize,
+        column: &'static str,
+    ) -> Result<Option<T>, StoreError> {
+        match self.opt_text(row, idx, column)? {
+            Some(text) => serde_json::from_str(text)
+                .map(Some)
+                .map_err(|e| self.corrupt(column, e)),
+            None => Ok(None),
+        }
+    }
+}
+
+/// An item row (see [`item_columns`]) of `thread_id`.
+pub(crate) fn decode_item(row: &Row<'_>, thread_id: &str) -> Result<ItemRecord, StoreError> {
+    let mut cx = RowContext {
+        table: "items",
+        thread_id,
+        seq: None,
+        item_id: None,
+    };
+    cx.seq = Some(cx.unsigned(row, 0, "seq")?);
+    let item_id = cx.text(row, 1, "item_id")?;
+    cx.item_id = Some(item_id);
+    let turn_id = cx.text(row, 2, "turn_id")?.to_owned();
+    let ordinal = cx.unsigned(row, 3, "ordinal")?;
+    let item: ThreadItem = cx.json(row, 4, "item")?;
+    if item.id() != item_id {
+        let cause = format!("the item JSON has id {:?}", item.id());
+        return Err(cx.corrupt("item", cause));
+    }
+    let envelope: ItemEnvelope = cx.json(row, 5, "envelope")?;
+    let token_count = match cx.opt_int(row, 6, "token_count")? {
+        Some(count) => Some(u32::try_from(count).map_err(|e| cx.corrupt("token_count", e))?),
+        None => None,
+    };
+    Ok(ItemRecord {
+        thread_id: thread_id.to_owned(),
+        turn_id,
+        ordinal,
+        seq: cx.seq.unwrap_or_default(),
+        item,
+        envelope,
+        token_count,
+    })
+}
+
+/// A turn row (see [`turn_columns`]) of `thread_id`.
+pub(crate) fn decode_turn(row: &Row<'_>, thread_id: &str) -> Result<TurnRecord, StoreError> {
+    let mut cx = RowContext {
+        table: "turns",
+        thread_id,
+        seq: None,
+        item_id: None,
+    };
+    let seq = cx.unsigned(row, 0, "seq")?;
+    cx.seq = Some(seq);
+    let id = cx.text(row, 1, "turn_id")?.to_owned();
+    let ordinal = cx.unsigned(row, 2, "ordinal")?;
+    let status_text = cx.text(row, 3, "status")?;
+    let status = parse_turn_status(status_text)
+        .ok_or_else(|| cx.corrupt("status", format!("unknown turn status {status_text:?}")))?;
+    Ok(TurnRecord {
+        thread_id: thread_id.to_owned(),
+        id,
+        status,
+        error: cx.opt_json(row, 4, "error")?,
+        started_at: cx.opt_int(row, 5, "started_at")?,
+        completed_at: cx.opt_int(row, 6, "completed_at")?,
+        duration_ms: cx.opt_int(row, 7, "duration_ms")?,
+        token_usage: cx.opt_json(row, 8, "token_usage")?,
+        ordinal,
+        seq,
+    })
+}
+
+/// A thread row (see [`thread_columns`]).
+pub(crate) fn decode_thread(row: &Row<'_>) -> Result<ThreadRecord, StoreError> {
+    let mut cx = RowContext {
+        table: "threads",
+        thread_id: "(unreadable id)",
+        seq: None,
+        item_id: None,
+    };
+    let id = cx.text(row, 0, "id")?;
+    cx.thread_id = id;
+    let last_seq = cx.unsigned(row, 13, "last_seq")?;
+    cx.seq = Some(last_seq);
+    let history_text = cx.text(row, 7, "history_mode")?;
+    let history_mode = parse_history_mode(history_text).ok_or_else(|| {
+        cx.corrupt(
+            "history_mode",
+            format!("unknown history mode {history_text:?}"),
+        )
+    })?;
+    let thread = Thread {
+        id: id.to_owned(),
+        preview: cx.text(row, 2, "preview")?.to_owned(),
+        model_provider: cx.text(row, 3, "model_provider")?.to_owned(),
+        created_at: cx.int(row, 11, "created_at_ms")?.div_euclid(1000),
+        updated_at: cx.int(row, 12, "updated_at_ms")?.div_euclid(1000),
+        status: ThreadStatus::NotLoaded,
+        path: None,
+        cwd: cx.text(row, 5, "cwd")?.to_owned(),
+        cli_version: cx.text(row, 6, "cli_version")?.to_owned(),
+        name: cx.opt_text(row, 1, "name")?.map(str::to_owned),
+        turns: Vec::new(),
+        forked_from_id: cx.opt_text(row, 9, "forked_from_id")?.map(str::to_owned),
+        history_mode: Some(history_mode),
+        model: cx.opt_text(row, 4, "model")?.map(str::to_owned),
+    };
+    Ok(ThreadRecord {
+        thread,
+        dev_mode: cx.int(row, 8, "dev_mode")? != 0,
+        archived: cx.int(row, 10, "archived")? != 0,
+        last_seq,
+    })
+}
+
+/// An event row (see [`event_columns`]) of `thread_id`.
+pub(crate) fn decode_event(row: &Row<'_>, thread_id: &str) -> Result<ThreadEvent, StoreError> {
+    let mut cx = RowContext {
+        table: "events",
+        thread_id,
+        seq: None,
+        item_id: None,
+    };
+    let seq = cx.unsigned(row, 0, "seq")?;
+    cx.seq = Some(seq);
+    let at_ms = cx.int(row, 1, "at_ms")?;
+    let payload: ServerNotification = cx.json(row, 2, "payload")?;
+    if payload.thread_id() != thread_id {
+        let cause = format!("the payload belongs to thread {:?}", payload.thread_id());
+        return Err(cx.corrupt("payload", cause));
+    }
+    Ok(ThreadEvent {
+        thread_id: thread_id.to_owned(),
+        seq,
+        at_ms,
+        payload,
+    })
+}
+
+/// JSON text of a value to store.
+pub(crate) fn encode<T: Serialize + ?Sized>(
+    what: &'static str,
+    value: &T,
+) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|source| StoreError::Encode { what, source })
+}
+
+/// Integer column value of a seq, ordinal or count. Values beyond
+/// `i64::MAX` cannot occur (seqs count events), so saturating is only a
+/// guard against a panic, not a case to handle.
+pub(crate) fn sql_int(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// The envelope status as the `items.status` column spells it.
+pub(crate) fn parse_item_status(text: &str) -> Option<ItemStatus> {
+    const ALL: [ItemStatus; 5] = [
+        ItemStatus::InProgress,
+        ItemStatus::Completed,
+        ItemStatus::Incomplete,
+        ItemStatus::Failed,
+        ItemStatus::Declined,
+    ];
+    ALL.into_iter().find(|status| status.as_str() == text)
+}
+
+pub(crate) fn parse_turn_status(text: &str) -> Option<TurnStatus> {
+    const ALL: [TurnStatus; 4] = [
+        TurnStatus::InProgress,
+        TurnStatus::Completed,
+        TurnStatus::Interrupted,
+        TurnStatus::Failed,
+    ];
+    ALL.into_iter().find(|status| status.as_str() == text)
+}
+
+fn parse_history_mode(text: &str) -> Option<HistoryMode> {
+    const ALL: [HistoryMode; 3] = [
+        HistoryMode::Replay,
+        HistoryMode::PreviousResponseId,
+        HistoryMode::ConversationId,
+    ];
+    ALL.into_iter().find(|mode| mode.as_str() == text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The parse tables list every variant: each one round-trips through
+    /// the serde spelling, which is what `as_str` writes.
+    #[test]
+    fn status_and_mode_spellings_round_trip() {
+        for status in [
+            TurnStatus::InProgress,
+            TurnStatus::Completed,
+            TurnStatus::Interrupted,
+            TurnStatus::Failed,
+        ] {
+            assert_eq!(parse_turn_status(status.as_str()), Some(status));
+            let json = serde_json::to_value(status).unwrap();
+            assert_eq!(json.as_str(), Some(status.as_str()));
+        }
+        for status in [
+            ItemStatus::InProgress,
+            ItemStatus::Completed,
+            ItemStatus::Incomplete,
+            ItemStatus::Failed,
+            ItemStatus::Declined,
+        ] {
+            assert_eq!(parse_item_status(status.as_str()), Some(status));
+            let json = serde_json::to_value(status).unwrap();
+            assert_eq!(json.as_str(), Some(status.as_str()));
+        }
+        for mode in [
+            HistoryMode::Replay,
+            HistoryMode::PreviousResponseId,
+            HistoryMode::ConversationId,
+        ] {
+            assert_eq!(parse_history_mode(mode.as_str()), Some(mode));
+            let json = serde_json::to_value(mode).unwrap();
+            assert_eq!(json.as_str(), Some(mode.as_str()));
+        }
+    }
+}

@@ -1,0 +1,378 @@
+//! The embedded SQLite store: one writer thread (see [`writer`]) and a pool
+//! of reader connections, over a WAL-mode file.
+
+mod codec;
+mod reads;
+pub(crate) mod schema;
+mod writer;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::Sender;
+use std::thread::JoinHandle;
+
+use rusqlite::Connection;
+use spool_core::llm::{LlmView, LlmViewOptions, llm_view};
+use spool_core::views::select;
+use spool_core::{ItemRecord, ThreadReducer, TurnRecord, View};
+use spool_protocol::{
+    ServerNotification, Thread, ThreadEvent, ThreadStartedNotification, ThreadStatus,
+};
+use tokio::sync::oneshot;
+
+use self::reads::ReaderPool;
+use self::writer::{Incoming, Request, TokenCount, now_ms};
+use crate::Store;
+use crate::error::StoreError;
+use crate::options::StoreOptions;
+use crate::sqlite::codec::encode;
+use crate::types::{Appended, NewThread, ThreadListQuery, ThreadPage, ThreadRecord};
+
+/// The SQLite store. Cheap to clone: clones share the writer and readers.
+/// The writer stops, after committing what it accepted, when [`Store::close`]
+/// is called or the last clone is dropped.
+#[derive(Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    requests: Option<Sender<Request>>,
+    writer: Option<JoinHandle<()>>,
+    readers: Arc<ReaderPool>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Closing the channel tells the writer to commit and stop; waiting
+        // for it makes "dropped" mean "durable".
+        self.requests.take();
+        if let Some(writer) = self.writer.take()
+            && writer.join().is_err()
+        {
+            tracing::error!(path = %self.path.display(), "the store writer panicked");
+        }
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the store at `path` and migrates its
+    /// schema. Blocks while it does; from async code, consider
+    /// `spawn_blocking`.
+    pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_owned();
+        let conn = schema::open_writer(&path, &options)?;
+        let (requests, writer) = writer::spawn(conn, &options)?;
+        tracing::debug!(path = %path.display(), "store opened");
+        Ok(SqliteStore {
+            inner: Arc::new(Inner {
+                readers: Arc::new(ReaderPool::new(path.clone(), options)),
+                path,
+                requests: Some(requests),
+                writer: Some(writer),
+            }),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Sends a request to the writer and waits for its answer.
+    async fn ask<T>(
+        &self,
+        request: impl FnOnce(writer::Reply<T>) -> Request,
+    ) -> Result<T, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(request(reply))?;
+        // A dropped reply means the writer stopped before answering.
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+
+    fn send(&self, request: Request) -> Result<(), StoreError> {
+        let requests = self.inner.requests.as_ref().ok_or(StoreError::Closed)?;
+        requests.send(request).map_err(|_| StoreError::Closed)
+    }
+
+    /// Runs a read on a pooled reader connection, off the async runtime.
+    async fn read<T, F>(&self, read: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let readers = self.inner.readers.clone();
+        tokio::task::spawn_blocking(move || readers.with(read))
+            .await
+            .map_err(|e| StoreError::ReadTask(e.to_string()))?
+    }
+
+    /// Reads the rows of a thread; an empty answer is checked against the
+    /// thread table so an unknown thread is an error, not an empty list.
+    async fn read_thread_rows<T, F>(&self, thread_id: &str, read: F) -> Result<Vec<T>, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection, &str) -> Result<Vec<T>, StoreError> + Send + 'static,
+    {
+        let thread_id = thread_id.to_owned();
+        self.read(move |conn| {
+            let rows = read(conn, &thread_id)?;
+            if rows.is_empty() && !reads::thread_exists(conn, &thread_id)? {
+                return Err(StoreError::UnknownThread(thread_id));
+            }
+            Ok(rows)
+        })
+        .await
+    }
+}
+
+/// Checks an append before it goes to the writer and encodes its
+/// notifications here, on the caller's thread, to keep the writer's work
+/// to validation and I/O.
+fn prepare_append(
+    thread_id: &str,
+    notifications: Vec<ServerNotification>,
+) -> Result<Vec<Incoming>, StoreError> {
+    for (index, notification) in notifications.iter().enumerate() {
+        if let ServerNotification::ThreadStarted(_) = notification {
+            return Err(StoreError::ThreadStartedAppended { index });
+        }
+        if notification.thread_id() != thread_id {
+            return Err(StoreError::ThreadMismatch {
+                expected: thread_id.to_owned(),
+                got: notification.thread_id().to_owned(),
+                index,
+                method: notification.method(),
+            });
+        }
+    }
+    notifications
+        .into_iter()
+        .map(|notification| {
+            let json = match never_stored(&notification) {
+                true => None,
+                false => Some(encode("notification", &notification)?),
+            };
+            Ok(Incoming { notification, json })
+        })
+        .collect()
+}
+
+/// Events about items that no thread stores (`status`); whether the others
+/// are stored depends on the thread and is decided by the writer.
+fn never_stored(notification: &ServerNotification) -> bool {
+    let kind = match notification {
+        ServerNotification::ItemStarted(n) => n.item.kind(),
+        ServerNotification::ItemCompleted(n) => n.item.kind(),
+        ServerNotification::ThreadStarted(_)
+        | ServerNotification::ThreadStatusChanged(_)
+        | ServerNotification::ThreadNameUpdated(_)
+        | ServerNotification::ThreadArchived(_)
+        | ServerNotification::TurnStarted(_)
+        | ServerNotification::TurnCompleted(_)
+        | ServerNotification::AgentMessageDelta(_)
+        | ServerNotification::PlanDelta(_)
+        | ServerNotification::ReasoningSummaryTextDelta(_)
+        | ServerNotification::ReasoningSummaryPartAdded(_)
+        | ServerNotification::ReasoningTextDelta(_)
+        | ServerNotification::CommandExecutionOutputDelta(_)
+        | ServerNotification::McpToolCallProgress(_)
+        | ServerNotification::ThreadTokenUsageUpdated(_)
+        | ServerNotification::Error(_)
+        | ServerNotification::ServerRequestResolved(_) => return false,
+    };
+    !kind.is_persisted(true)
+}
+
+/// The records of `view`, moved out of `records` (which is in ordinal
+/// order) rather than cloned.
+fn keep_view(records: Vec<ItemRecord>, view: View) -> Vec<ItemRecord> {
+    match view {
+        View::All => records,
+        View::Client | View::Llm => {
+            // `select` returns a subsequence in ordinal order, and ordinals
+            // are unique per thread, so one merge walk finds its records.
+            let selected: Vec<u64> = select(&records, view)
+                .iter()
+                .map(|record| record.ordinal)
+                .collect();
+            let mut selected = selected.into_iter().peekable();
+            records
+                .into_iter()
+                .filter(|record| {
+                    let keep = selected.peek() == Some(&record.ordinal);
+                    if keep {
+                        selected.next();
+                    }
+                    keep
+                })
+                .collect()
+        }
+    }
+}
+
+/// The token counts the view computed, each tied to the seq of the item it
+/// was computed for, so a count never outlives a change of its item.
+fn counts_to_cache(records: &[ItemRecord], view: &LlmView) -> Vec<TokenCount> {
+    if view.computed_token_counts.is_empty() {
+        return Vec::new();
+    }
+    let seqs: HashMap<&str, u64> = records
+        .iter()
+        .map(|record| (record.item.id(), record.seq))
+        .collect();
+    view.computed_token_counts
+        .iter()
+        .filter_map(|(item_id, token_count)| {
+            seqs.get(item_id.as_str()).map(|&seq| TokenCount {
+                item_id: item_id.clone(),
+                seq,
+                token_count: *token_count,
+            })
+        })
+        .collect()
+}
+
+impl Store for SqliteStore {
+    async fn create_thread(&self, new: NewThread) -> Result<ThreadRecord, StoreError> {
+        let created_at_ms = now_ms();
+        let id = new.id.unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+        let thread = Thread {
+            id,
+            preview: String::new(),
+            model_provider: new.model_provider,
+            created_at: created_at_ms.div_euclid(1000),
+            updated_at: created_at_ms.div_euclid(1000),
+            status: ThreadStatus::NotLoaded,
+            path: None,
+            cwd: new.cwd,
+            cli_version: new.cli_version,
+            name: new.name,
+            turns: Vec::new(),
+            forked_from_id: new.forked_from_id,
+            history_mode: Some(new.history_mode),
+            model: new.model,
+        };
+        // The logged event shows the thread as its creator sees it: loaded
+        // and idle. Stored records say `notLoaded` (see `ThreadRecord`).
+        let started = ServerNotification::ThreadStarted(ThreadStartedNotification {
+            thread: Thread {
+                status: ThreadStatus::Idle,
+                ..thread.clone()
+            },
+        });
+        let started_json = encode("thread/started", &started)?;
+        let record = ThreadRecord {
+            thread,
+            dev_mode: new.dev_mode,
+            archived: false,
+            last_seq: 1,
+        };
+        self.ask(|reply| Request::Create {
+            record: Box::new(record),
+            started_json,
+            created_at_ms,
+            reply,
+        })
+        .await
+    }
+
+    async fn append(
+        &self,
+        thread_id: &str,
+        notifications: Vec<ServerNotification>,
+    ) -> Result<Vec<Appended>, StoreError> {
+        if notifications.is_empty() {
+            return Ok(Vec::new());
+        }
+        let events = prepare_append(thread_id, notifications)?;
+        let thread_id = thread_id.to_owned();
+        self.ask(|reply| Request::Append {
+            thread_id,
+            events,
+            reply,
+        })
+        .await
+    }
+
+    async fn flush(&self) -> Result<(), StoreError> {
+        self.ask(|reply| Request::Flush { reply }).await
+    }
+
+    async fn close(&self) -> Result<(), StoreError> {
+        self.ask(|reply| Request::Close { reply }).await
+    }
+
+    async fn thread(&self, thread_id: &str) -> Result<Option<ThreadRecord>, StoreError> {
+        let thread_id = thread_id.to_owned();
+        self.read(move |conn| reads::read_thread(conn, &thread_id))
+            .await
+    }
+
+    async fn list_threads(&self, query: ThreadListQuery) -> Result<ThreadPage, StoreError> {
+        self.read(move |conn| reads::list_threads(conn, &query))
+            .await
+    }
+
+    async fn turns(&self, thread_id: &str) -> Result<Vec<TurnRecord>, StoreError> {
+        self.read_thread_rows(thread_id, |conn, id| reads::read_turns(conn, id, false))
+            .await
+    }
+
+    async fn items(&self, thread_id: &str, view: View) -> Result<Vec<ItemRecord>, StoreError> {
+        self.read_thread_rows(thread_id, move |conn, id| {
+            let records = reads::read_items(conn, id, false)?;
+            Ok(keep_view(records, view))
+        })
+        .await
+    }
+
+    async fn llm_view(
+        &self,
+        thread_id: &str,
+        options: LlmViewOptions,
+    ) -> Result<LlmView, StoreError> {
+        // Reading and packing (which may count tokens) both run off the
+        // async runtime.
+        let (view, counts) = self
+            .read_thread_rows(thread_id, move |conn, id| {
+                let records = reads::read_items(conn, id, false)?;
+                let view = llm_view(&records, &options);
+                let counts = counts_to_cache(&records, &view);
+                Ok(vec![(view, counts)])
+            })
+            .await?
+            .pop()
+            .ok_or_else(|| StoreError::UnknownThread(thread_id.to_owned()))?;
+        if !counts.is_empty() {
+            // A cache, so fire and forget: committed with the next batch.
+            self.send(Request::CacheTokenCounts {
+                thread_id: thread_id.to_owned(),
+                counts,
+            })?;
+        }
+        Ok(view)
+    }
+
+    async fn events_after(
+        &self,
+        thread_id: &str,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<ThreadEvent>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.read_thread_rows(thread_id, move |conn, id| {
+            reads::read_events_after(conn, id, after_seq, limit)
+        })
+        .await
+    }
+
+    async fn reducer(&self, thread_id: &str) -> Result<ThreadReducer, StoreError> {
+        let thread_id = thread_id.to_owned();
+        self.read(move |conn| reads::read_reducer(conn, &thread_id))
+            .await
+    }
+}

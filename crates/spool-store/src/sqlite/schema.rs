@@ -1,0 +1,204 @@
+//! The SQLite schema, its versioned migrations, and connection setup.
+//!
+//! `PRAGMA user_version` holds the number of migrations applied. Each
+//! migration runs in its own `BEGIN IMMEDIATE` transaction together with
+//! the version bump, so a crash mid-migration leaves the previous version.
+//! A file whose version is newer than [`SCHEMA_VERSION`] is refused: this
+//! build would misread what a newer one wrote.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+
+use crate::error::StoreError;
+use crate::options::StoreOptions;
+
+/// One step of the schema. Append new ones; never edit a shipped one.
+struct Migration {
+    version: i64,
+    sql: &'static str,
+}
+
+const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    sql: V1_LOG_AND_PROJECTIONS,
+}];
+
+/// The schema version this build writes (the number of migrations).
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Version 1: the log (`events`) and its projections (`threads`, `turns`,
+/// `items`). Times are unix milliseconds unless a column says otherwise;
+/// JSON columns hold the protocol types as serde writes them.
+const V1_LOG_AND_PROJECTIONS: &str = "
+CREATE TABLE threads (
+    id             TEXT PRIMARY KEY NOT NULL,
+    name           TEXT,
+    preview        TEXT NOT NULL,
+    model_provider TEXT NOT NULL,
+    model          TEXT,
+    cwd            TEXT NOT NULL,
+    cli_version    TEXT NOT NULL,
+    history_mode   TEXT NOT NULL,
+    dev_mode       INTEGER NOT NULL,
+    forked_from_id TEXT,
+    archived       INTEGER NOT NULL DEFAULT 0,
+    created_at_ms  INTEGER NOT NULL,
+    updated_at_ms  INTEGER NOT NULL,
+    last_seq       INTEGER NOT NULL
+) STRICT;
+CREATE INDEX threads_by_created ON threads (archived, created_at_ms DESC, id DESC);
+CREATE INDEX threads_by_updated ON threads (archived, updated_at_ms DESC, id DESC);
+
+-- The log: every stored notification of a thread, gap-free per thread.
+-- `payload` is the whole notification ({\"method\", \"params\"});
+-- `item_id` names the item a start, delta or completion is about.
+CREATE TABLE events (
+    thread_id TEXT NOT NULL REFERENCES threads (id),
+    seq       INTEGER NOT NULL,
+    method    TEXT NOT NULL,
+    item_id   TEXT,
+    at_ms     INTEGER NOT NULL,
+    payload   TEXT NOT NULL,
+    PRIMARY KEY (thread_id, seq)
+) STRICT;
+
+-- Projection: one row per turn, updated in place.
+CREATE TABLE turns (
+    thread_id    TEXT NOT NULL REFERENCES threads (id),
+    turn_id      TEXT NOT NULL,
+    ordinal      INTEGER NOT NULL,
+    seq          INTEGER NOT NULL,
+    status       TEXT NOT NULL,
+    error        TEXT,
+    started_at   INTEGER,
+    completed_at INTEGER,
+    duration_ms  INTEGER,
+    token_usage  TEXT,
+    PRIMARY KEY (thread_id, turn_id)
+) STRICT;
+CREATE UNIQUE INDEX turns_by_ordinal ON turns (thread_id, ordinal);
+CREATE INDEX turns_open ON turns (thread_id) WHERE status = 'inProgress';
+
+-- Projection: one row per item, updated in place. `ordinal` is the seq of
+-- the item's start, `seq` of its last change; `status` mirrors the
+-- envelope's so open items are found without decoding JSON.
+CREATE TABLE items (
+    thread_id   TEXT NOT NULL,
+    item_id     TEXT NOT NULL,
+    turn_id     TEXT NOT NULL,
+    ordinal     INTEGER NOT NULL,
+    seq         INTEGER NOT NULL,
+    kind        TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    item        TEXT NOT NULL,
+    envelope    TEXT NOT NULL,
+    token_count INTEGER,
+    PRIMARY KEY (thread_id, item_id),
+    FOREIGN KEY (thread_id, turn_id) REFERENCES turns (thread_id, turn_id)
+) STRICT;
+CREATE UNIQUE INDEX items_by_ordinal ON items (thread_id, ordinal);
+CREATE INDEX items_open ON items (thread_id) WHERE status = 'inProgress';
+";
+
+/// Opens the writer's connection, sets it up and brings the schema up to
+/// date.
+pub(crate) fn open_writer(path: &Path, options: &StoreOptions) -> Result<Connection, StoreError> {
+    let open_error = |source| StoreError::Open {
+        path: path.to_owned(),
+        source,
+    };
+    let mut conn = Connection::open(path).map_err(open_error)?;
+    conn.busy_timeout(options.busy_timeout)
+        .map_err(open_error)?;
+    // WAL lets readers run beside the writer; it is a property of the file,
+    // so it needs setting once, but asking again is cheap and idempotent.
+    let mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+        .map_err(open_error)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!(%mode, path = %path.display(), "SQLite refused WAL mode");
+    }
+    conn.pragma_update(None, "synchronous", options.durability.pragma_value())
+        .map_err(open_error)?;
+    conn.pragma_update(None, "foreign_keys", true)
+        .map_err(open_error)?;
+    // The writer's statements are few and hot; keep them all prepared.
+    conn.set_prepared_statement_cache_capacity(64);
+    migrate(&mut conn, path)?;
+    Ok(conn)
+}
+
+/// Opens a reader connection on an existing, migrated store.
+pub(crate) fn open_reader(path: &Path, options: &StoreOptions) -> Result<Connection, StoreError> {
+    let open_error = |source| StoreError::Open {
+        path: path.to_owned(),
+        source,
+    };
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(open_error)?;
+    conn.busy_timeout(options.busy_timeout)
+        .map_err(open_error)?;
+    // Read-write flags (a WAL reader may need to create the shared-memory
+    // file), but nothing but the writer may write.
+    conn.pragma_update(None, "query_only", true)
+        .map_err(open_error)?;
+    conn.set_prepared_statement_cache_capacity(32);
+    Ok(conn)
+}
+
+/// The `user_version` of an open connection.
+pub(crate) fn schema_version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.pragma_query_value(None, "user_version", |row| row.get(0))
+}
+
+fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    let too_new = |found| StoreError::SchemaTooNew {
+        path: path.to_owned(),
+        found,
+        supported: SCHEMA_VERSION,
+    };
+    let found = schema_version(conn)?;
+    if found > SCHEMA_VERSION {
+        return Err(too_new(found));
+    }
+    for migration in MIGRATIONS.iter().filter(|m| m.version > found) {
+        let failed = |source| StoreError::Migration {
+            path: path.to_owned(),
+            version: migration.version,
+            source,
+        };
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(failed)?;
+        // Read again under the write lock: another process may have
+        // migrated the file since we looked.
+        let current = schema_version(&tx).map_err(failed)?;
+        if current > SCHEMA_VERSION {
+            return Err(too_new(current));
+        }
+        if current >= migration.version {
+            continue;
+        }
+        tx.execute_batch(migration.sql).map_err(failed)?;
+        tx.pragma_update(None, "user_version", migration.version)
+            .map_err(failed)?;
+        tx.commit().map_err(failed)?;
+        tracing::debug!(version = migration.version, path = %path.display(), "migrated store");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_are_numbered_in_order_from_one() {
+        for (index, migration) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(migration.version, index as i64 + 1);
+        }
+    }
+}

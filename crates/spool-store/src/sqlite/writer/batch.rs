@@ -1,0 +1,185 @@
+//! Writing one batch: every pending event, the projection rows they
+//! changed and the thread rows, in one `BEGIN IMMEDIATE` transaction.
+//!
+//! Statements are prepared once per connection (`prepare_cached`) and the
+//! projection rows are written once per batch however many events changed
+//! them, so a burst of deltas costs one row update per item per commit.
+
+use std::collections::HashMap;
+
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+
+use super::TokenCount;
+use super::state::ThreadState;
+use crate::error::StoreError;
+use crate::sqlite::codec::{encode, sql_int};
+
+const INSERT_THREAD: &str = "INSERT INTO threads (id, name, preview, model_provider, model, \
+     cwd, cli_version, history_mode, dev_mode, forked_from_id, archived, created_at_ms, \
+     updated_at_ms, last_seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
+
+const UPDATE_THREAD: &str = "UPDATE threads SET last_seq = ?2, \
+     updated_at_ms = max(updated_at_ms, ?3), \
+     name = CASE WHEN ?4 THEN ?5 ELSE name END, \
+     preview = coalesce(?6, preview), \
+     archived = (archived OR ?7) \
+     WHERE id = ?1";
+
+const INSERT_EVENT: &str = "INSERT INTO events (thread_id, seq, method, item_id, at_ms, payload) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+
+const UPSERT_TURN: &str = "INSERT INTO turns (thread_id, turn_id, ordinal, seq, status, error, \
+     started_at, completed_at, duration_ms, token_usage) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+     ON CONFLICT (thread_id, turn_id) DO UPDATE SET seq = excluded.seq, \
+     status = excluded.status, error = excluded.error, started_at = excluded.started_at, \
+     completed_at = excluded.completed_at, duration_ms = excluded.duration_ms, \
+     token_usage = excluded.token_usage";
+
+const UPSERT_ITEM: &str = "INSERT INTO items (thread_id, item_id, turn_id, ordinal, seq, kind, \
+     status, item, envelope, token_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+     ON CONFLICT (thread_id, item_id) DO UPDATE SET seq = excluded.seq, \
+     status = excluded.status, item = excluded.item, envelope = excluded.envelope, \
+     token_count = excluded.token_count";
+
+/// Only a count computed for the item as it still is may be cached: the
+/// seq guard drops counts for items that changed since they were read.
+const CACHE_TOKEN_COUNT: &str =
+    "UPDATE items SET token_count = ?4 WHERE thread_id = ?1 AND item_id = ?2 AND seq = ?3";
+
+/// Writes and commits the pending changes of `dirty` threads and the token
+/// counts. On error the transaction is rolled back (by dropping it).
+pub(super) fn write(
+    conn: &Connection,
+    dirty: &[String],
+    threads: &mut HashMap<String, ThreadState>,
+    token_counts: &[(String, Vec<TokenCount>)],
+) -> Result<(), StoreError> {
+    let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
+    for thread_id in dirty {
+        if let Some(state) = threads.get_mut(thread_id) {
+            write_thread(&tx, thread_id, state)?;
+        }
+    }
+    if !token_counts.is_empty() {
+        let mut stmt = tx.prepare_cached(CACHE_TOKEN_COUNT)?;
+        for (thread_id, counts) in token_counts {
+            for count in counts {
+                stmt.execute((
+                    thread_id,
+                    &count.item_id,
+                    sql_int(count.seq),
+                    count.token_count,
+                ))?;
+            }
+        }
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+fn write_thread(
+    conn: &Connection,
+    thread_id: &str,
+    state: &mut ThreadState,
+) -> Result<(), StoreError> {
+    let pending = &mut state.pending;
+    if let Some(record) = &pending.created {
+        let thread = &record.thread;
+        let history_mode = thread.history_mode.unwrap_or_default();
+        conn.prepare_cached(INSERT_THREAD)?.execute((
+            &thread.id,
+            &thread.name,
+            &thread.preview,
+            &thread.model_provider,
+            &thread.model,
+            &thread.cwd,
+            &thread.cli_version,
+            history_mode.as_str(),
+            record.dev_mode,
+            &thread.forked_from_id,
+            record.archived,
+            pending.created_at_ms,
+            pending.created_at_ms,
+            sql_int(record.last_seq),
+        ))?;
+    }
+
+    let mut insert_event = conn.prepare_cached(INSERT_EVENT)?;
+    for event in &pending.events {
+        insert_event.execute((
+            thread_id,
+            sql_int(event.seq),
+            event.method,
+            event.item_id.as_deref(),
+            event.at_ms,
+            &event.json,
+        ))?;
+    }
+
+    // Turns before items: an item row refers to its turn's row.
+    pending.dirty_turns.sort_unstable();
+    pending.dirty_turns.dedup();
+    let turns = state.reducer.turns();
+    let mut upsert_turn = conn.prepare_cached(UPSERT_TURN)?;
+    for &index in &pending.dirty_turns {
+        let turn = &turns[index];
+        let error = turn
+            .error
+            .as_ref()
+            .map(|error| encode("turn error", error))
+            .transpose()?;
+        let token_usage = turn
+            .token_usage
+            .as_ref()
+            .map(|usage| encode("turn token usage", usage))
+            .transpose()?;
+        upsert_turn.execute((
+            thread_id,
+            &turn.id,
+            sql_int(turn.ordinal),
+            sql_int(turn.seq),
+            turn.status.as_str(),
+            error,
+            turn.started_at,
+            turn.completed_at,
+            turn.duration_ms,
+            token_usage,
+        ))?;
+    }
+
+    pending.dirty_items.sort_unstable();
+    pending.dirty_items.dedup();
+    let items = state.reducer.items();
+    let mut upsert_item = conn.prepare_cached(UPSERT_ITEM)?;
+    for &index in &pending.dirty_items {
+        let record = &items[index];
+        upsert_item.execute((
+            thread_id,
+            record.item.id(),
+            &record.turn_id,
+            sql_int(record.ordinal),
+            sql_int(record.seq),
+            record.item.kind().as_str(),
+            record.envelope.status.as_str(),
+            encode("item", &record.item)?,
+            encode("item envelope", &record.envelope)?,
+            record.token_count,
+        ))?;
+    }
+
+    let (set_name, name) = match &pending.name {
+        Some(name) => (true, name.as_deref()),
+        None => (false, None),
+    };
+    conn.prepare_cached(UPDATE_THREAD)?.execute((
+        thread_id,
+        sql_int(state.reducer.last_seq()),
+        pending.updated_at_ms,
+        set_name,
+        name,
+        pending.preview.as_deref(),
+        pending.archived,
+    ))?;
+    Ok(())
+}

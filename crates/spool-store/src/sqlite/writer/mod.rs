@@ -1,0 +1,413 @@
+//! The single writer: a plain std thread that owns the write connection and
+//! takes requests from a channel.
+//!
+//! Group commit: the writer takes one request, then drains whatever else is
+//! queued (what arrived while it was busy, typically while the previous
+//! commit was syncing) and covers it all with one `BEGIN IMMEDIATE`
+//! transaction, so concurrent appenders share fsyncs. Each caller is
+//! answered after the commit that covers its write, except:
+//!
+//! - an append of deltas only (and transient events) is answered as soon as
+//!   its seqs are assigned: deltas are streamed at once and committed by
+//!   the next commit, which comes at the latest `delta_commit_delay` after
+//!   the first uncommitted one, or sooner with the next lifecycle event,
+//!   `flush`, or a full batch;
+//! - a refused append is answered at once with the refusal.
+//!
+//! Order is preserved: events are committed in the order their seqs were
+//! assigned, and a commit covers everything assigned before it.
+
+mod batch;
+mod state;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rusqlite::Connection;
+use spool_protocol::ServerNotification;
+use tokio::sync::oneshot;
+
+use self::state::ThreadState;
+use super::reads::thread_exists;
+use crate::error::StoreError;
+use crate::options::StoreOptions;
+use crate::types::{Appended, ThreadRecord};
+
+/// Where the writer sends its answer.
+pub(crate) type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
+
+/// What the store asks of the writer.
+pub(crate) enum Request {
+    Create {
+        /// `last_seq` is 1: `thread/started`. Boxed: creations are rare and
+        /// every request is as large as the largest.
+        record: Box<ThreadRecord>,
+        /// The `thread/started` notification, encoded.
+        started_json: String,
+        created_at_ms: i64,
+        reply: Reply<ThreadRecord>,
+    },
+    Append {
+        thread_id: String,
+        events: Vec<Incoming>,
+        reply: Reply<Vec<Appended>>,
+    },
+    CacheTokenCounts {
+        thread_id: String,
+        counts: Vec<TokenCount>,
+    },
+    Flush {
+        reply: Reply<()>,
+    },
+    Close {
+        reply: Reply<()>,
+    },
+}
+
+/// A notification to append, with its JSON encoded by the caller (off the
+/// writer thread). `json` is `None` for what is never stored whatever the
+/// thread (status items).
+pub(crate) struct Incoming {
+    pub(crate) notification: ServerNotification,
+    pub(crate) json: Option<String>,
+}
+
+/// A token count computed for an item as of its `seq`.
+pub(crate) struct TokenCount {
+    pub(crate) item_id: String,
+    pub(crate) seq: u64,
+    pub(crate) token_count: u32,
+}
+
+/// Starts the writer thread on `conn`.
+pub(crate) fn spawn(
+    conn: Connection,
+    options: &StoreOptions,
+) -> Result<(Sender<Request>, JoinHandle<()>), StoreError> {
+    let (requests, inbox) = std::sync::mpsc::channel();
+    let writer = Writer {
+        conn,
+        delta_commit_delay: options.delta_commit_delay,
+        max_batch_events: options.max_batch_events.max(1),
+        cached_threads: options.cached_threads,
+        threads: HashMap::new(),
+        batch: Batch::default(),
+    };
+    let handle = std::thread::Builder::new()
+        .name("spool-store-writer".to_owned())
+        .spawn(move || writer.run(inbox))
+        .map_err(StoreError::WriterThread)?;
+    Ok((requests, handle))
+}
+
+struct Writer {
+    conn: Connection,
+    delta_commit_delay: Duration,
+    max_batch_events: usize,
+    cached_threads: usize,
+    threads: HashMap<String, ThreadState>,
+    batch: Batch,
+}
+
+/// Everything accepted since the last commit.
+#[derive(Default)]
+struct Batch {
+    /// Threads with pending changes, each once.
+    dirty_threads: Vec<String>,
+    events: usize,
+    token_counts: Vec<(String, Vec<TokenCount>)>,
+    /// Callers answered when the batch commits.
+    waiters: Vec<Waiter>,
+    /// When the first uncommitted change was accepted.
+    opened_at: Option<Instant>,
+}
+
+impl Batch {
+    fn is_empty(&self) -> bool {
+        self.dirty_threads.is_empty() && self.token_counts.is_empty()
+    }
+
+    fn note_change(&mut self) {
+        self.opened_at.get_or_insert_with(Instant::now);
+    }
+}
+
+enum Waiter {
+    Append(Reply<Vec<Appended>>, Vec<Appended>),
+    Create(Reply<ThreadRecord>, Box<ThreadRecord>),
+    Flush(Reply<()>),
+}
+
+enum Flow {
+    Continue,
+    Stop,
+}
+
+impl Writer {
+    fn run(mut self, inbox: Receiver<Request>) {
+        tracing::debug!("store writer started");
+        loop {
+            let deadline = self.deadline();
+            let request = match deadline {
+                None => match inbox.recv() {
+                    Ok(request) => request,
+                    Err(_) => break,
+                },
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        let _ = self.commit();
+                        continue;
+                    }
+                    match inbox.recv_timeout(deadline - now) {
+                        Ok(request) => request,
+                        Err(RecvTimeoutError::Timeout) => {
+                            let _ = self.commit();
+                            continue;
+                        }
+                        Err(RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+            };
+            if let Flow::Stop = self.handle(request) {
+                return;
+            }
+            // Drain what queued up meanwhile into the same batch.
+            loop {
+                if self.batch.events >= self.max_batch_events {
+                    let _ = self.commit();
+                }
+                match inbox.try_recv() {
+                    Ok(request) => {
+                        if let Flow::Stop = self.handle(request) {
+                            return;
+                        }
+                    }
+                    Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+                }
+            }
+            let overdue = self.deadline().is_some_and(|d| Instant::now() >= d);
+            if !self.batch.waiters.is_empty() || overdue {
+                let _ = self.commit();
+            }
+        }
+        // Every handle on the store is gone: make what was accepted durable.
+        let _ = self.commit();
+        tracing::debug!("store writer stopped");
+    }
+
+    /// When the pending batch must be committed even if nothing else comes.
+    fn deadline(&self) -> Option<Instant> {
+        self.batch
+            .opened_at
+            .map(|opened| opened + self.delta_commit_delay)
+    }
+
+    fn handle(&mut self, request: Request) -> Flow {
+        match request {
+            Request::Create {
+                record,
+                started_json,
+                created_at_ms,
+                reply,
+            } => self.create(record, started_json, created_at_ms, reply),
+            Request::Append {
+                thread_id,
+                events,
+                reply,
+            } => self.append(thread_id, events, reply),
+            Request::CacheTokenCounts { thread_id, counts } => {
+                if !counts.is_empty() {
+                    self.batch.token_counts.push((thread_id, counts));
+                    self.batch.note_change();
+                }
+            }
+            Request::Flush { reply } => {
+                if self.batch.is_empty() {
+                    let _ = reply.send(Ok(()));
+                } else {
+                    self.batch.waiters.push(Waiter::Flush(reply));
+                }
+            }
+            Request::Close { reply } => {
+                let result = self.commit().map_err(StoreError::Commit);
+                let _ = reply.send(result);
+                return Flow::Stop;
+            }
+        }
+        Flow::Continue
+    }
+
+    fn create(
+        &mut self,
+        record: Box<ThreadRecord>,
+        started_json: String,
+        created_at_ms: i64,
+        reply: Reply<ThreadRecord>,
+    ) {
+        let thread_id = record.thread.id.clone();
+        let exists = match self.threads.contains_key(&thread_id) {
+            true => Ok(true),
+            false => thread_exists(&self.conn, &thread_id),
+        };
+        match exists {
+            Ok(false) => {}
+            Ok(true) => {
+                let _ = reply.send(Err(StoreError::ThreadExists(thread_id)));
+                return;
+            }
+            Err(error) => {
+                let _ = reply.send(Err(error));
+                return;
+            }
+        }
+        let state = ThreadState::created((*record).clone(), started_json, created_at_ms);
+        self.threads.insert(thread_id.clone(), state);
+        self.batch.dirty_threads.push(thread_id);
+        self.batch.events += 1;
+        self.batch.note_change();
+        self.batch.waiters.push(Waiter::Create(reply, record));
+    }
+
+    fn append(&mut self, thread_id: String, events: Vec<Incoming>, reply: Reply<Vec<Appended>>) {
+        if !self.threads.contains_key(&thread_id) {
+            match ThreadState::load(&self.conn, &thread_id) {
+                Ok(Some(state)) => {
+                    self.threads.insert(thread_id.clone(), state);
+                }
+                Ok(None) => {
+                    let _ = reply.send(Err(StoreError::UnknownThread(thread_id)));
+                    return;
+                }
+                Err(error) => {
+                    let _ = reply.send(Err(error));
+                    return;
+                }
+            }
+        }
+        let Some(state) = self.threads.get_mut(&thread_id) else {
+            return; // inserted just above
+        };
+        let was_clean = state.pending.is_empty();
+        match state.append(&self.conn, &thread_id, events, now_ms()) {
+            Ok(accepted) => {
+                if accepted.logged > 0 {
+                    if was_clean {
+                        self.batch.dirty_threads.push(thread_id);
+                    }
+                    self.batch.events += accepted.logged;
+                    self.batch.note_change();
+                }
+                if accepted.lifecycle {
+                    let waiter = Waiter::Append(reply, accepted.appended);
+                    self.batch.waiters.push(waiter);
+                } else {
+                    let _ = reply.send(Ok(accepted.appended));
+                }
+            }
+            Err(refusal) => {
+                tracing::debug!(%thread_id, error = %refusal.error, "append refused");
+                let _ = reply.send(Err(refusal.error));
+                if refusal.reducer_dirty
+                    && let Err(error) = state.rebuild(&self.conn, &thread_id)
+                {
+                    tracing::error!(%thread_id, %error, "cannot undo a refused append");
+                    self.fail_batch(Arc::new(error));
+                    self.threads.remove(&thread_id);
+                }
+            }
+        }
+    }
+
+    /// Commits the batch and answers its waiters; on failure every waiter
+    /// gets the error and the states of the batch's threads are dropped, to
+    /// be reloaded from what is committed.
+    fn commit(&mut self) -> Result<(), Arc<StoreError>> {
+        if self.batch.is_empty() {
+            self.answer_waiters();
+            return Ok(());
+        }
+        let started = Instant::now();
+        let written = batch::write(
+            &self.conn,
+            &self.batch.dirty_threads,
+            &mut self.threads,
+            &self.batch.token_counts,
+        );
+        if let Err(error) = written {
+            let error = Arc::new(error);
+            tracing::error!(%error, events = self.batch.events, "store commit failed");
+            self.fail_batch(error.clone());
+            return Err(error);
+        }
+        for thread_id in &self.batch.dirty_threads {
+            if let Some(state) = self.threads.get_mut(thread_id) {
+                state.committed();
+            }
+        }
+        tracing::debug!(
+            events = self.batch.events,
+            threads = self.batch.dirty_threads.len(),
+            waiters = self.batch.waiters.len(),
+            elapsed_us = started.elapsed().as_micros() as u64,
+            "store commit"
+        );
+        self.answer_waiters();
+        if self.threads.len() > self.cached_threads {
+            self.threads.retain(|_, state| !state.is_idle());
+        }
+        Ok(())
+    }
+
+    /// Answers every waiter with success and starts a new batch.
+    fn answer_waiters(&mut self) {
+        let batch = std::mem::take(&mut self.batch);
+        for waiter in batch.waiters {
+            match waiter {
+                Waiter::Append(reply, appended) => {
+                    let _ = reply.send(Ok(appended));
+                }
+                Waiter::Create(reply, record) => {
+                    let _ = reply.send(Ok(*record));
+                }
+                Waiter::Flush(reply) => {
+                    let _ = reply.send(Ok(()));
+                }
+            }
+        }
+    }
+
+    /// Drops the batch: its waiters get `error`, and its threads' states
+    /// are forgotten so they reload from the committed projection.
+    fn fail_batch(&mut self, error: Arc<StoreError>) {
+        let batch = std::mem::take(&mut self.batch);
+        for thread_id in &batch.dirty_threads {
+            self.threads.remove(thread_id);
+        }
+        let failed = || StoreError::Commit(error.clone());
+        for waiter in batch.waiters {
+            match waiter {
+                Waiter::Append(reply, _) => {
+                    let _ = reply.send(Err(failed()));
+                }
+                Waiter::Create(reply, _) => {
+                    let _ = reply.send(Err(failed()));
+                }
+                Waiter::Flush(reply) => {
+                    let _ = reply.send(Err(failed()));
+                }
+            }
+        }
+    }
+}
+
+/// Now, in unix milliseconds.
+pub(crate) fn now_ms() -> i64 {
+    let since_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX)
+}

@@ -1,0 +1,516 @@
+//! The writer's state of one thread: the reducer that validates its events
+//! and the changes not yet committed.
+//!
+//! Memory stays bounded on long threads: after a commit the reducer keeps
+//! only open turns and items (plus a few recently closed ones), since those
+//! are all a later event can legally touch. What it no longer holds is
+//! checked against the projection tables instead: a start whose id is
+//! already stored is a duplicate, and an event for a stored, closed item or
+//! turn gets the precise "terminal" refusal rather than "unknown".
+
+use rusqlite::{Connection, OptionalExtension};
+use spool_core::reducer::Change;
+use spool_core::{ReduceError, ThreadReducer};
+use spool_protocol::{
+    ItemStatus, ServerNotification, ThreadEvent, ThreadItem, TurnStatus, UserInput,
+};
+
+use super::Incoming;
+use crate::error::StoreError;
+use crate::sqlite::codec::{parse_item_status, parse_turn_status};
+use crate::sqlite::reads::{read_items, read_thread, read_turns};
+use crate::types::{Appended, ThreadRecord};
+
+/// Closed items and turns a reducer may hold before it is compacted: enough
+/// that a busy thread is not rebuilt after every commit.
+const KEEP_CLOSED: usize = 64;
+
+pub(super) struct ThreadState {
+    pub(super) reducer: ThreadReducer,
+    dev_mode: bool,
+    has_preview: bool,
+    pub(super) pending: Pending,
+}
+
+/// What the next commit writes for a thread.
+#[derive(Default)]
+pub(super) struct Pending {
+    /// The thread row to insert: the thread was created in this batch.
+    pub(super) created: Option<ThreadRecord>,
+    pub(super) created_at_ms: i64,
+    /// Accepted events, in seq order.
+    pub(super) events: Vec<PendingEvent>,
+    /// Indices into the reducer's items whose rows changed (may repeat).
+    pub(super) dirty_items: Vec<usize>,
+    /// Indices into the reducer's turns whose rows changed (may repeat).
+    pub(super) dirty_turns: Vec<usize>,
+    pub(super) name: Option<Option<String>>,
+    pub(super) preview: Option<String>,
+    pub(super) archived: bool,
+    pub(super) updated_at_ms: i64,
+}
+
+impl Pending {
+    pub(super) fn is_empty(&self) -> bool {
+        self.created.is_none() && self.events.is_empty()
+    }
+}
+
+/// An accepted event as the `events` table stores it.
+pub(super) struct PendingEvent {
+    pub(super) seq: u64,
+    pub(super) at_ms: i64,
+    pub(super) method: &'static str,
+    pub(super) item_id: Option<String>,
+    pub(super) json: String,
+}
+
+/// The result of an accepted append.
+pub(super) struct Accepted {
+    pub(super) appended: Vec<Appended>,
+    /// Whether a lifecycle event was stored, so the caller waits for the
+    /// commit (deltas alone are answered at once).
+    pub(super) lifecycle: bool,
+    /// Events stored by this append.
+    pub(super) logged: usize,
+}
+
+/// Why an append was refused, and whether the reducer must be rebuilt
+/// (events before the refused one had been applied to it).
+pub(super) struct Refusal {
+    pub(super) error: StoreError,
+    pub(super) reducer_dirty: bool,
+}
+
+/// A checked event waiting for the rest of its append to be checked.
+enum Staged {
+    Logged {
+        event: ThreadEvent,
+        json: String,
+        change: Change,
+    },
+    Transient(ServerNotification),
+}
+
+impl ThreadState {
+    /// The state of a thread created in this batch: `thread/started` is its
+    /// seq 1.
+    pub(super) fn created(record: ThreadRecord, started_json: String, at_ms: i64) -> Self {
+        let reducer = ThreadReducer::from_parts(&record.thread.id, 1, Vec::new(), Vec::new());
+        let pending = Pending {
+            events: vec![PendingEvent {
+                seq: 1,
+                at_ms,
+                method: "thread/started",
+                item_id: None,
+                json: started_json,
+            }],
+            updated_at_ms: at_ms,
+            ..Pending::default()
+        };
+        ThreadState {
+            reducer,
+            dev_mode: record.dev_mode,
+            has_preview: !record.thread.preview.is_empty(),
+            pending: Pending {
+                created: Some(record),
+                created_at_ms: at_ms,
+                ..pending
+            },
+        }
+    }
+
+    /// The state of a stored thread, from its open turns and items.
+    pub(super) fn load(conn: &Connection, thread_id: &str) -> Result<Option<Self>, StoreError> {
+        let Some(thread) = read_thread(conn, thread_id)? else {
+            return Ok(None);
+        };
+        let items = read_items(conn, thread_id, true)?;
+        let turns = read_turns(conn, thread_id, true)?;
+        Ok(Some(ThreadState {
+            reducer: ThreadReducer::from_parts(thread_id, thread.last_seq, items, turns),
+            dev_mode: thread.dev_mode,
+            has_preview: !thread.thread.preview.is_empty(),
+            pending: Pending::default(),
+        }))
+    }
+
+    /// Whether the thread has nothing in progress, so dropping its state
+    /// loses nothing that reloading would not restore cheaply.
+    pub(super) fn is_idle(&self) -> bool {
+        self.pending.is_empty() && self.reducer.active_turn().is_none()
+    }
+
+    /// Checks every notification of one append and, if all pass, records
+    /// them for the next commit. All or nothing: on refusal nothing of the
+    /// append is pending (the reducer may need [`Self::rebuild`]).
+    pub(super) fn append(
+        &mut self,
+        conn: &Connection,
+        thread_id: &str,
+        incoming: Vec<Incoming>,
+        at_ms: i64,
+    ) -> Result<Accepted, Refusal> {
+        let mut staged = Vec::with_capacity(incoming.len());
+        let mut applied = false;
+        for (index, Incoming { notification, json }) in incoming.into_iter().enumerate() {
+            let json = match json {
+                Some(json) if self.persists(&notification) => json,
+                Some(_) | None => {
+                    staged.push(Staged::Transient(notification));
+                    continue;
+                }
+            };
+            let method = notification.method();
+            let refusal = |error| Refusal {
+                error,
+                reducer_dirty: applied,
+            };
+            let refused = |source| StoreError::Refused {
+                index,
+                method,
+                source,
+            };
+            match self.stored_duplicate(conn, &notification) {
+                Ok(None) => {}
+                Ok(Some(duplicate)) => return Err(refusal(refused(duplicate))),
+                Err(error) => return Err(refusal(error)),
+            }
+            let event = ThreadEvent {
+                thread_id: thread_id.to_owned(),
+                seq: self.reducer.last_seq() + 1,
+                at_ms,
+                payload: notification,
+            };
+            match self.reducer.apply(&event) {
+                Ok(change) => {
+                    applied = true;
+                    staged.push(Staged::Logged {
+                        event,
+                        json,
+                        change,
+                    });
+                }
+                Err(error) => {
+                    let error = self.refine(conn, thread_id, error);
+                    return Err(refusal(refused(error)));
+                }
+            }
+        }
+        let mut lifecycle = false;
+        let mut logged = 0;
+        let appended = staged
+            .into_iter()
+            .map(|staged| match staged {
+                Staged::Transient(notification) => Appended::Transient(notification),
+                Staged::Logged {
+                    event,
+                    json,
+                    change,
+                } => {
+                    lifecycle |= !event.payload.is_delta();
+                    logged += 1;
+                    self.record(&event, json, change);
+                    Appended::Logged(event)
+                }
+            })
+            .collect();
+        Ok(Accepted {
+            appended,
+            lifecycle,
+            logged,
+        })
+    }
+
+    /// Rebuilds the reducer from the committed projection plus the pending
+    /// events, undoing the events of a refused append that were applied
+    /// before the refusal. Only refusals take this path.
+    pub(super) fn rebuild(&mut self, conn: &Connection, thread_id: &str) -> Result<(), StoreError> {
+        let mut reducer = if self.pending.created.is_some() {
+            ThreadReducer::from_parts(thread_id, 1, Vec::new(), Vec::new())
+        } else {
+            let thread = read_thread(conn, thread_id)?
+                .ok_or_else(|| StoreError::UnknownThread(thread_id.to_owned()))?;
+            let items = read_items(conn, thread_id, true)?;
+            let turns = read_turns(conn, thread_id, true)?;
+            ThreadReducer::from_parts(thread_id, thread.last_seq, items, turns)
+        };
+        let mut dirty_items = Vec::new();
+        let mut dirty_turns = Vec::new();
+        for pending in &self.pending.events {
+            if pending.seq <= reducer.last_seq() {
+                continue; // thread/started of a thread created in this batch
+            }
+            let lost = |reason: String| StoreError::StateLost {
+                thread_id: thread_id.to_owned(),
+                reason,
+            };
+            let payload: ServerNotification = serde_json::from_str(&pending.json)
+                .map_err(|e| lost(format!("pending seq {}: {e}", pending.seq)))?;
+            let event = ThreadEvent {
+                thread_id: thread_id.to_owned(),
+                seq: pending.seq,
+                at_ms: pending.at_ms,
+                payload,
+            };
+            let change = reducer
+                .apply(&event)
+                .map_err(|e| lost(format!("pending seq {}: {e}", pending.seq)))?;
+            mark_dirty(change, &mut dirty_items, &mut dirty_turns);
+        }
+        self.reducer = reducer;
+        self.pending.dirty_items = dirty_items;
+        self.pending.dirty_turns = dirty_turns;
+        Ok(())
+    }
+
+    /// After a commit: forget what was written and, if the reducer holds
+    /// many closed items or turns, drop them (see the module docs).
+    pub(super) fn committed(&mut self) {
+        self.pending = Pending::default();
+        let closed_items = self
+            .reducer
+            .items()
+            .iter()
+            .filter(|record| record.envelope.status.is_terminal())
+            .count();
+        let closed_turns = self
+            .reducer
+            .turns()
+            .iter()
+            .filter(|turn| turn.status.is_terminal())
+            .count();
+        if closed_items + closed_turns <= KEEP_CLOSED {
+            return;
+        }
+        let items = self
+            .reducer
+            .items()
+            .iter()
+            .filter(|record| !record.envelope.status.is_terminal())
+            .cloned()
+            .collect();
+        let turns = self
+            .reducer
+            .turns()
+            .iter()
+            .filter(|turn| !turn.status.is_terminal())
+            .cloned()
+            .collect();
+        self.reducer = ThreadReducer::from_parts(
+            self.reducer.thread_id(),
+            self.reducer.last_seq(),
+            items,
+            turns,
+        );
+    }
+
+    /// The persistence policy (DESIGN §1): `status` items never, and
+    /// `stateChange`/`resourceChange` only in dev mode. Events that are not
+    /// about an item's content are always stored.
+    fn persists(&self, notification: &ServerNotification) -> bool {
+        match notification {
+            ServerNotification::ItemStarted(n) => n.item.kind().is_persisted(self.dev_mode),
+            ServerNotification::ItemCompleted(n) => n.item.kind().is_persisted(self.dev_mode),
+            ServerNotification::ThreadStarted(_)
+            | ServerNotification::ThreadStatusChanged(_)
+            | ServerNotification::ThreadNameUpdated(_)
+            | ServerNotification::ThreadArchived(_)
+            | ServerNotification::TurnStarted(_)
+            | ServerNotification::TurnCompleted(_)
+            | ServerNotification::AgentMessageDelta(_)
+            | ServerNotification::PlanDelta(_)
+            | ServerNotification::ReasoningSummaryTextDelta(_)
+            | ServerNotification::ReasoningSummaryPartAdded(_)
+            | ServerNotification::ReasoningTextDelta(_)
+            | ServerNotification::CommandExecutionOutputDelta(_)
+            | ServerNotification::McpToolCallProgress(_)
+            | ServerNotification::ThreadTokenUsageUpdated(_)
+            | ServerNotification::Error(_)
+            | ServerNotification::ServerRequestResolved(_) => true,
+        }
+    }
+
+    /// A start of an item or turn that the reducer no longer holds but the
+    /// projection does.
+    fn stored_duplicate(
+        &self,
+        conn: &Connection,
+        notification: &ServerNotification,
+    ) -> Result<Option<ReduceError>, StoreError> {
+        let thread_id = self.reducer.thread_id();
+        match notification {
+            ServerNotification::ItemStarted(n) => {
+                let item_id = n.item.id();
+                if self.reducer.item(item_id).is_some() {
+                    return Ok(None); // the reducer itself refuses it
+                }
+                let stored = stored_status(conn, STORED_ITEM_STATUS, thread_id, item_id)?;
+                Ok(stored.map(|_| ReduceError::DuplicateItem {
+                    item_id: item_id.to_owned(),
+                }))
+            }
+            ServerNotification::TurnStarted(n) => {
+                if self.reducer.turn(&n.turn.id).is_some() {
+                    return Ok(None);
+                }
+                let stored = stored_status(conn, STORED_TURN_STATUS, thread_id, &n.turn.id)?;
+                Ok(stored.map(|_| ReduceError::DuplicateTurn {
+                    turn_id: n.turn.id.clone(),
+                }))
+            }
+            ServerNotification::ThreadStarted(_)
+            | ServerNotification::ThreadStatusChanged(_)
+            | ServerNotification::ThreadNameUpdated(_)
+            | ServerNotification::ThreadArchived(_)
+            | ServerNotification::TurnCompleted(_)
+            | ServerNotification::ItemCompleted(_)
+            | ServerNotification::AgentMessageDelta(_)
+            | ServerNotification::PlanDelta(_)
+            | ServerNotification::ReasoningSummaryTextDelta(_)
+            | ServerNotification::ReasoningSummaryPartAdded(_)
+            | ServerNotification::ReasoningTextDelta(_)
+            | ServerNotification::CommandExecutionOutputDelta(_)
+            | ServerNotification::McpToolCallProgress(_)
+            | ServerNotification::ThreadTokenUsageUpdated(_)
+            | ServerNotification::Error(_)
+            | ServerNotification::ServerRequestResolved(_) => Ok(None),
+        }
+    }
+
+    /// Turns "unknown item/turn" into the terminal-state refusal when the
+    /// item or turn is stored but was dropped from the reducer as closed.
+    fn refine(&self, conn: &Connection, thread_id: &str, error: ReduceError) -> ReduceError {
+        let refined = match &error {
+            ReduceError::UnknownItem { method, item_id } => {
+                stored_status(conn, STORED_ITEM_STATUS, thread_id, item_id)
+                    .ok()
+                    .flatten()
+                    .and_then(|status| parse_item_status(&status))
+                    .filter(|status| status.is_terminal())
+                    .map(|status: ItemStatus| ReduceError::ItemTerminal {
+                        method,
+                        item_id: item_id.clone(),
+                        status,
+                    })
+            }
+            ReduceError::UnknownTurn { turn_id, .. } => {
+                stored_turn_status(conn, thread_id, turn_id).map(|status| {
+                    ReduceError::TurnNotActive {
+                        turn_id: turn_id.clone(),
+                        status,
+                    }
+                })
+            }
+            ReduceError::UnknownTurnEvent { turn_id, .. } => {
+                stored_turn_status(conn, thread_id, turn_id).map(|status| {
+                    ReduceError::TurnAlreadyCompleted {
+                        turn_id: turn_id.clone(),
+                        status,
+                    }
+                })
+            }
+            _ => None,
+        };
+        refined.unwrap_or(error)
+    }
+
+    /// Notes an accepted event for the next commit.
+    fn record(&mut self, event: &ThreadEvent, json: String, change: Change) {
+        let pending = &mut self.pending;
+        mark_dirty(change, &mut pending.dirty_items, &mut pending.dirty_turns);
+        pending.updated_at_ms = event.at_ms;
+        match &event.payload {
+            ServerNotification::ItemStarted(n) if !self.has_preview => {
+                if let Some(preview) = user_text(&n.item) {
+                    pending.preview = Some(preview.to_owned());
+                    self.has_preview = true;
+                }
+            }
+            ServerNotification::ItemCompleted(n) if !self.has_preview => {
+                if let Some(preview) = user_text(&n.item) {
+                    pending.preview = Some(preview.to_owned());
+                    self.has_preview = true;
+                }
+            }
+            ServerNotification::ThreadNameUpdated(n) => pending.name = Some(n.thread_name.clone()),
+            ServerNotification::ThreadArchived(_) => pending.archived = true,
+            ServerNotification::ItemStarted(_)
+            | ServerNotification::ItemCompleted(_)
+            | ServerNotification::ThreadStarted(_)
+            | ServerNotification::ThreadStatusChanged(_)
+            | ServerNotification::TurnStarted(_)
+            | ServerNotification::TurnCompleted(_)
+            | ServerNotification::AgentMessageDelta(_)
+            | ServerNotification::PlanDelta(_)
+            | ServerNotification::ReasoningSummaryTextDelta(_)
+            | ServerNotification::ReasoningSummaryPartAdded(_)
+            | ServerNotification::ReasoningTextDelta(_)
+            | ServerNotification::CommandExecutionOutputDelta(_)
+            | ServerNotification::McpToolCallProgress(_)
+            | ServerNotification::ThreadTokenUsageUpdated(_)
+            | ServerNotification::Error(_)
+            | ServerNotification::ServerRequestResolved(_) => {}
+        }
+        pending.events.push(PendingEvent {
+            seq: event.seq,
+            at_ms: event.at_ms,
+            method: event.payload.method(),
+            item_id: event.payload.item_id().map(str::to_owned),
+            json,
+        });
+    }
+}
+
+/// Adds what an event changed to the dirty lists; consecutive changes to
+/// the same row (a stream of deltas) are noted once.
+fn mark_dirty(change: Change, items: &mut Vec<usize>, turns: &mut Vec<usize>) {
+    match change {
+        Change::Item(index) => {
+            if items.last() != Some(&index) {
+                items.push(index);
+            }
+        }
+        Change::Turn(index) => {
+            if turns.last() != Some(&index) {
+                turns.push(index);
+            }
+        }
+        Change::Thread => {}
+    }
+}
+
+/// The first text of a user message: the thread's preview.
+fn user_text(item: &ThreadItem) -> Option<&str> {
+    let ThreadItem::UserMessage { content, .. } = item else {
+        return None;
+    };
+    content
+        .iter()
+        .filter_map(UserInput::as_text)
+        .find(|text| !text.trim().is_empty())
+}
+
+const STORED_ITEM_STATUS: &str = "SELECT status FROM items WHERE thread_id = ?1 AND item_id = ?2";
+const STORED_TURN_STATUS: &str = "SELECT status FROM turns WHERE thread_id = ?1 AND turn_id = ?2";
+
+/// The stored status column of an item or turn, if it is stored.
+fn stored_status(
+    conn: &Connection,
+    sql: &'static str,
+    thread_id: &str,
+    id: &str,
+) -> Result<Option<String>, StoreError> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    Ok(stmt
+        .query_row((thread_id, id), |row| row.get(0))
+        .optional()?)
+}
+
+fn stored_turn_status(conn: &Connection, thread_id: &str, turn_id: &str) -> Option<TurnStatus> {
+    stored_status(conn, STORED_TURN_STATUS, thread_id, turn_id)
+        .ok()
+        .flatten()
+        .and_then(|status| parse_turn_status(&status))
+        .filter(|status| status.is_terminal())
+}

@@ -1,0 +1,124 @@
+//! What goes into the store and what comes out, besides items and turns
+//! (which are `spool_core::{ItemRecord, TurnRecord}`).
+
+use spool_protocol::{HistoryMode, ServerNotification, Thread, ThreadEvent};
+
+/// The settings of a thread to create.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewThread {
+    /// `None` gives a fresh UUIDv7.
+    pub id: Option<String>,
+    pub name: Option<String>,
+    pub model_provider: String,
+    pub model: Option<String>,
+    pub cwd: String,
+    pub cli_version: String,
+    pub history_mode: HistoryMode,
+    /// Persist `stateChange`/`resourceChange` items too (DESIGN §1).
+    pub dev_mode: bool,
+    pub forked_from_id: Option<String>,
+}
+
+impl NewThread {
+    /// A thread with the given provider and working directory and every
+    /// other setting at its default.
+    pub fn new(model_provider: impl Into<String>, cwd: impl Into<String>) -> Self {
+        NewThread {
+            id: None,
+            name: None,
+            model_provider: model_provider.into(),
+            model: None,
+            cwd: cwd.into(),
+            cli_version: env!("CARGO_PKG_VERSION").to_owned(),
+            history_mode: HistoryMode::default(),
+            dev_mode: false,
+            forked_from_id: None,
+        }
+    }
+}
+
+/// A thread as stored: the wire shape plus what only the store knows.
+///
+/// `thread.status` is always `notLoaded` (whether a thread is loaded is the
+/// thread manager's knowledge, not the store's) and `thread.turns` is empty.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadRecord {
+    pub thread: Thread,
+    pub dev_mode: bool,
+    pub archived: bool,
+    /// The seq of the thread's last committed event.
+    pub last_seq: u64,
+}
+
+/// The outcome of one notification given to `append`, in the order given.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Appended {
+    /// Stored under a seq. For a lifecycle event it is committed when
+    /// `append` returns; a delta is committed by the next group commit.
+    Logged(ThreadEvent),
+    /// Not stored, by the persistence policy (a `status` item, or a
+    /// `stateChange`/`resourceChange` outside dev mode). It has no seq;
+    /// stream it to live clients as it is.
+    Transient(ServerNotification),
+}
+
+impl Appended {
+    pub fn notification(&self) -> &ServerNotification {
+        match self {
+            Appended::Logged(event) => &event.payload,
+            Appended::Transient(notification) => notification,
+        }
+    }
+
+    /// The log event, if the notification was stored.
+    pub fn event(&self) -> Option<&ThreadEvent> {
+        match self {
+            Appended::Logged(event) => Some(event),
+            Appended::Transient(_) => None,
+        }
+    }
+
+    pub fn seq(&self) -> Option<u64> {
+        self.event().map(|event| event.seq)
+    }
+}
+
+/// The order of [`crate::Store::list_threads`] (newest first either way).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ThreadSortKey {
+    #[default]
+    CreatedAt,
+    UpdatedAt,
+}
+
+/// Which threads to list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadListQuery {
+    /// At most this many threads per page.
+    pub limit: usize,
+    pub sort_key: ThreadSortKey,
+    /// List archived threads instead of the others (as Codex's `thread/list`).
+    pub archived: bool,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+impl Default for ThreadListQuery {
+    fn default() -> Self {
+        ThreadListQuery {
+            limit: 50,
+            sort_key: ThreadSortKey::default(),
+            archived: false,
+            cursor: None,
+        }
+    }
+}
+
+/// One page of threads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadPage {
+    pub threads: Vec<ThreadRecord>,
+    /// Give it back in [`ThreadListQuery::cursor`] for the next page; `None`
+    /// on the last page.
+    pub next_cursor: Option<String>,
+}

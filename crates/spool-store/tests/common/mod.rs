@@ -1,0 +1,159 @@
+//! Builders shared by the store tests: stores in temp dirs and the
+//! notifications of a turn.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::path::{Path, PathBuf};
+
+use spool_protocol::{
+    ItemCompletedNotification, ItemStartedNotification, ServerNotification, TextDeltaNotification,
+    ThreadItem, Turn, TurnCompletedNotification, TurnStartedNotification, TurnStatus, UserInput,
+};
+use spool_store::{NewThread, SqliteStore, Store, StoreOptions};
+
+pub fn db_path(dir: &Path) -> PathBuf {
+    dir.join("spool.db")
+}
+
+pub fn open(dir: &Path) -> SqliteStore {
+    SqliteStore::open(db_path(dir), StoreOptions::default()).expect("open store")
+}
+
+pub fn open_with(dir: &Path, options: StoreOptions) -> SqliteStore {
+    SqliteStore::open(db_path(dir), options).expect("open store")
+}
+
+/// A raw connection to the file, outside the store: it sees only what is
+/// committed.
+pub fn raw(dir: &Path) -> rusqlite::Connection {
+    rusqlite::Connection::open(db_path(dir)).expect("raw connection")
+}
+
+/// Committed events of a thread, counted by a raw connection.
+pub fn committed_events(dir: &Path, thread_id: &str) -> u64 {
+    let count: i64 = raw(dir)
+        .query_row(
+            "SELECT count(*) FROM events WHERE thread_id = ?1",
+            [thread_id],
+            |row| row.get(0),
+        )
+        .expect("count events");
+    count as u64
+}
+
+pub async fn new_thread(store: &SqliteStore, dev_mode: bool) -> String {
+    let new = NewThread {
+        dev_mode,
+        ..NewThread::new("openai", "/work")
+    };
+    store
+        .create_thread(new)
+        .await
+        .expect("create thread")
+        .thread
+        .id
+}
+
+pub fn turn_started(thread: &str, turn: &str) -> ServerNotification {
+    ServerNotification::TurnStarted(TurnStartedNotification {
+        thread_id: thread.to_owned(),
+        turn: turn_value(turn, TurnStatus::InProgress),
+    })
+}
+
+pub fn turn_completed(thread: &str, turn: &str) -> ServerNotification {
+    ServerNotification::TurnCompleted(TurnCompletedNotification {
+        thread_id: thread.to_owned(),
+        turn: turn_value(turn, TurnStatus::Completed),
+    })
+}
+
+fn turn_value(id: &str, status: TurnStatus) -> Turn {
+    Turn {
+        id: id.to_owned(),
+        items: Vec::new(),
+        status,
+        error: None,
+        started_at: None,
+        completed_at: None,
+        duration_ms: None,
+        token_usage: None,
+    }
+}
+
+pub fn started(thread: &str, turn: &str, item: ThreadItem) -> ServerNotification {
+    ServerNotification::ItemStarted(ItemStartedNotification {
+        item,
+        thread_id: thread.to_owned(),
+        turn_id: turn.to_owned(),
+        envelope: None,
+    })
+}
+
+pub fn completed(thread: &str, turn: &str, item: ThreadItem) -> ServerNotification {
+    ServerNotification::ItemCompleted(ItemCompletedNotification {
+        item,
+        thread_id: thread.to_owned(),
+        turn_id: turn.to_owned(),
+        envelope: None,
+    })
+}
+
+pub fn agent_message(id: &str, text: &str) -> ThreadItem {
+    ThreadItem::AgentMessage {
+        id: id.to_owned(),
+        text: text.to_owned(),
+        phase: None,
+    }
+}
+
+pub fn user_message(id: &str, text: &str) -> ThreadItem {
+    ThreadItem::UserMessage {
+        id: id.to_owned(),
+        content: vec![UserInput::text(text)],
+    }
+}
+
+pub fn status_item(id: &str, text: &str) -> ThreadItem {
+    ThreadItem::Status {
+        id: id.to_owned(),
+        text: text.to_owned(),
+    }
+}
+
+pub fn state_change(id: &str) -> ThreadItem {
+    ThreadItem::StateChange {
+        id: id.to_owned(),
+        key: "counter".to_owned(),
+        value: serde_json::json!(1),
+    }
+}
+
+pub fn agent_delta(thread: &str, turn: &str, item: &str, delta: &str) -> ServerNotification {
+    ServerNotification::AgentMessageDelta(TextDeltaNotification {
+        thread_id: thread.to_owned(),
+        turn_id: turn.to_owned(),
+        item_id: item.to_owned(),
+        delta: delta.to_owned(),
+    })
+}
+
+/// A whole agent message: started, one delta per word, completed.
+pub fn streamed_message(
+    thread: &str,
+    turn: &str,
+    item: &str,
+    text: &str,
+) -> Vec<ServerNotification> {
+    let mut events = vec![started(thread, turn, agent_message(item, ""))];
+    for word in text.split_inclusive(' ') {
+        events.push(agent_delta(thread, turn, item, word));
+    }
+    events.push(completed(thread, turn, agent_message(item, text)));
+    events
+}
+
+/// The seqs of what an append stored.
+pub fn seqs(appended: &[spool_store::Appended]) -> Vec<u64> {
+    appended.iter().filter_map(|a| a.seq()).collect()
+}

@@ -1,0 +1,212 @@
+//! Thread rows: creation, listing in pages, archiving; and the views of a
+//! thread's items, with the model view caching its token counts.
+
+mod common;
+
+use common::*;
+use spool_core::View;
+use spool_core::llm::LlmViewOptions;
+use spool_protocol::{
+    Audience, HistoryMode, ItemEnvelope, ItemStartedNotification, ServerNotification,
+    ThreadArchivedNotification, ThreadItem, ThreadStatus,
+};
+use spool_store::{NewThread, Store, StoreError, ThreadListQuery, ThreadSortKey};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threads_are_created_with_their_settings_and_thread_started_as_seq_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let new = NewThread {
+        id: Some("thread-a".to_owned()),
+        name: Some("first".to_owned()),
+        model: Some("gpt-test".to_owned()),
+        history_mode: HistoryMode::PreviousResponseId,
+        forked_from_id: Some("thread-0".to_owned()),
+        ..NewThread::new("openai", "/repo")
+    };
+    let created = store.create_thread(new.clone()).await.unwrap();
+    assert_eq!(created.last_seq, 1);
+    assert_eq!(store.thread("thread-a").await.unwrap().unwrap(), created);
+    let thread = &created.thread;
+    assert_eq!(thread.name.as_deref(), Some("first"));
+    assert_eq!(thread.model.as_deref(), Some("gpt-test"));
+    assert_eq!(thread.history_mode, Some(HistoryMode::PreviousResponseId));
+    assert_eq!(thread.forked_from_id.as_deref(), Some("thread-0"));
+    assert_eq!(thread.cwd, "/repo");
+    assert_eq!(thread.status, ThreadStatus::NotLoaded);
+
+    let events = store.events_after("thread-a", 0, 10).await.unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].seq, 1);
+    let ServerNotification::ThreadStarted(started) = &events[0].payload else {
+        panic!("seq 1 is {}", events[0].payload.method());
+    };
+    assert_eq!(started.thread.id, "thread-a");
+
+    let error = store.create_thread(new).await.unwrap_err();
+    assert!(
+        matches!(error, StoreError::ThreadExists(ref id) if id == "thread-a"),
+        "{error}"
+    );
+
+    // Generated ids are UUIDv7 strings.
+    let generated = new_thread(&store, false).await;
+    assert_eq!(generated.len(), 36);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threads_list_newest_first_in_pages_and_archived_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let mut ids = Vec::new();
+    for _ in 0..7 {
+        ids.push(new_thread(&store, false).await);
+    }
+    let archived = ids.remove(3);
+    store
+        .append(
+            &archived,
+            vec![ServerNotification::ThreadArchived(
+                ThreadArchivedNotification {
+                    thread_id: archived.clone(),
+                },
+            )],
+        )
+        .await
+        .unwrap();
+
+    // UUIDv7 ids created in order sort like their creation times.
+    let newest_first: Vec<String> = ids.iter().rev().cloned().collect();
+    let mut listed = Vec::new();
+    let mut query = ThreadListQuery {
+        limit: 4,
+        ..ThreadListQuery::default()
+    };
+    loop {
+        let page = store.list_threads(query.clone()).await.unwrap();
+        assert!(page.threads.len() <= 4);
+        listed.extend(page.threads.into_iter().map(|r| r.thread.id));
+        match page.next_cursor {
+            Some(cursor) => query.cursor = Some(cursor),
+            None => break,
+        }
+    }
+    assert_eq!(listed, newest_first);
+
+    let page = store
+        .list_threads(ThreadListQuery {
+            archived: true,
+            ..ThreadListQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(page.threads.len(), 1);
+    assert!(page.threads[0].archived);
+    assert_eq!(page.next_cursor, None);
+
+    // Sorted by last update, the thread touched last comes first.
+    let touched = ids[0].clone();
+    store
+        .append(&touched, vec![turn_started(&touched, "turn-1")])
+        .await
+        .unwrap();
+    let page = store
+        .list_threads(ThreadListQuery {
+            limit: 1,
+            sort_key: ThreadSortKey::UpdatedAt,
+            ..ThreadListQuery::default()
+        })
+        .await
+        .unwrap();
+    // Times are in ms; several threads may share the newest millisecond.
+    let first = &page.threads[0];
+    assert!(first.thread.updated_at >= first.thread.created_at);
+
+    let error = store
+        .list_threads(ThreadListQuery {
+            cursor: Some("no-such-thread".to_owned()),
+            ..ThreadListQuery::default()
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(error, StoreError::BadCursor(_)), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn views_select_items_and_the_model_view_caches_token_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let t = new_thread(&store, false).await;
+    let hidden = ThreadItem::Context {
+        id: "ctx".to_owned(),
+        text: "the user prefers short answers".to_owned(),
+    };
+    let hidden_started = ServerNotification::ItemStarted(ItemStartedNotification {
+        item: hidden.clone(),
+        thread_id: t.clone(),
+        turn_id: "turn-1".to_owned(),
+        envelope: Some(ItemEnvelope::started("runtime", Audience::LLM_ONLY, 0)),
+    });
+    store
+        .append(
+            &t,
+            vec![
+                turn_started(&t, "turn-1"),
+                hidden_started,
+                completed(&t, "turn-1", hidden),
+                started(&t, "turn-1", user_message("u1", "What is 2+2?")),
+                completed(&t, "turn-1", user_message("u1", "What is 2+2?")),
+            ],
+        )
+        .await
+        .unwrap();
+    store
+        .append(&t, streamed_message(&t, "turn-1", "a1", "It is 4."))
+        .await
+        .unwrap();
+    store
+        .append(&t, vec![turn_completed(&t, "turn-1")])
+        .await
+        .unwrap();
+
+    let ids = |records: Vec<spool_core::ItemRecord>| {
+        records
+            .iter()
+            .map(|r| r.item.id().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        ids(store.items(&t, View::All).await.unwrap()),
+        ["ctx", "u1", "a1"]
+    );
+    assert_eq!(
+        ids(store.items(&t, View::Client).await.unwrap()),
+        ["u1", "a1"]
+    );
+    assert_eq!(
+        ids(store.items(&t, View::Llm).await.unwrap()),
+        ["ctx", "u1", "a1"]
+    );
+    assert_eq!(
+        store.thread(&t).await.unwrap().unwrap().thread.preview,
+        "What is 2+2?"
+    );
+
+    let all = store.items(&t, View::All).await.unwrap();
+    assert!(all.iter().all(|r| r.token_count.is_none()));
+    let view = store.llm_view(&t, LlmViewOptions::default()).await.unwrap();
+    assert!(!view.input.is_empty());
+    assert!(view.total_tokens > 0);
+    assert!(!view.computed_token_counts.is_empty());
+
+    store.flush().await.unwrap();
+    let cached = store.items(&t, View::All).await.unwrap();
+    for (item_id, count) in &view.computed_token_counts {
+        let record = cached.iter().find(|r| r.item.id() == item_id).unwrap();
+        assert_eq!(record.token_count, Some(*count), "{item_id}");
+    }
+    // A second view finds every count cached.
+    let again = store.llm_view(&t, LlmViewOptions::default()).await.unwrap();
+    assert!(again.computed_token_counts.is_empty());
+    assert_eq!(again.total_tokens, view.total_tokens);
+}
