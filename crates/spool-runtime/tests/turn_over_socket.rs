@@ -47,7 +47,7 @@ struct Fixture {
 
 async fn fixture(responses: Vec<ScriptedResponse>) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("spool.db"), StoreOptions::default()).unwrap();
+    let store = SqliteStore::open(dir.path().join("spool.db"), StoreOptions::default()).unwrap();
     let thread = store
         .create_thread(NewThread::new("scripted", "/tmp"))
         .await
