@@ -17,7 +17,7 @@ pub enum WireApi {
     Chat,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderEntry {
     pub base_url: String,
@@ -29,13 +29,19 @@ pub struct ProviderEntry {
     /// The model used when none is given on the command line.
     #[serde(default)]
     pub model: Option<String>,
+    /// System instructions sent when `--instructions` is not given.
+    #[serde(default)]
+    pub instructions: Option<String>,
+    /// Sampling temperature (the provider's default when unset).
+    #[serde(default)]
+    pub temperature: Option<f32>,
 }
 
 fn default_wire_api() -> WireApi {
     WireApi::Responses
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
     /// The provider used when `--provider` is not given.

@@ -9,6 +9,10 @@ use crate::config::{ConfigFile, ProviderEntry, WireApi};
 /// (`scripts/local-model.sh` starts it there).
 pub const LOCAL_MODEL_URL: &str = "http://127.0.0.1:8178/v1";
 pub const LOCAL_MODEL_NAME: &str = "SmolLM2-135M-Instruct";
+/// A 135M-parameter model drifts into other languages and loops without a
+/// short, firm instruction (its built-in system prompt makes it worse).
+const LOCAL_MODEL_INSTRUCTIONS: &str = "Answer in English, in one sentence.";
+const LOCAL_MODEL_TEMPERATURE: f32 = 0.2;
 const OPENAI_URL: &str = "https://api.openai.com/v1";
 const OPENAI_DEFAULT_MODEL: &str = "gpt-5-mini";
 
@@ -31,13 +35,16 @@ pub struct ProviderArgs {
 }
 
 /// A provider with everything needed to call it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ChosenProvider {
     pub name: String,
     pub base_url: String,
     pub wire_api: WireApi,
     pub api_key: Option<String>,
     pub model: String,
+    /// Default system instructions of the provider.
+    pub instructions: Option<String>,
+    pub temperature: Option<f32>,
     /// Chosen because nothing else was configured (the CLI says so).
     pub fell_back_to_local: bool,
 }
@@ -86,6 +93,8 @@ pub fn choose(
         wire_api: args.wire_api.unwrap_or(entry.wire_api),
         api_key,
         model,
+        instructions: entry.instructions,
+        temperature: entry.temperature,
         fell_back_to_local,
         name,
     })
@@ -98,12 +107,16 @@ fn builtin(name: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<ProviderE
             wire_api: WireApi::Responses,
             api_key_env: Some("OPENAI_API_KEY".to_owned()),
             model: Some(OPENAI_DEFAULT_MODEL.to_owned()),
+            instructions: None,
+            temperature: None,
         }),
         "local" => Some(ProviderEntry {
             base_url: env("SPOOL_LOCAL_MODEL_URL").unwrap_or_else(|| LOCAL_MODEL_URL.to_owned()),
             wire_api: WireApi::Responses,
             api_key_env: None,
             model: Some(LOCAL_MODEL_NAME.to_owned()),
+            instructions: Some(LOCAL_MODEL_INSTRUCTIONS.to_owned()),
+            temperature: Some(LOCAL_MODEL_TEMPERATURE),
         }),
         _ => None,
     }

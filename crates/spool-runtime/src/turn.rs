@@ -30,6 +30,7 @@ pub struct TurnOptions {
     pub agent: String,
     /// Cap on the tokens the model may write in one response.
     pub max_output_tokens: Option<u32>,
+    pub temperature: Option<f32>,
 }
 
 /// How a turn ended.
@@ -109,6 +110,7 @@ pub async fn run_turn<S: Store>(
         instructions: options.instructions.clone(),
         input: history,
         max_output_tokens: options.max_output_tokens,
+        temperature: options.temperature,
         ..ModelRequest::default()
     };
     let mut mapper = OutputMapper::new(thread_id, &turn_id, &options.agent);

@@ -68,6 +68,7 @@ fn options() -> TurnOptions {
         history_token_budget: None,
         agent: "assistant".into(),
         max_output_tokens: None,
+        temperature: None,
     }
 }
 

@@ -46,10 +46,11 @@ pub async fn run(store: SqliteStore, chosen: ChosenProvider, args: RunArgs) -> a
     let provider = build_provider(&chosen);
     let options = TurnOptions {
         model: chosen.model.clone(),
-        instructions: args.instructions.clone(),
+        instructions: args.instructions.clone().or(chosen.instructions.clone()),
         history_token_budget: args.history_tokens,
         agent: "assistant".to_owned(),
         max_output_tokens: args.max_output_tokens,
+        temperature: chosen.temperature,
     };
 
     let (stop_tx, stop_rx) = watch::channel(false);
