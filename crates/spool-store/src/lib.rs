@@ -111,6 +111,10 @@ pub trait Store: Send + Sync {
 
     /// At most `limit` committed events with seq greater than `after_seq`,
     /// in seq order: pass the last seq seen to get the next page.
+    ///
+    /// Acknowledged deltas that no commit has covered yet are not here; a
+    /// reader that must see everything acknowledged so far (a reconnecting
+    /// client joining the live tail) calls [`Store::flush`] first.
     fn events_after(
         &self,
         thread_id: &str,

@@ -57,6 +57,14 @@ impl Drop for Inner {
     }
 }
 
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.inner.path)
+            .finish_non_exhaustive()
+    }
+}
+
 impl SqliteStore {
     /// Opens (creating if needed) the store at `path` and migrates its
     /// schema. Blocks while it does; from async code, consider
