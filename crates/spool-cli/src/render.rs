@@ -96,8 +96,13 @@ fn user_text(content: &[UserInput]) -> String {
         .iter()
         .map(|c| match c {
             UserInput::Text { text, .. } => text.clone(),
-            UserInput::Image { url } => format!("<image {url}>"),
-            UserInput::LocalImage { path } => format!("<image {path}>"),
+            UserInput::Image { url, file_id, .. } => format!(
+                "<image {}>",
+                url.as_deref().or(file_id.as_deref()).unwrap_or("?")
+            ),
+            UserInput::LocalImage { path, .. } => format!("<image {path}>"),
+            UserInput::Audio { url } => format!("<audio {url}>"),
+            UserInput::LocalAudio { path } => format!("<audio {path}>"),
             UserInput::Skill { name, .. } => format!("<skill {name}>"),
             UserInput::Mention { name, .. } => format!("<mention {name}>"),
         })
@@ -115,7 +120,15 @@ pub fn input_item(item: &ResponseItem) -> String {
                     ContentItem::InputText { text } | ContentItem::OutputText { text, .. } => {
                         text.clone()
                     }
-                    ContentItem::InputImage { image_url } => format!("<image {image_url}>"),
+                    ContentItem::InputImage {
+                        image_url, file_id, ..
+                    } => format!(
+                        "<image {}>",
+                        image_url.as_deref().or(file_id.as_deref()).unwrap_or("?")
+                    ),
+                    ContentItem::InputAudio { audio_url } => {
+                        format!("<audio {}>", audio_url.as_deref().unwrap_or("?"))
+                    }
                     ContentItem::Refusal { refusal } => format!("<refusal {refusal}>"),
                 })
                 .collect();

@@ -45,6 +45,7 @@ impl TurnRecord {
     pub fn to_turn(&self, items: Vec<ThreadItem>) -> spool_protocol::Turn {
         spool_protocol::Turn {
             id: self.id.clone(),
+            items_view: spool_protocol::TurnItemsView::Full,
             items,
             status: self.status,
             error: self.error.clone(),

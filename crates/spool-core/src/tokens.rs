@@ -107,6 +107,9 @@ fn count_content(part: &ContentItem) -> usize {
     match part {
         ContentItem::InputText { text } | ContentItem::OutputText { text, .. } => count_text(text),
         ContentItem::InputImage { .. } => IMAGE_TOKENS as usize,
+        // Audio is billed by duration, which is not known here; count the
+        // same fixed cost as an image so a budget still sees it.
+        ContentItem::InputAudio { .. } => IMAGE_TOKENS as usize,
         ContentItem::Refusal { refusal } => count_text(refusal),
     }
 }
@@ -171,7 +174,9 @@ mod tests {
             id: None,
             role: "user".into(),
             content: vec![ContentItem::InputImage {
-                image_url: "https://example.com/cat.png".into(),
+                detail: Default::default(),
+                file_id: Default::default(),
+                image_url: Some("https://example.com/cat.png".into()),
             }],
             status: None,
         });

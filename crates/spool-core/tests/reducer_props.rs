@@ -57,6 +57,9 @@ impl Gen<'_> {
                     let id = format!("{turn_id}-i{next}");
                     let item = match self.pick(4) {
                         0 => ThreadItem::AgentMessage {
+                            delivery: Default::default(),
+                            memory_citation: Default::default(),
+                            questions: Default::default(),
                             id,
                             text: String::new(),
                             phase: None,
@@ -71,6 +74,9 @@ impl Gen<'_> {
                             content: vec![],
                         },
                         _ => ThreadItem::CommandExecution {
+                            plugin_id: Default::default(),
+                            script_path: Default::default(),
+                            source: Default::default(),
                             id,
                             command: "echo hi".into(),
                             cwd: "/tmp".into(),
@@ -83,6 +89,7 @@ impl Gen<'_> {
                         },
                     };
                     self.push(ServerNotification::ItemStarted(ItemStartedNotification {
+                        started_at_ms: Default::default(),
                         item: item.clone(),
                         thread_id: T.into(),
                         turn_id: turn_id.into(),
@@ -99,6 +106,7 @@ impl Gen<'_> {
                     self.finals.push(final_item.clone());
                     self.push(ServerNotification::ItemCompleted(
                         ItemCompletedNotification {
+                            completed_at_ms: Default::default(),
                             item: final_item,
                             thread_id: T.into(),
                             turn_id: turn_id.into(),
@@ -121,6 +129,7 @@ impl Gen<'_> {
             self.finals.push(final_item.clone());
             self.push(ServerNotification::ItemCompleted(
                 ItemCompletedNotification {
+                    completed_at_ms: Default::default(),
                     item: final_item,
                     thread_id: T.into(),
                     turn_id: turn_id.into(),
@@ -187,6 +196,9 @@ impl Gen<'_> {
         let word = format!("final:{}", self.word());
         match item {
             ThreadItem::AgentMessage { id, phase, .. } => ThreadItem::AgentMessage {
+                delivery: Default::default(),
+                memory_citation: Default::default(),
+                questions: Default::default(),
                 id,
                 text: word,
                 phase,
@@ -200,6 +212,9 @@ impl Gen<'_> {
             ThreadItem::CommandExecution {
                 id, command, cwd, ..
             } => ThreadItem::CommandExecution {
+                plugin_id: Default::default(),
+                script_path: Default::default(),
+                source: Default::default(),
                 id,
                 command,
                 cwd,
@@ -217,6 +232,7 @@ impl Gen<'_> {
 
 fn turn(id: &str, status: TurnStatus) -> Turn {
     Turn {
+        items_view: Default::default(),
         id: id.into(),
         items: vec![],
         status,

@@ -33,6 +33,7 @@ impl Log {
 
 fn turn(id: &str, status: TurnStatus) -> Turn {
     Turn {
+        items_view: Default::default(),
         id: id.into(),
         items: vec![],
         status,
@@ -60,6 +61,9 @@ fn turn_completed(id: &str, status: TurnStatus) -> ServerNotification {
 
 fn message(id: &str, text: &str) -> ThreadItem {
     ThreadItem::AgentMessage {
+        delivery: Default::default(),
+        memory_citation: Default::default(),
+        questions: Default::default(),
         id: id.into(),
         text: text.into(),
         phase: None,
@@ -68,6 +72,7 @@ fn message(id: &str, text: &str) -> ThreadItem {
 
 fn started(turn: &str, item: ThreadItem) -> ServerNotification {
     ServerNotification::ItemStarted(ItemStartedNotification {
+        started_at_ms: Default::default(),
         item,
         thread_id: T.into(),
         turn_id: turn.into(),
@@ -77,6 +82,7 @@ fn started(turn: &str, item: ThreadItem) -> ServerNotification {
 
 fn completed(turn: &str, item: ThreadItem) -> ServerNotification {
     ServerNotification::ItemCompleted(ItemCompletedNotification {
+        completed_at_ms: Default::default(),
         item,
         thread_id: T.into(),
         turn_id: turn.into(),
@@ -269,6 +275,9 @@ fn item_needs_a_known_turn_and_one_turn_at_a_time() {
 fn closing_events_mark_open_items_incomplete_and_are_accepted() {
     let (mut r, mut log) = streaming();
     let cmd = ThreadItem::CommandExecution {
+        plugin_id: Default::default(),
+        script_path: Default::default(),
+        source: Default::default(),
         id: "c1".into(),
         command: "ls".into(),
         cwd: "/".into(),
@@ -280,7 +289,7 @@ fn closing_events_mark_open_items_incomplete_and_are_accepted() {
         duration_ms: None,
     };
     r.apply(&log.push(started("u1", cmd))).unwrap();
-    let closing = r.interrupt_all();
+    let closing = r.interrupt_all(9);
     assert_eq!(closing.len(), 3, "two items and the turn: {closing:#?}");
     for payload in closing {
         r.apply(&log.push(payload)).unwrap();
@@ -297,7 +306,7 @@ fn closing_events_mark_open_items_incomplete_and_are_accepted() {
         }
     ));
     assert_eq!(r.turn("u1").unwrap().status, TurnStatus::Interrupted);
-    assert!(r.interrupt_all().is_empty());
+    assert!(r.interrupt_all(9).is_empty());
 }
 
 #[test]

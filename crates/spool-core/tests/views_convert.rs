@@ -24,6 +24,9 @@ fn convert_one(item: ThreadItem) -> Vec<Value> {
 
 fn command(status: CommandExecutionStatus, exit_code: Option<i32>) -> ThreadItem {
     ThreadItem::CommandExecution {
+        plugin_id: Default::default(),
+        script_path: Default::default(),
+        source: Default::default(),
         id: "cmd".into(),
         command: "ls -a".into(),
         cwd: "/repo".into(),
@@ -39,13 +42,17 @@ fn command(status: CommandExecutionStatus, exit_code: Option<i32>) -> ThreadItem
 #[test]
 fn user_message_becomes_user_input_parts() {
     let item = ThreadItem::UserMessage {
+        client_id: Default::default(),
         id: "u".into(),
         content: vec![
             UserInput::text("look"),
             UserInput::Image {
-                url: "https://x/cat.png".into(),
+                detail: Default::default(),
+                file_id: Default::default(),
+                url: Some("https://x/cat.png".into()),
             },
             UserInput::LocalImage {
+                detail: Default::default(),
                 path: "/tmp/dog.png".into(),
             },
             UserInput::Skill {
@@ -286,6 +293,11 @@ fn file_change_lists_the_changed_files() {
 #[test]
 fn mcp_tool_call_answers_with_its_result_or_error() {
     let mcp = |result, error| ThreadItem::McpToolCall {
+        plugin_id: Default::default(),
+        read_only_hint: Default::default(),
+        app_context: Default::default(),
+        mcp_app_resource_uri: Default::default(),
+        mcp_app_ui: Default::default(),
         id: "m".into(),
         server: "github".into(),
         tool: "search".into(),
@@ -296,10 +308,11 @@ fn mcp_tool_call_answers_with_its_result_or_error() {
         duration_ms: None,
     };
     let ok = convert_one(mcp(
-        Some(McpToolCallResult {
+        Some(Box::new(McpToolCallResult {
+            meta: Default::default(),
             content: vec![json!({"type": "text", "text": "3 repos"})],
             structured_content: None,
-        }),
+        })),
         None,
     ));
     assert_eq!(ok[0]["name"], "mcp__github__search");
@@ -317,6 +330,7 @@ fn mcp_tool_call_answers_with_its_result_or_error() {
 #[test]
 fn dynamic_tool_call_answers_with_its_content() {
     let input = convert_one(ThreadItem::DynamicToolCall {
+        namespace: Default::default(),
         id: "d".into(),
         tool: "pick_color".into(),
         arguments: json!({}),
@@ -381,6 +395,7 @@ fn freeform_provider_calls_stay_freeform() {
 #[test]
 fn web_search_uses_the_provider_id_and_action() {
     let item = ThreadItem::WebSearch {
+        results: Default::default(),
         id: "w".into(),
         query: "rust 1.95".into(),
         action: Some(WebSearchAction::OpenPage {

@@ -118,6 +118,9 @@ fn item_of(spec: &Spec, id: &str) -> (ThreadItem, ItemStatus, Option<Value>) {
                 _ => (CommandExecutionStatus::InProgress, ItemStatus::InProgress),
             };
             let item = ThreadItem::CommandExecution {
+                plugin_id: Default::default(),
+                script_path: Default::default(),
+                source: Default::default(),
                 id: id.into(),
                 command: "ls".into(),
                 cwd: "/".into(),

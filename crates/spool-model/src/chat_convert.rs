@@ -152,7 +152,7 @@ fn message_content(role: &str, content: &[ContentItem]) -> Value {
                     Some(text.as_str())
                 }
                 ContentItem::Refusal { refusal } => Some(refusal.as_str()),
-                ContentItem::InputImage { .. } => None,
+                ContentItem::InputImage { .. } | ContentItem::InputAudio { .. } => None,
             })
             .collect();
         return json!(text.join(""));
@@ -164,9 +164,25 @@ fn message_content(role: &str, content: &[ContentItem]) -> Value {
                 json!({"type": "text", "text": text})
             }
             ContentItem::Refusal { refusal } => json!({"type": "text", "text": refusal}),
-            ContentItem::InputImage { image_url } => {
-                json!({"type": "image_url", "image_url": {"url": image_url}})
+            ContentItem::InputImage {
+                image_url: Some(url),
+                detail,
+                ..
+            } => {
+                let mut image = json!({"url": url});
+                if let Some(detail) = detail {
+                    image["detail"] = json!(detail);
+                }
+                json!({"type": "image_url", "image_url": image})
             }
+            // Chat Completions has no file-id images; say what was left out
+            // rather than drop it silently.
+            ContentItem::InputImage {
+                image_url: None,
+                file_id,
+                ..
+            } => json!({"type": "text", "text": format!("[image file {}]", file_id.as_deref().unwrap_or("?"))}),
+            ContentItem::InputAudio { audio_url } => json!({"type": "text", "text": format!("[audio {}]", audio_url.as_deref().unwrap_or("?"))}),
         })
         .collect();
     Value::Array(parts)

@@ -56,6 +56,9 @@ pub(crate) fn usage(v: &Value) -> Option<TokenUsageBreakdown> {
         cached_input_tokens: int(v, &["input_tokens_details", "cached_tokens"])
             .or_else(|| int(v, &["prompt_tokens_details", "cached_tokens"]))
             .unwrap_or(0),
+        cache_write_input_tokens: int(v, &["input_tokens_details", "cache_write_tokens"])
+            .or_else(|| int(v, &["cache_creation_input_tokens"]))
+            .unwrap_or(0),
         output_tokens: output,
         reasoning_output_tokens: int(v, &["output_tokens_details", "reasoning_tokens"])
             .or_else(|| int(v, &["completion_tokens_details", "reasoning_tokens"]))

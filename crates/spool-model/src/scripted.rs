@@ -148,6 +148,7 @@ fn completed(response_id: &str) -> ModelEvent {
             total_tokens: 15,
             input_tokens: 10,
             cached_input_tokens: 0,
+            cache_write_input_tokens: 0,
             output_tokens: 5,
             reasoning_output_tokens: 0,
         }),

@@ -207,6 +207,7 @@ async fn reasoning_message_and_function_call_normalize_exactly() -> anyhow::Resu
         ModelEvent::Completed {
             response_id: Some("resp_1".into()),
             usage: Some(TokenUsageBreakdown {
+                cache_write_input_tokens: Default::default(),
                 total_tokens: 160,
                 input_tokens: 120,
                 cached_input_tokens: 100,

@@ -17,13 +17,25 @@ use crate::user_input::UserInput;
 pub enum ThreadItem {
     // --- conversation (Codex) ---
     #[serde(rename_all = "camelCase")]
-    UserMessage { id: String, content: Vec<UserInput> },
+    UserMessage {
+        id: String,
+        /// The id the client gave the message, if any.
+        #[serde(default)]
+        client_id: Option<String>,
+        content: Vec<UserInput>,
+    },
     #[serde(rename_all = "camelCase")]
     AgentMessage {
         id: String,
         text: String,
         #[serde(default)]
         phase: Option<MessagePhase>,
+        #[serde(default)]
+        memory_citation: Option<Box<MemoryCitation>>,
+        #[serde(default)]
+        delivery: Option<AgentMessageDelivery>,
+        #[serde(default)]
+        questions: Option<Vec<AsyncUserInputQuestion>>,
     },
     #[serde(rename_all = "camelCase")]
     Reasoning {
@@ -40,10 +52,16 @@ pub enum ThreadItem {
     #[serde(rename_all = "camelCase")]
     CommandExecution {
         id: String,
+        #[serde(default)]
+        plugin_id: Option<String>,
+        #[serde(default)]
+        script_path: Option<String>,
         command: String,
         cwd: String,
         #[serde(default)]
         process_id: Option<String>,
+        #[serde(default)]
+        source: CommandExecutionSource,
         status: CommandExecutionStatus,
         #[serde(default)]
         command_actions: Vec<CommandAction>,
@@ -68,7 +86,18 @@ pub enum ThreadItem {
         status: McpToolCallStatus,
         arguments: Value,
         #[serde(default)]
-        result: Option<McpToolCallResult>,
+        app_context: Option<Box<McpToolCallAppContext>>,
+        /// Legacy form of `mcpAppUi.resourceUri`, written only when set.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mcp_app_resource_uri: Option<String>,
+        #[serde(default)]
+        mcp_app_ui: Option<Box<McpAppUi>>,
+        #[serde(default)]
+        plugin_id: Option<String>,
+        #[serde(default)]
+        read_only_hint: Option<bool>,
+        #[serde(default)]
+        result: Option<Box<McpToolCallResult>>,
         #[serde(default)]
         error: Option<McpToolCallError>,
         #[serde(default)]
@@ -77,6 +106,8 @@ pub enum ThreadItem {
     #[serde(rename_all = "camelCase")]
     DynamicToolCall {
         id: String,
+        #[serde(default)]
+        namespace: Option<String>,
         tool: String,
         arguments: Value,
         status: DynamicToolCallStatus,
@@ -93,6 +124,8 @@ pub enum ThreadItem {
         query: String,
         #[serde(default)]
         action: Option<WebSearchAction>,
+        #[serde(default)]
+        results: Option<Vec<Value>>,
     },
     #[serde(rename_all = "camelCase")]
     ImageView { id: String, path: String },
@@ -326,6 +359,27 @@ impl ItemKind {
 }
 
 impl ThreadItem {
+    /// A user message with every optional Codex field empty.
+    pub fn user_message(id: impl Into<String>, content: Vec<UserInput>) -> Self {
+        ThreadItem::UserMessage {
+            id: id.into(),
+            client_id: None,
+            content,
+        }
+    }
+
+    /// An agent message with every optional Codex field empty.
+    pub fn agent_message(id: impl Into<String>, text: impl Into<String>) -> Self {
+        ThreadItem::AgentMessage {
+            id: id.into(),
+            text: text.into(),
+            phase: None,
+            memory_citation: None,
+            delivery: None,
+            questions: None,
+        }
+    }
+
     pub fn id(&self) -> &str {
         match self {
             ThreadItem::UserMessage { id, .. }
@@ -392,6 +446,71 @@ pub enum MessagePhase {
     FinalAnswer,
 }
 
+/// Where a command came from (Codex `CommandExecutionSource`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum CommandExecutionSource {
+    #[default]
+    Agent,
+    UserShell,
+    UnifiedExecStartup,
+    UnifiedExecInteraction,
+}
+
+/// Memory entries an agent message cites.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryCitation {
+    pub entries: Vec<MemoryCitationEntry>,
+    pub thread_ids: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryCitationEntry {
+    pub path: String,
+    pub line_start: u32,
+    pub line_end: u32,
+    pub note: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum AgentMessageDelivery {
+    Async,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AsyncUserInputQuestion {
+    pub title: String,
+    pub options: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpToolCallAppContext {
+    pub connector_id: String,
+    pub link_id: Option<String>,
+    pub resource_uri: Option<String>,
+    pub app_name: Option<String>,
+    pub action_name: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpAppUi {
+    pub resource_uri: String,
+    pub preferred_model_display_mode: McpAppDisplayMode,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum McpAppDisplayMode {
+    Inline,
+    Fullscreen,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum CommandExecutionStatus {
@@ -437,8 +556,9 @@ pub struct FileUpdateChange {
 pub enum PatchChangeKind {
     Add,
     Delete,
-    #[serde(rename_all = "camelCase")]
+    /// Codex writes `move_path` in snake_case on the wire.
     Update {
+        #[serde(alias = "movePath")]
         move_path: Option<String>,
     },
 }
@@ -465,6 +585,8 @@ pub enum McpToolCallStatus {
 pub struct McpToolCallResult {
     pub content: Vec<Value>,
     pub structured_content: Option<Value>,
+    #[serde(rename = "_meta", default)]
+    pub meta: Option<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -488,6 +610,8 @@ pub enum DynamicToolCallOutputContentItem {
     InputText { text: String },
     #[serde(rename_all = "camelCase")]
     InputImage { image_url: String },
+    #[serde(rename_all = "camelCase")]
+    InputAudio { audio_url: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -504,6 +628,7 @@ pub enum WebSearchAction {
         url: Option<String>,
         pattern: Option<String>,
     },
+    #[serde(other)]
     Other,
 }
 

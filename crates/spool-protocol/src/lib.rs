@@ -19,4 +19,4 @@ pub use event::{EventPayload, ThreadEvent};
 pub use items::*;
 pub use notifications::*;
 pub use thread::*;
-pub use user_input::{TextElement, UserInput};
+pub use user_input::{ByteRange, ImageDetail, TextElement, UserInput};

@@ -14,7 +14,8 @@ use crate::thread::{Thread, ThreadStatus, ThreadTokenUsage, Turn, TurnError};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadStartedNotification {
-    pub thread: Thread,
+    /// Boxed: a thread is many times larger than any other notification.
+    pub thread: Box<Thread>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -28,6 +29,7 @@ pub struct ThreadStatusChangedNotification {
 #[serde(rename_all = "camelCase")]
 pub struct ThreadNameUpdatedNotification {
     pub thread_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_name: Option<String>,
 }
 
@@ -58,6 +60,9 @@ pub struct ItemStartedNotification {
     pub item: ThreadItem,
     pub thread_id: String,
     pub turn_id: String,
+    /// Unix milliseconds.
+    #[serde(default)]
+    pub started_at_ms: i64,
     /// spool: status, provenance, audience (opt-in on the wire; always in the log).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub envelope: Option<ItemEnvelope>,
@@ -70,6 +75,9 @@ pub struct ItemCompletedNotification {
     pub item: ThreadItem,
     pub thread_id: String,
     pub turn_id: String,
+    /// Unix milliseconds.
+    #[serde(default)]
+    pub completed_at_ms: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub envelope: Option<ItemEnvelope>,
 }

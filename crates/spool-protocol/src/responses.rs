@@ -15,8 +15,18 @@ pub enum ContentItem {
     InputText {
         text: String,
     },
+    /// An image by URL (or data URL), or by an uploaded file's id.
     InputImage {
-        image_url: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        image_url: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        file_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
+    InputAudio {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        audio_url: Option<String>,
     },
     OutputText {
         text: String,

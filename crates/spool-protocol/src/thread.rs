@@ -48,33 +48,159 @@ pub enum ThreadStatus {
     },
 }
 
-/// A conversation.
+/// Codex's `ThreadHistoryMode`: how a client pages through turns. Not to
+/// be confused with who owns the model's history ([`HistoryMode`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ThreadHistoryMode {
+    #[default]
+    Legacy,
+    Paginated,
+}
+
+/// What started a thread (Codex `SessionSource`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum SessionSource {
+    Cli,
+    #[serde(rename = "vscode")]
+    VsCode,
+    Exec,
+    #[default]
+    AppServer,
+    Custom(String),
+    SubAgent(serde_json::Value),
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GitInfo {
+    pub sha: Option<String>,
+    pub branch: Option<String>,
+    pub origin_url: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadSection {
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub appearance: Option<ThreadSectionAppearance>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadSectionAppearance {
+    pub icon: Option<String>,
+    pub color: Option<String>,
+}
+
+/// A conversation. Every Codex field is always written (`null` when empty);
+/// spool's own additions are written only when set.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Thread {
     pub id: String,
+    /// Codex's session id; spool uses the thread id.
+    #[serde(default)]
+    pub session_id: String,
+    #[serde(default)]
+    pub forked_from_id: Option<String>,
+    #[serde(default)]
+    pub parent_thread_id: Option<String>,
     /// The first user text of the thread.
     pub preview: String,
+    #[serde(default)]
+    pub ephemeral: bool,
+    #[serde(default)]
+    pub section: Option<ThreadSection>,
+    #[serde(default)]
+    pub section_entered_at: Option<i64>,
+    #[serde(default)]
+    pub project_id: Option<String>,
+    #[serde(default)]
+    pub history_mode: ThreadHistoryMode,
     pub model_provider: String,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub reasoning_effort: Option<String>,
     /// Unix seconds.
     pub created_at: i64,
     /// Unix seconds.
     pub updated_at: i64,
+    #[serde(default)]
+    pub recency_at: Option<i64>,
     pub status: ThreadStatus,
     pub path: Option<String>,
     pub cwd: String,
     pub cli_version: String,
+    #[serde(default)]
+    pub originator: Option<String>,
+    #[serde(default)]
+    pub source: SessionSource,
+    #[serde(default)]
+    pub thread_source: Option<String>,
+    #[serde(default)]
+    pub agent_nickname: Option<String>,
+    #[serde(default)]
+    pub agent_role: Option<String>,
+    #[serde(default)]
+    pub git_info: Option<GitInfo>,
     pub name: Option<String>,
     /// Filled only when asked for (`includeTurns`).
     #[serde(default)]
     pub turns: Vec<Turn>,
     // --- spool's opt-in additions ---
+    /// Who owns the model's history (DESIGN §3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub forked_from_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub history_mode: Option<HistoryMode>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
+    pub history_owner: Option<HistoryMode>,
+}
+
+impl Thread {
+    /// A thread with the required fields and every optional one empty.
+    pub fn new(
+        id: impl Into<String>,
+        model_provider: impl Into<String>,
+        cwd: impl Into<String>,
+        created_at: i64,
+    ) -> Self {
+        let id = id.into();
+        Thread {
+            session_id: id.clone(),
+            id,
+            forked_from_id: None,
+            parent_thread_id: None,
+            preview: String::new(),
+            ephemeral: false,
+            section: None,
+            section_entered_at: None,
+            project_id: None,
+            history_mode: ThreadHistoryMode::Legacy,
+            model_provider: model_provider.into(),
+            model: None,
+            reasoning_effort: None,
+            created_at,
+            updated_at: created_at,
+            recency_at: None,
+            status: ThreadStatus::NotLoaded,
+            path: None,
+            cwd: cwd.into(),
+            cli_version: env!("CARGO_PKG_VERSION").to_owned(),
+            originator: None,
+            source: SessionSource::AppServer,
+            thread_source: None,
+            agent_nickname: None,
+            agent_role: None,
+            git_info: None,
+            name: None,
+            turns: Vec::new(),
+            history_owner: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -84,6 +210,23 @@ pub enum TurnStatus {
     Completed,
     Interrupted,
     Failed,
+}
+
+impl Turn {
+    /// A turn with no items loaded and nothing but an id and a status.
+    pub fn new(id: impl Into<String>, status: TurnStatus) -> Self {
+        Turn {
+            id: id.into(),
+            items: Vec::new(),
+            items_view: TurnItemsView::NotLoaded,
+            status,
+            error: None,
+            started_at: None,
+            completed_at: None,
+            duration_ms: None,
+            token_usage: None,
+        }
+    }
 }
 
 impl TurnStatus {
@@ -109,8 +252,14 @@ impl TurnStatus {
 #[serde(rename_all = "camelCase")]
 pub enum CodexErrorInfo {
     ContextWindowExceeded,
+    SessionBudgetExceeded,
     UsageLimitExceeded,
+    RateLimitExceeded,
+    FlexUnavailable,
     ServerOverloaded,
+    CyberPolicy,
+    MisalignmentPolicyViolation,
+    TooManyDenials,
     #[serde(rename_all = "camelCase")]
     HttpConnectionFailed {
         http_status_code: Option<u16>,
@@ -122,6 +271,8 @@ pub enum CodexErrorInfo {
     InternalServerError,
     Unauthorized,
     BadRequest,
+    ThreadRollbackFailed,
+    SandboxError,
     #[serde(rename_all = "camelCase")]
     ResponseStreamDisconnected {
         http_status_code: Option<u16>,
@@ -140,6 +291,33 @@ pub struct TurnError {
     pub codex_error_info: Option<CodexErrorInfo>,
     #[serde(default)]
     pub additional_details: Option<String>,
+    #[serde(default)]
+    pub misalignment: Option<MisalignmentErrorDetails>,
+}
+
+impl TurnError {
+    pub fn new(message: impl Into<String>, codex_error_info: Option<CodexErrorInfo>) -> Self {
+        TurnError {
+            message: message.into(),
+            codex_error_info,
+            additional_details: None,
+            misalignment: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MisalignmentErrorDetails {
+    pub error_type: Option<String>,
+    pub detailed_explanation: Option<String>,
+    pub steer: Option<MisalignmentSteer>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MisalignmentSteer {
+    pub message: String,
 }
 
 /// Token counts of one request or a running total.
@@ -149,6 +327,8 @@ pub struct TokenUsageBreakdown {
     pub total_tokens: i64,
     pub input_tokens: i64,
     pub cached_input_tokens: i64,
+    #[serde(default)]
+    pub cache_write_input_tokens: i64,
     pub output_tokens: i64,
     pub reasoning_output_tokens: i64,
 }
@@ -158,6 +338,7 @@ impl TokenUsageBreakdown {
         self.total_tokens += other.total_tokens;
         self.input_tokens += other.input_tokens;
         self.cached_input_tokens += other.cached_input_tokens;
+        self.cache_write_input_tokens += other.cache_write_input_tokens;
         self.output_tokens += other.output_tokens;
         self.reasoning_output_tokens += other.reasoning_output_tokens;
     }
@@ -171,6 +352,16 @@ pub struct ThreadTokenUsage {
     pub model_context_window: Option<i64>,
 }
 
+/// How much of a turn's items a message carries (Codex `TurnItemsView`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum TurnItemsView {
+    NotLoaded,
+    Summary,
+    #[default]
+    Full,
+}
+
 /// One user request and everything the agent did for it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -180,6 +371,8 @@ pub struct Turn {
     /// `thread/read` with `includeTurns`, and empty on `turn/started`).
     #[serde(default)]
     pub items: Vec<ThreadItem>,
+    #[serde(default)]
+    pub items_view: TurnItemsView,
     pub status: TurnStatus,
     pub error: Option<TurnError>,
     /// Unix seconds.

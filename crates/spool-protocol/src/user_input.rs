@@ -18,20 +18,44 @@ pub struct ByteRange {
     pub end: usize,
 }
 
+/// How closely the model should look at an image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ImageDetail {
+    Auto,
+    Low,
+    High,
+    Original,
+}
+
 /// One piece of user input.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum UserInput {
-    #[serde(rename_all = "camelCase")]
+    /// Codex writes `text_elements` in snake_case on the wire.
     Text {
         text: String,
-        #[serde(default)]
+        #[serde(default, alias = "textElements")]
         text_elements: Vec<TextElement>,
     },
+    /// An image by URL, or by an uploaded file's id (`fileId`).
     Image {
-        url: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
+        #[serde(rename = "fileId", default, skip_serializing_if = "Option::is_none")]
+        file_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<ImageDetail>,
     },
     LocalImage {
+        path: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<ImageDetail>,
+    },
+    Audio {
+        url: String,
+    },
+    LocalAudio {
         path: String,
     },
     Skill {
@@ -58,6 +82,8 @@ impl UserInput {
             UserInput::Text { text, .. } => Some(text),
             UserInput::Image { .. }
             | UserInput::LocalImage { .. }
+            | UserInput::Audio { .. }
+            | UserInput::LocalAudio { .. }
             | UserInput::Skill { .. }
             | UserInput::Mention { .. } => None,
         }

@@ -68,6 +68,7 @@ impl OutputMapper {
                     item: o.item,
                     thread_id: self.thread_id.clone(),
                     turn_id: self.turn_id.clone(),
+                    completed_at_ms: now_ms,
                     envelope: Some(envelope),
                 })
             })
@@ -197,11 +198,9 @@ impl OutputMapper {
     fn start(&mut self, key: &str, item: &ResponseItem, now_ms: i64) -> Option<ServerNotification> {
         let id = new_item_id();
         let thread_item = match item {
-            ResponseItem::Known(KnownResponseItem::Message { .. }) => ThreadItem::AgentMessage {
-                id,
-                text: String::new(),
-                phase: None,
-            },
+            ResponseItem::Known(KnownResponseItem::Message { .. }) => {
+                ThreadItem::agent_message(id, "")
+            }
             ResponseItem::Known(KnownResponseItem::Reasoning { .. }) => ThreadItem::Reasoning {
                 id,
                 summary: Vec::new(),
@@ -223,6 +222,7 @@ impl OutputMapper {
                     id,
                     query: search_query(action.as_ref()),
                     action: None,
+                    results: None,
                 }
             }
             // Inputs never come back as output; other types are not modelled.
@@ -246,6 +246,7 @@ impl OutputMapper {
             item: thread_item,
             thread_id: self.thread_id.clone(),
             turn_id: self.turn_id.clone(),
+            started_at_ms: now_ms,
             envelope: Some(envelope),
         }))
     }
@@ -290,6 +291,7 @@ impl OutputMapper {
                 item: final_item,
                 thread_id: self.thread_id.clone(),
                 turn_id: self.turn_id.clone(),
+                completed_at_ms: now_ms,
                 envelope: Some(envelope),
             },
         ));
@@ -348,6 +350,7 @@ impl PendingCall {
             item,
             thread_id: self.thread_id,
             turn_id: self.turn_id,
+            completed_at_ms: now_ms,
             envelope: Some(envelope),
         })
     }
@@ -359,11 +362,14 @@ fn completed_item(started: ThreadItem, done: &ResponseItem) -> ThreadItem {
         (
             ThreadItem::AgentMessage { id, phase, .. },
             ResponseItem::Known(KnownResponseItem::Message { content, .. }),
-        ) => ThreadItem::AgentMessage {
-            id,
-            text: content.iter().map(content_text).collect(),
-            phase,
-        },
+        ) => {
+            let mut item =
+                ThreadItem::agent_message(id, content.iter().map(content_text).collect::<String>());
+            if let ThreadItem::AgentMessage { phase: p, .. } = &mut item {
+                *p = phase;
+            }
+            item
+        }
         (
             ThreadItem::Reasoning { id, .. },
             ResponseItem::Known(KnownResponseItem::Reasoning {
@@ -416,6 +422,7 @@ fn completed_item(started: ThreadItem, done: &ResponseItem) -> ThreadItem {
             action: action
                 .as_ref()
                 .and_then(|a| serde_json::from_value(web_search_action_json(a)).ok()),
+            results: None,
         },
         // The provider changed the item's type between added and done: keep
         // what was started (the raw final item is in providerData).
@@ -427,7 +434,7 @@ fn content_text(part: &ContentItem) -> &str {
     match part {
         ContentItem::OutputText { text, .. } | ContentItem::InputText { text } => text,
         ContentItem::Refusal { refusal } => refusal,
-        ContentItem::InputImage { .. } => "",
+        ContentItem::InputImage { .. } | ContentItem::InputAudio { .. } => "",
     }
 }
 

@@ -44,6 +44,7 @@ impl Harness {
             TurnStartedNotification {
                 thread_id: T.into(),
                 turn: Turn {
+                    items_view: Default::default(),
                     id: U.into(),
                     items: vec![],
                     status: TurnStatus::InProgress,

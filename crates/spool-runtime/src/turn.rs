@@ -83,6 +83,7 @@ pub async fn run_turn<S: Store>(
             turn: Turn {
                 id: turn_id.clone(),
                 items: Vec::new(),
+                items_view: TurnItemsView::NotLoaded,
                 status: TurnStatus::InProgress,
                 error: None,
                 started_at: Some(started_at_ms / 1000),
@@ -139,23 +140,21 @@ pub async fn run_turn<S: Store>(
                 emit(payloads).await?;
             }
             Some(Err(e)) => {
-                break ResponseEnd::Failed(TurnError {
-                    message: e.to_string(),
-                    codex_error_info: Some(e.codex_error_info()),
-                    additional_details: None,
-                });
+                break ResponseEnd::Failed(TurnError::new(
+                    e.to_string(),
+                    Some(e.codex_error_info()),
+                ));
             }
             None => {
-                break ResponseEnd::Failed(TurnError {
-                    message: format!(
+                break ResponseEnd::Failed(TurnError::new(
+                    format!(
                         "provider {} ended its stream without completing the response",
                         provider.name()
                     ),
-                    codex_error_info: Some(CodexErrorInfo::ResponseStreamDisconnected {
+                    Some(CodexErrorInfo::ResponseStreamDisconnected {
                         http_status_code: None,
                     }),
-                    additional_details: None,
-                });
+                ));
             }
         }
     };
@@ -218,6 +217,7 @@ pub async fn run_turn<S: Store>(
             turn: Turn {
                 id: turn_id.clone(),
                 items: Vec::new(),
+                items_view: TurnItemsView::NotLoaded,
                 status,
                 error: error.clone(),
                 started_at: Some(started_at_ms / 1000),
@@ -240,10 +240,7 @@ pub async fn run_turn<S: Store>(
 /// `item/started` and `item/completed` of the user's message.
 fn user_message(thread_id: &str, turn_id: &str, input: Vec<UserInput>) -> Vec<ServerNotification> {
     let now = now_ms();
-    let item = ThreadItem::UserMessage {
-        id: new_item_id(),
-        content: input,
-    };
+    let item = ThreadItem::user_message(new_item_id(), input);
     let started = ItemEnvelope::started("user", Audience::BOTH, now);
     let mut completed = started.clone();
     completed.status = ItemStatus::Completed;
@@ -253,12 +250,14 @@ fn user_message(thread_id: &str, turn_id: &str, input: Vec<UserInput>) -> Vec<Se
             item: item.clone(),
             thread_id: thread_id.to_owned(),
             turn_id: turn_id.to_owned(),
+            started_at_ms: now,
             envelope: Some(started),
         }),
         ServerNotification::ItemCompleted(ItemCompletedNotification {
             item,
             thread_id: thread_id.to_owned(),
             turn_id: turn_id.to_owned(),
+            completed_at_ms: now,
             envelope: Some(completed),
         }),
     ]

@@ -13,6 +13,9 @@ use spool_store::Store;
 
 fn command(id: &str, status: CommandExecutionStatus, output: Option<&str>) -> ThreadItem {
     ThreadItem::CommandExecution {
+        plugin_id: Default::default(),
+        script_path: Default::default(),
+        source: Default::default(),
         id: id.to_owned(),
         command: "ls".to_owned(),
         cwd: "/work".to_owned(),

@@ -30,7 +30,7 @@ async fn threads_are_created_with_their_settings_and_thread_started_as_seq_one()
     let thread = &created.thread;
     assert_eq!(thread.name.as_deref(), Some("first"));
     assert_eq!(thread.model.as_deref(), Some("gpt-test"));
-    assert_eq!(thread.history_mode, Some(HistoryMode::PreviousResponseId));
+    assert_eq!(thread.history_owner, Some(HistoryMode::PreviousResponseId));
     assert_eq!(thread.forked_from_id.as_deref(), Some("thread-0"));
     assert_eq!(thread.cwd, "/repo");
     assert_eq!(thread.status, ThreadStatus::NotLoaded);
@@ -142,6 +142,7 @@ async fn views_select_items_and_the_model_view_caches_token_counts() {
         text: "the user prefers short answers".to_owned(),
     };
     let hidden_started = ServerNotification::ItemStarted(ItemStartedNotification {
+        started_at_ms: Default::default(),
         item: hidden.clone(),
         thread_id: t.clone(),
         turn_id: "turn-1".to_owned(),

@@ -146,13 +146,25 @@ fn user_message(content: &[UserInput], out: &mut Vec<ResponseItem>) {
         .iter()
         .map(|input| match input {
             UserInput::Text { text, .. } => ContentItem::InputText { text: text.clone() },
-            UserInput::Image { url } => ContentItem::InputImage {
+            UserInput::Image {
+                url,
+                file_id,
+                detail,
+            } => ContentItem::InputImage {
                 image_url: url.clone(),
+                file_id: file_id.clone(),
+                detail: detail.map(|d| image_detail(d).to_owned()),
+            },
+            UserInput::Audio { url } => ContentItem::InputAudio {
+                audio_url: Some(url.clone()),
+            },
+            UserInput::LocalAudio { path } => ContentItem::InputText {
+                text: format!("[local audio: {path}]"),
             },
             // Reading files is I/O, which this crate does not do: local
             // images, skills and mentions are referenced by path, for the
             // runtime (or the model's tools) to resolve.
-            UserInput::LocalImage { path } => ContentItem::InputText {
+            UserInput::LocalImage { path, .. } => ContentItem::InputText {
                 text: format!("[local image: {path}]"),
             },
             UserInput::Skill { name, path } => ContentItem::InputText {
@@ -165,6 +177,15 @@ fn user_message(content: &[UserInput], out: &mut Vec<ResponseItem>) {
         .collect();
     if !parts.is_empty() {
         out.push(message("user", parts));
+    }
+}
+
+fn image_detail(detail: spool_protocol::ImageDetail) -> &'static str {
+    match detail {
+        spool_protocol::ImageDetail::Auto => "auto",
+        spool_protocol::ImageDetail::Low => "low",
+        spool_protocol::ImageDetail::High => "high",
+        spool_protocol::ImageDetail::Original => "original",
     }
 }
 

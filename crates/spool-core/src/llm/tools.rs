@@ -125,7 +125,7 @@ fn tool_output(record: &ItemRecord) -> Option<String> {
             ..
         } => match status {
             McpToolCallStatus::Completed | McpToolCallStatus::Failed => {
-                Some(mcp_output(result.as_ref(), error.as_ref()))
+                Some(mcp_output(result.as_deref(), error.as_ref()))
             }
             McpToolCallStatus::InProgress => unfinished(envelope),
         },
@@ -262,6 +262,9 @@ fn dynamic_output(
             // A function output here is text only; the image is referenced.
             DynamicToolCallOutputContentItem::InputImage { image_url } => {
                 format!("[image: {image_url}]")
+            }
+            DynamicToolCallOutputContentItem::InputAudio { audio_url } => {
+                format!("[audio: {audio_url}]")
             }
         })
         .collect();

@@ -232,7 +232,12 @@ impl ThreadReducer {
                 };
                 self.ensure_turn_active(turn)?;
                 let envelope = n.envelope.clone().unwrap_or_else(|| {
-                    ItemEnvelope::started("", n.item.kind().default_audience(), event.at_ms)
+                    let at = if n.started_at_ms > 0 {
+                        n.started_at_ms
+                    } else {
+                        event.at_ms
+                    };
+                    ItemEnvelope::started("", n.item.kind().default_audience(), at)
                 });
                 if envelope.status.is_terminal() {
                     return Err(ReduceError::StartedTerminal {
@@ -280,7 +285,12 @@ impl ThreadReducer {
                     record.envelope.started_at_ms = started_at_ms;
                 }
                 record.envelope.status = status;
-                record.envelope.completed_at_ms.get_or_insert(event.at_ms);
+                let completed_at = if n.completed_at_ms > 0 {
+                    n.completed_at_ms
+                } else {
+                    event.at_ms
+                };
+                record.envelope.completed_at_ms.get_or_insert(completed_at);
                 // The completed item is authoritative over its deltas.
                 record.item = n.item.clone();
                 record.token_count = None;

@@ -20,6 +20,7 @@ impl ThreadReducer {
         turn_id: &str,
         status: TurnStatus,
         error: Option<TurnError>,
+        at_ms: i64,
     ) -> Vec<ServerNotification> {
         let mut out = Vec::new();
         for record in self.items() {
@@ -28,19 +29,23 @@ impl ThreadReducer {
             }
             let mut envelope = record.envelope.clone();
             envelope.status = ItemStatus::Incomplete;
+            envelope.completed_at_ms = Some(at_ms);
             out.push(ServerNotification::ItemCompleted(
                 ItemCompletedNotification {
                     item: stopped(record.item.clone()),
                     thread_id: self.thread_id().to_owned(),
                     turn_id: turn_id.to_owned(),
+                    completed_at_ms: at_ms,
                     envelope: Some(envelope),
                 },
             ));
         }
         if let Some(turn) = self.turn(turn_id).filter(|t| !t.status.is_terminal()) {
             let mut turn = turn.to_turn(Vec::new());
+            turn.items_view = spool_protocol::TurnItemsView::NotLoaded;
             turn.status = status;
             turn.error = error;
+            turn.completed_at = Some(at_ms / 1000);
             out.push(ServerNotification::TurnCompleted(
                 TurnCompletedNotification {
                     thread_id: self.thread_id().to_owned(),
@@ -52,11 +57,11 @@ impl ThreadReducer {
     }
 
     /// Closing events for every turn still in progress (crash recovery).
-    pub fn interrupt_all(&self) -> Vec<ServerNotification> {
+    pub fn interrupt_all(&self, at_ms: i64) -> Vec<ServerNotification> {
         self.turns()
             .iter()
             .filter(|t| !t.status.is_terminal())
-            .flat_map(|t| self.closing_events(&t.id, TurnStatus::Interrupted, None))
+            .flat_map(|t| self.closing_events(&t.id, TurnStatus::Interrupted, None, at_ms))
             .collect()
     }
 }

@@ -41,6 +41,7 @@ pub fn with_count(mut record: ItemRecord, count: u32) -> ItemRecord {
 
 pub fn user(id: &str, text: &str) -> ThreadItem {
     ThreadItem::UserMessage {
+        client_id: Default::default(),
         id: id.into(),
         content: vec![UserInput::text(text)],
     }
@@ -48,6 +49,9 @@ pub fn user(id: &str, text: &str) -> ThreadItem {
 
 pub fn agent(id: &str, text: &str) -> ThreadItem {
     ThreadItem::AgentMessage {
+        delivery: Default::default(),
+        memory_citation: Default::default(),
+        questions: Default::default(),
         id: id.into(),
         text: text.into(),
         phase: None,

@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use spool_core::{ItemRecord, TurnRecord};
 use spool_protocol::{
     HistoryMode, ItemEnvelope, ItemStatus, ServerNotification, Thread, ThreadEvent, ThreadItem,
-    ThreadStatus, TurnStatus,
+    TurnStatus,
 };
 
 use crate::error::{CorruptRow, DecodeCause, StoreError};
@@ -218,22 +218,19 @@ pub(crate) fn decode_thread(row: &Row<'_>) -> Result<ThreadRecord, StoreError> {
             format!("unknown history mode {history_text:?}"),
         )
     })?;
-    let thread = Thread {
-        id: id.to_owned(),
-        preview: cx.text(row, 2, "preview")?.to_owned(),
-        model_provider: cx.text(row, 3, "model_provider")?.to_owned(),
-        created_at: cx.int(row, 11, "created_at_ms")?.div_euclid(1000),
-        updated_at: cx.int(row, 12, "updated_at_ms")?.div_euclid(1000),
-        status: ThreadStatus::NotLoaded,
-        path: None,
-        cwd: cx.text(row, 5, "cwd")?.to_owned(),
-        cli_version: cx.text(row, 6, "cli_version")?.to_owned(),
-        name: cx.opt_text(row, 1, "name")?.map(str::to_owned),
-        turns: Vec::new(),
-        forked_from_id: cx.opt_text(row, 9, "forked_from_id")?.map(str::to_owned),
-        history_mode: Some(history_mode),
-        model: cx.opt_text(row, 4, "model")?.map(str::to_owned),
-    };
+    let mut thread = Thread::new(
+        id,
+        cx.text(row, 3, "model_provider")?,
+        cx.text(row, 5, "cwd")?,
+        cx.int(row, 11, "created_at_ms")?.div_euclid(1000),
+    );
+    thread.preview = cx.text(row, 2, "preview")?.to_owned();
+    thread.updated_at = cx.int(row, 12, "updated_at_ms")?.div_euclid(1000);
+    thread.cli_version = cx.text(row, 6, "cli_version")?.to_owned();
+    thread.name = cx.opt_text(row, 1, "name")?.map(str::to_owned);
+    thread.forked_from_id = cx.opt_text(row, 9, "forked_from_id")?.map(str::to_owned);
+    thread.history_owner = Some(history_mode);
+    thread.model = cx.opt_text(row, 4, "model")?.map(str::to_owned);
     Ok(ThreadRecord {
         thread,
         dev_mode: cx.int(row, 8, "dev_mode")? != 0,

@@ -246,29 +246,24 @@ impl Store for SqliteStore {
     async fn create_thread(&self, new: NewThread) -> Result<ThreadRecord, StoreError> {
         let created_at_ms = now_ms();
         let id = new.id.unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
-        let thread = Thread {
+        let mut thread = Thread::new(
             id,
-            preview: String::new(),
-            model_provider: new.model_provider,
-            created_at: created_at_ms.div_euclid(1000),
-            updated_at: created_at_ms.div_euclid(1000),
-            status: ThreadStatus::NotLoaded,
-            path: None,
-            cwd: new.cwd,
-            cli_version: new.cli_version,
-            name: new.name,
-            turns: Vec::new(),
-            forked_from_id: new.forked_from_id,
-            history_mode: Some(new.history_mode),
-            model: new.model,
-        };
+            new.model_provider,
+            new.cwd,
+            created_at_ms.div_euclid(1000),
+        );
+        thread.cli_version = new.cli_version;
+        thread.name = new.name;
+        thread.forked_from_id = new.forked_from_id;
+        thread.history_owner = Some(new.history_mode);
+        thread.model = new.model;
         // The logged event shows the thread as its creator sees it: loaded
         // and idle. Stored records say `notLoaded` (see `ThreadRecord`).
         let started = ServerNotification::ThreadStarted(ThreadStartedNotification {
-            thread: Thread {
+            thread: Box::new(Thread {
                 status: ThreadStatus::Idle,
                 ..thread.clone()
-            },
+            }),
         });
         let started_json = encode("thread/started", &started)?;
         let record = ThreadRecord {

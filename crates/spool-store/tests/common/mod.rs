@@ -70,6 +70,7 @@ pub fn turn_completed(thread: &str, turn: &str) -> ServerNotification {
 
 fn turn_value(id: &str, status: TurnStatus) -> Turn {
     Turn {
+        items_view: Default::default(),
         id: id.to_owned(),
         items: Vec::new(),
         status,
@@ -83,6 +84,7 @@ fn turn_value(id: &str, status: TurnStatus) -> Turn {
 
 pub fn started(thread: &str, turn: &str, item: ThreadItem) -> ServerNotification {
     ServerNotification::ItemStarted(ItemStartedNotification {
+        started_at_ms: Default::default(),
         item,
         thread_id: thread.to_owned(),
         turn_id: turn.to_owned(),
@@ -92,6 +94,7 @@ pub fn started(thread: &str, turn: &str, item: ThreadItem) -> ServerNotification
 
 pub fn completed(thread: &str, turn: &str, item: ThreadItem) -> ServerNotification {
     ServerNotification::ItemCompleted(ItemCompletedNotification {
+        completed_at_ms: Default::default(),
         item,
         thread_id: thread.to_owned(),
         turn_id: turn.to_owned(),
@@ -101,6 +104,9 @@ pub fn completed(thread: &str, turn: &str, item: ThreadItem) -> ServerNotificati
 
 pub fn agent_message(id: &str, text: &str) -> ThreadItem {
     ThreadItem::AgentMessage {
+        delivery: Default::default(),
+        memory_citation: Default::default(),
+        questions: Default::default(),
         id: id.to_owned(),
         text: text.to_owned(),
         phase: None,
@@ -109,6 +115,7 @@ pub fn agent_message(id: &str, text: &str) -> ThreadItem {
 
 pub fn user_message(id: &str, text: &str) -> ThreadItem {
     ThreadItem::UserMessage {
+        client_id: Default::default(),
         id: id.to_owned(),
         content: vec![UserInput::text(text)],
     }

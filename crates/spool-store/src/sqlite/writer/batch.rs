@@ -86,7 +86,7 @@ fn write_thread(
     let pending = &mut state.pending;
     if let Some(record) = &pending.created {
         let thread = &record.thread;
-        let history_mode = thread.history_mode.unwrap_or_default();
+        let history_mode = thread.history_owner.unwrap_or_default();
         conn.prepare_cached(INSERT_THREAD)?.execute((
             &thread.id,
             &thread.name,
