@@ -58,6 +58,10 @@ async fn nothing_listening_is_a_clear_error() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
     assert!(stderr.lines().any(|l| l.starts_with("error:")), "{stderr}");
+    assert!(
+        stderr.contains("scripts/local-model.sh start"),
+        "the local provider's connect error says how to start the server: {stderr}"
+    );
 }
 
 #[tokio::test]
@@ -87,4 +91,93 @@ async fn an_unknown_thread_is_a_clear_error() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("no thread nope"), "{stderr}");
+}
+
+/// SIGINT (Ctrl-C) mid-stream: exit 130, what streamed is kept as an
+/// incomplete item, and the turn is recorded as interrupted.
+#[tokio::test]
+async fn sigint_interrupts_the_turn_and_keeps_what_streamed() {
+    use spool_testkit::Gate;
+    use tokio::io::AsyncReadExt;
+
+    let ev = |name: &str, mut data: serde_json::Value| {
+        data["type"] = json!(name);
+        (name.to_owned(), data)
+    };
+    let gate = Gate::new();
+    let server = ScriptedServer::with_responses([ScriptedResponse::sse([
+        ev("response.created", json!({"response": {"id": "r"}})),
+        ev(
+            "response.output_item.added",
+            json!({"output_index": 0, "item": {"type": "message", "id": "m", "role": "assistant", "content": []}}),
+        ),
+        ev(
+            "response.output_text.delta",
+            json!({"item_id": "m", "output_index": 0, "delta": "Streaming"}),
+        ),
+    ])
+    .wait_for(&gate)])
+    .await
+    .unwrap();
+    let home = Home::new();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_spool"))
+        .args(["run", "hello"])
+        .current_dir(home.path())
+        .env("SPOOL_HOME", home.path())
+        .env("SPOOL_LOCAL_MODEL_URL", server.url())
+        .env_remove("OPENAI_API_KEY")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    // Wait until the first text is on the terminal: the turn is mid-stream.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 256];
+    while !String::from_utf8_lossy(&seen).contains("Streaming") {
+        let n = tokio::time::timeout(std::time::Duration::from_secs(20), stdout.read(&mut buf))
+            .await
+            .expect("spool printed the streamed text")
+            .unwrap();
+        assert!(n > 0, "stdout closed before the text arrived");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let pid = child.id().unwrap().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("spool exits after SIGINT")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+
+    let thread = thread_id_from(&stderr);
+    let (items, _) = home
+        .spool_ok(
+            &server.url(),
+            &["threads", "show", &thread, "--view", "all", "--json"],
+        )
+        .await;
+    let items = json_lines(&items);
+    let answer = items
+        .iter()
+        .find(|i| i["item"]["type"] == "agentMessage")
+        .expect("the partial answer is stored");
+    assert_eq!(answer["item"]["text"], "Streaming");
+    assert_eq!(answer["envelope"]["status"], "incomplete");
+    let (events, _) = home
+        .spool_ok(&server.url(), &["threads", "events", &thread])
+        .await;
+    let completed: Vec<_> = json_lines(&events)
+        .into_iter()
+        .filter(|e| e["method"] == "turn/completed")
+        .collect();
+    assert_eq!(completed.len(), 1);
+    assert_eq!(completed[0]["params"]["turn"]["status"], "interrupted");
 }

@@ -276,6 +276,31 @@ impl ServerNotification {
         }
     }
 
+    /// The kind of the item an `item/started` or `item/completed` carries
+    /// (deltas name their item by id only).
+    pub fn carried_item_kind(&self) -> Option<crate::items::ItemKind> {
+        match self {
+            ServerNotification::ItemStarted(n) => Some(n.item.kind()),
+            ServerNotification::ItemCompleted(n) => Some(n.item.kind()),
+            ServerNotification::ThreadStarted(_)
+            | ServerNotification::ThreadStatusChanged(_)
+            | ServerNotification::ThreadNameUpdated(_)
+            | ServerNotification::ThreadArchived(_)
+            | ServerNotification::TurnStarted(_)
+            | ServerNotification::TurnCompleted(_)
+            | ServerNotification::AgentMessageDelta(_)
+            | ServerNotification::PlanDelta(_)
+            | ServerNotification::ReasoningSummaryTextDelta(_)
+            | ServerNotification::ReasoningSummaryPartAdded(_)
+            | ServerNotification::ReasoningTextDelta(_)
+            | ServerNotification::CommandExecutionOutputDelta(_)
+            | ServerNotification::McpToolCallProgress(_)
+            | ServerNotification::ThreadTokenUsageUpdated(_)
+            | ServerNotification::Error(_)
+            | ServerNotification::ServerRequestResolved(_) => None,
+        }
+    }
+
     /// The item a delta, start or completion is about.
     pub fn item_id(&self) -> Option<&str> {
         match self {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use spool_model::{ChatProvider, ModelProvider, ProviderConfig, ResponsesProvider};
-use spool_protocol::{ServerNotification, TurnStatus, UserInput};
+use spool_protocol::{CodexErrorInfo, ServerNotification, TurnError, TurnStatus, UserInput};
 use spool_runtime::{TurnOptions, run_turn};
 use spool_store::{Appended, NewThread, SqliteStore, Store};
 use tokio::sync::{mpsc, watch};
@@ -110,11 +110,26 @@ pub async fn run(store: SqliteStore, chosen: ChosenProvider, args: RunArgs) -> a
             Ok(EXIT_INTERRUPTED)
         }
         TurnStatus::Failed => {
-            let message = outcome
+            let error = outcome
                 .error
-                .map(|e| e.message)
-                .unwrap_or_else(|| "the turn failed".to_owned());
-            bail!("{}", one_line(&message))
+                .unwrap_or_else(|| TurnError::new("the turn failed", None));
+            // No HTTP status at all: nothing answered.
+            let unreachable = matches!(
+                error.codex_error_info,
+                Some(
+                    CodexErrorInfo::HttpConnectionFailed {
+                        http_status_code: None
+                    } | CodexErrorInfo::ResponseTooManyFailedAttempts {
+                        http_status_code: None
+                    }
+                )
+            );
+            let hint = if unreachable && chosen.name == "local" {
+                " (is the local model server running? start it with `scripts/local-model.sh start`)"
+            } else {
+                ""
+            };
+            bail!("{}{hint}", one_line(&error.message))
         }
         TurnStatus::InProgress => bail!("the turn ended without completing"),
     }

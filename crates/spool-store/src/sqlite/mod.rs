@@ -170,27 +170,9 @@ fn prepare_append(
 /// Events about items that no thread stores (`status`); whether the others
 /// are stored depends on the thread and is decided by the writer.
 fn never_stored(notification: &ServerNotification) -> bool {
-    let kind = match notification {
-        ServerNotification::ItemStarted(n) => n.item.kind(),
-        ServerNotification::ItemCompleted(n) => n.item.kind(),
-        ServerNotification::ThreadStarted(_)
-        | ServerNotification::ThreadStatusChanged(_)
-        | ServerNotification::ThreadNameUpdated(_)
-        | ServerNotification::ThreadArchived(_)
-        | ServerNotification::TurnStarted(_)
-        | ServerNotification::TurnCompleted(_)
-        | ServerNotification::AgentMessageDelta(_)
-        | ServerNotification::PlanDelta(_)
-        | ServerNotification::ReasoningSummaryTextDelta(_)
-        | ServerNotification::ReasoningSummaryPartAdded(_)
-        | ServerNotification::ReasoningTextDelta(_)
-        | ServerNotification::CommandExecutionOutputDelta(_)
-        | ServerNotification::McpToolCallProgress(_)
-        | ServerNotification::ThreadTokenUsageUpdated(_)
-        | ServerNotification::Error(_)
-        | ServerNotification::ServerRequestResolved(_) => return false,
-    };
-    !kind.is_persisted(true)
+    notification
+        .carried_item_kind()
+        .is_some_and(|kind| !kind.is_persisted(true))
 }
 
 /// The records of `view`, moved out of `records` (which is in ordinal

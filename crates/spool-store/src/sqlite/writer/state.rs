@@ -309,26 +309,9 @@ impl ThreadState {
     /// `stateChange`/`resourceChange` only in dev mode. Events that are not
     /// about an item's content are always stored.
     fn persists(&self, notification: &ServerNotification) -> bool {
-        match notification {
-            ServerNotification::ItemStarted(n) => n.item.kind().is_persisted(self.dev_mode),
-            ServerNotification::ItemCompleted(n) => n.item.kind().is_persisted(self.dev_mode),
-            ServerNotification::ThreadStarted(_)
-            | ServerNotification::ThreadStatusChanged(_)
-            | ServerNotification::ThreadNameUpdated(_)
-            | ServerNotification::ThreadArchived(_)
-            | ServerNotification::TurnStarted(_)
-            | ServerNotification::TurnCompleted(_)
-            | ServerNotification::AgentMessageDelta(_)
-            | ServerNotification::PlanDelta(_)
-            | ServerNotification::ReasoningSummaryTextDelta(_)
-            | ServerNotification::ReasoningSummaryPartAdded(_)
-            | ServerNotification::ReasoningTextDelta(_)
-            | ServerNotification::CommandExecutionOutputDelta(_)
-            | ServerNotification::McpToolCallProgress(_)
-            | ServerNotification::ThreadTokenUsageUpdated(_)
-            | ServerNotification::Error(_)
-            | ServerNotification::ServerRequestResolved(_) => true,
-        }
+        notification
+            .carried_item_kind()
+            .is_none_or(|kind| kind.is_persisted(self.dev_mode))
     }
 
     /// A start of an item or turn that the reducer no longer holds but the
