@@ -361,3 +361,64 @@ fn reasoning_parts_grow_by_index() {
     let err = r.apply(&log.push(summary(-1, "x"))).unwrap_err();
     assert!(matches!(err, ReduceError::NegativeIndex { index: -1, .. }));
 }
+
+fn removed(turn: &str, item: &str) -> ServerNotification {
+    ServerNotification::ItemRemoved(ItemRemovedNotification {
+        thread_id: T.into(),
+        turn_id: turn.into(),
+        item_id: item.into(),
+    })
+}
+
+#[test]
+fn removing_an_item_takes_it_out_and_keeps_the_rest_addressable() {
+    let (mut r, mut log) = streaming();
+    r.apply(&log.push(completed("u1", message("m1", "a"))))
+        .unwrap();
+    r.apply(&log.push(started("u1", message("m2", ""))))
+        .unwrap();
+    r.apply(&log.push(completed("u1", message("m2", "b"))))
+        .unwrap();
+    r.apply(&log.push(started("u1", message("m3", ""))))
+        .unwrap();
+    // An open item cannot be removed.
+    let err = r.apply(&log.push(removed("u1", "m3"))).unwrap_err();
+    assert!(matches!(err, ReduceError::RemoveOpenItem { .. }));
+    log.seq -= 1;
+    let change = r.apply(&log.push(removed("u1", "m1"))).unwrap();
+    assert_eq!(change, Change::Removed("m1".into()));
+    assert!(r.item("m1").is_none());
+    assert_eq!(r.items().len(), 2);
+    // Indexes of the others still resolve after the shift.
+    assert_eq!(r.item("m2").unwrap().item, message("m2", "b"));
+    r.apply(&log.push(delta("u1", "m3", "c"))).unwrap();
+    assert_eq!(r.item("m3").unwrap().item, message("m3", "c"));
+    // Removing it twice, or in the wrong turn, is refused.
+    let err = r.apply(&log.push(removed("u1", "m1"))).unwrap_err();
+    assert!(matches!(err, ReduceError::UnknownItem { .. }));
+    log.seq -= 1;
+    r.apply(&log.push(completed("u1", message("m3", "c"))))
+        .unwrap();
+    let err = r.apply(&log.push(removed("other", "m3"))).unwrap_err();
+    assert!(matches!(err, ReduceError::ItemTurnMismatch { .. }));
+}
+
+#[test]
+fn clearing_removes_every_item_but_not_mid_turn() {
+    let (mut r, mut log) = streaming();
+    let clear = || {
+        ServerNotification::ThreadCleared(ThreadClearedNotification {
+            thread_id: T.into(),
+        })
+    };
+    let err = r.apply(&log.push(clear())).unwrap_err();
+    assert!(matches!(err, ReduceError::ClearWhileTurnActive { .. }));
+    log.seq -= 1;
+    r.apply(&log.push(completed("u1", message("m1", "a"))))
+        .unwrap();
+    r.apply(&log.push(turn_completed("u1", TurnStatus::Completed)))
+        .unwrap();
+    assert_eq!(r.apply(&log.push(clear())).unwrap(), Change::Cleared);
+    assert!(r.items().is_empty());
+    assert_eq!(r.turns().len(), 1, "turns stay; only items leave");
+}

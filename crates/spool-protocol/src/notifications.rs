@@ -158,6 +158,24 @@ pub struct ServerRequestResolvedNotification {
     pub request_id: RequestId,
 }
 
+/// spool: an item was removed from the thread (the Session API's
+/// `pop_item`). The log keeps the item's history; views no longer show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemRemovedNotification {
+    pub thread_id: String,
+    pub turn_id: String,
+    pub item_id: String,
+}
+
+/// spool: every item of the thread was removed (the Session API's
+/// `clear`). The log keeps their history; views start empty after it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadClearedNotification {
+    pub thread_id: String,
+}
+
 /// Every server notification, tagged by its JSON-RPC method.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "method", content = "params")]
@@ -198,6 +216,12 @@ pub enum ServerNotification {
     Error(ErrorNotification),
     #[serde(rename = "serverRequest/resolved")]
     ServerRequestResolved(ServerRequestResolvedNotification),
+    /// spool only (opt-in on the wire).
+    #[serde(rename = "item/removed")]
+    ItemRemoved(ItemRemovedNotification),
+    /// spool only (opt-in on the wire).
+    #[serde(rename = "thread/cleared")]
+    ThreadCleared(ThreadClearedNotification),
 }
 
 impl ServerNotification {
@@ -224,6 +248,8 @@ impl ServerNotification {
             ServerNotification::ThreadTokenUsageUpdated(_) => "thread/tokenUsage/updated",
             ServerNotification::Error(_) => "error",
             ServerNotification::ServerRequestResolved(_) => "serverRequest/resolved",
+            ServerNotification::ItemRemoved(_) => "item/removed",
+            ServerNotification::ThreadCleared(_) => "thread/cleared",
         }
     }
 
@@ -248,6 +274,8 @@ impl ServerNotification {
             ServerNotification::ThreadTokenUsageUpdated(n) => &n.thread_id,
             ServerNotification::Error(n) => &n.thread_id,
             ServerNotification::ServerRequestResolved(n) => &n.thread_id,
+            ServerNotification::ItemRemoved(n) => &n.thread_id,
+            ServerNotification::ThreadCleared(n) => &n.thread_id,
         }
     }
 
@@ -272,7 +300,9 @@ impl ServerNotification {
             | ServerNotification::ItemCompleted(_)
             | ServerNotification::ThreadTokenUsageUpdated(_)
             | ServerNotification::Error(_)
-            | ServerNotification::ServerRequestResolved(_) => false,
+            | ServerNotification::ServerRequestResolved(_)
+            | ServerNotification::ItemRemoved(_)
+            | ServerNotification::ThreadCleared(_) => false,
         }
     }
 
@@ -297,7 +327,9 @@ impl ServerNotification {
             | ServerNotification::McpToolCallProgress(_)
             | ServerNotification::ThreadTokenUsageUpdated(_)
             | ServerNotification::Error(_)
-            | ServerNotification::ServerRequestResolved(_) => None,
+            | ServerNotification::ServerRequestResolved(_)
+            | ServerNotification::ItemRemoved(_)
+            | ServerNotification::ThreadCleared(_) => None,
         }
     }
 
@@ -313,6 +345,7 @@ impl ServerNotification {
             ServerNotification::ReasoningSummaryPartAdded(n) => Some(&n.item_id),
             ServerNotification::ReasoningTextDelta(n) => Some(&n.item_id),
             ServerNotification::McpToolCallProgress(n) => Some(&n.item_id),
+            ServerNotification::ItemRemoved(n) => Some(&n.item_id),
             ServerNotification::ThreadStarted(_)
             | ServerNotification::ThreadStatusChanged(_)
             | ServerNotification::ThreadNameUpdated(_)
@@ -321,7 +354,8 @@ impl ServerNotification {
             | ServerNotification::TurnCompleted(_)
             | ServerNotification::ThreadTokenUsageUpdated(_)
             | ServerNotification::Error(_)
-            | ServerNotification::ServerRequestResolved(_) => None,
+            | ServerNotification::ServerRequestResolved(_)
+            | ServerNotification::ThreadCleared(_) => None,
         }
     }
 }

@@ -92,6 +92,14 @@ pub fn all_schemas() -> Vec<(&'static str, Value)> {
         ),
         ("ErrorNotification", schema_of::<ErrorNotification>()),
         (
+            "ItemRemovedNotification",
+            schema_of::<ItemRemovedNotification>(),
+        ),
+        (
+            "ThreadClearedNotification",
+            schema_of::<ThreadClearedNotification>(),
+        ),
+        (
             "ServerRequestResolvedNotification",
             schema_of::<ServerRequestResolvedNotification>(),
         ),

@@ -72,7 +72,9 @@ pub fn apply_delta(item: &mut ThreadItem, event: &ServerNotification) -> Result<
         | ServerNotification::ItemCompleted(_)
         | ServerNotification::ThreadTokenUsageUpdated(_)
         | ServerNotification::Error(_)
-        | ServerNotification::ServerRequestResolved(_) => {
+        | ServerNotification::ServerRequestResolved(_)
+        | ServerNotification::ItemRemoved(_)
+        | ServerNotification::ThreadCleared(_) => {
             unreachable!("apply_delta is only called with deltas, got {method}")
         }
     }

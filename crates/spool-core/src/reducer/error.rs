@@ -63,6 +63,16 @@ pub enum ReduceError {
     TurnHasOpenItems { turn_id: String, item_id: String },
     #[error("turn {turn_id} started while turn {active} is still in progress")]
     TurnAlreadyActive { turn_id: String, active: String },
+    #[error("item {item_id} is still in progress and cannot be removed")]
+    RemoveOpenItem { item_id: String },
+    #[error("item/removed names turn {given} but item {item_id} belongs to turn {actual}")]
+    ItemTurnMismatch {
+        item_id: String,
+        given: String,
+        actual: String,
+    },
+    #[error("thread/cleared while turn {turn_id} is in progress")]
+    ClearWhileTurnActive { turn_id: String },
     #[error("negative index {index} in {method} for item {item_id}")]
     NegativeIndex {
         method: &'static str,

@@ -9,7 +9,9 @@
 //! - deltas apply only to a known, in-progress item of the matching kind;
 //! - `item/completed` is terminal and authoritative: it replaces whatever
 //!   the deltas built; a second completion, or any change after it, is refused;
-//! - a turn completes once, and only after all its items are terminal.
+//! - a turn completes once, and only after all its items are terminal;
+//! - `item/removed` takes a terminal item out of the items (the log keeps
+//!   its history); `thread/cleared` takes them all, never mid-turn.
 
 mod delta;
 mod error;
@@ -24,12 +26,16 @@ pub use delta::apply_delta;
 pub use error::ReduceError;
 
 /// What an applied event changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
     /// The item at this index of [`ThreadReducer::items`].
     Item(usize),
     /// The turn at this index of [`ThreadReducer::turns`].
     Turn(usize),
+    /// The item with this id left the projection (`item/removed`).
+    Removed(String),
+    /// Every item left the projection (`thread/cleared`).
+    Cleared,
     /// Thread-level events (status, name, usage, errors, resolved requests).
     Thread,
 }
@@ -311,6 +317,45 @@ impl ThreadReducer {
                 record.token_count = None;
                 record.seq = seq;
                 Ok(Change::Item(index))
+            }
+            ServerNotification::ItemRemoved(n) => {
+                let Some(&index) = self.item_index.get(&n.item_id) else {
+                    return Err(ReduceError::UnknownItem {
+                        method: payload.method(),
+                        item_id: n.item_id.clone(),
+                    });
+                };
+                let record = &self.items[index];
+                if !record.envelope.status.is_terminal() {
+                    return Err(ReduceError::RemoveOpenItem {
+                        item_id: n.item_id.clone(),
+                    });
+                }
+                if record.turn_id != n.turn_id {
+                    return Err(ReduceError::ItemTurnMismatch {
+                        item_id: n.item_id.clone(),
+                        given: n.turn_id.clone(),
+                        actual: record.turn_id.clone(),
+                    });
+                }
+                self.items.remove(index);
+                self.item_index.remove(&n.item_id);
+                for i in self.item_index.values_mut() {
+                    if *i > index {
+                        *i -= 1;
+                    }
+                }
+                Ok(Change::Removed(n.item_id.clone()))
+            }
+            ServerNotification::ThreadCleared(_) => {
+                if let Some(active) = self.active_turn() {
+                    return Err(ReduceError::ClearWhileTurnActive {
+                        turn_id: active.id.clone(),
+                    });
+                }
+                self.items.clear();
+                self.item_index.clear();
+                Ok(Change::Cleared)
             }
             ServerNotification::ThreadStarted(_)
             | ServerNotification::ThreadStatusChanged(_)

@@ -357,7 +357,9 @@ impl ThreadState {
             | ServerNotification::McpToolCallProgress(_)
             | ServerNotification::ThreadTokenUsageUpdated(_)
             | ServerNotification::Error(_)
-            | ServerNotification::ServerRequestResolved(_) => Ok(None),
+            | ServerNotification::ServerRequestResolved(_)
+            | ServerNotification::ItemRemoved(_)
+            | ServerNotification::ThreadCleared(_) => Ok(None),
         }
     }
 
@@ -433,7 +435,9 @@ impl ThreadState {
             | ServerNotification::McpToolCallProgress(_)
             | ServerNotification::ThreadTokenUsageUpdated(_)
             | ServerNotification::Error(_)
-            | ServerNotification::ServerRequestResolved(_) => {}
+            | ServerNotification::ServerRequestResolved(_)
+            | ServerNotification::ItemRemoved(_)
+            | ServerNotification::ThreadCleared(_) => {}
         }
         pending.events.push(PendingEvent {
             seq: event.seq,
@@ -459,7 +463,9 @@ fn mark_dirty(change: Change, items: &mut Vec<usize>, turns: &mut Vec<usize>) {
                 turns.push(index);
             }
         }
-        Change::Thread => {}
+        // INCOMPLETE (issue 3, Session API): item/removed and thread/cleared
+        // do not delete projection rows yet.
+        Change::Removed(_) | Change::Cleared | Change::Thread => {}
     }
 }
 
