@@ -1,0 +1,141 @@
+"""Prints the side-by-side table of issue 3 from the two benchmark reports.
+
+Usage: python3 compare_table.py sdk.json spool.json
+
+Standard library only (it runs outside the SDK's virtualenv). Ratios are
+speed ratios: spool's operations per second over the SDK's, computed from
+the median runs. A missed target is reported, not an error; a mismatch in
+the items the two sides stored is an error (exit 1), since the numbers
+would not be comparable.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+# Issue 3's targets relative to the Agents SDK: spool's speed / the SDK's.
+SDK_TARGETS = {"a": 1.5, "b": 10.0, "c": 5.0, "d": 8.0}
+FLOOR_FACTOR = 1.2
+# Short names; the full descriptions, with sizes, follow the table.
+LABELS = {
+    "a": "(a) add_items, 1 item per call",
+    "b": "(b) add_items, batches",
+    "c": "(c) get_items(), all, decoded",
+    "d": "(d) get_items(limit), per call",
+    "e": "(e) concurrent durable appenders",
+    "f": "(f) deltas, committed",
+    "g": "(g) llm view under a budget",
+    "h": "(h) floor: (a) on bare rusqlite",
+}
+
+
+def fail(msg: str) -> None:
+    print(f"compare_table: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def by_name(report: dict) -> dict:
+    return {w["name"]: w for w in report["workloads"]}
+
+
+def fmt(w: dict) -> str:
+    """A workload's headline value with its unit."""
+    value = w["value"]
+    if w["unit"].endswith("/s"):
+        return f"{value:,.0f} {w['unit']}"
+    return f"{value:.3f} {w['unit']}"
+
+
+def spread(w: dict) -> str:
+    """How far apart the runs were: (slowest - fastest) / median."""
+    runs = w["runs_s"]
+    return f"{(max(runs) - min(runs)) / w['median_s'] * 100:.0f}%"
+
+
+def yes_no(holds: bool) -> str:
+    return "yes" if holds else "NO"
+
+
+def rows(sdk: dict, spool: dict) -> list[list[str]]:
+    out = []
+    for name in "abcd":
+        if name not in sdk:
+            continue
+        s, p = sdk[name], spool.get(name)
+        if p is None:
+            out.append([LABELS[name], fmt(s), "(not run)", "", f">= {SDK_TARGETS[name]:g}x SDK",
+                        "", f"{spread(s)} / -"])
+            continue
+        ratio = p["per_s"] / s["per_s"]
+        target = SDK_TARGETS[name]
+        out.append([LABELS[name], fmt(s), fmt(p), f"{ratio:.1f}x",
+                    f">= {target:g}x SDK", yes_no(ratio >= target),
+                    f"{spread(s)} / {spread(p)}"])
+        if name == "a" and "h" in spool:
+            h = spool["h"]
+            sdk_vs_floor = s["median_s"] / h["median_s"]
+            spool_vs_floor = p["median_s"] / h["median_s"]
+            out.append(["(a) time / floor (h) time", f"{sdk_vs_floor:.2f}x",
+                        f"{spool_vs_floor:.2f}x", "", f"<= {FLOOR_FACTOR:g}x (h)",
+                        yes_no(spool_vs_floor <= FLOOR_FACTOR), ""])
+    for name in "efgh":
+        if name not in spool:
+            continue
+        p = spool[name]
+        value = fmt(p)
+        if name == "g" and "cold_ms" in p.get("extra", {}):
+            cold = sorted(p["extra"]["cold_ms"])[len(p["extra"]["cold_ms"]) // 2]
+            value += f" (first call {cold:.0f} ms)"
+        t = p.get("target")
+        target = f"{t['op']} {t['value']:,g} {t['unit']}" if t else "(reference)"
+        holds = yes_no(t["holds"]) if t else ""
+        out.append([LABELS[name], "-", value, "", target, holds, f"- / {spread(p)}"])
+    return out
+
+
+def print_table(header: list[str], body: list[list[str]]) -> None:
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"
+    print(line(header))
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in body:
+        print(line(r))
+
+
+def main() -> None:
+    if len(sys.argv) != 3:
+        fail("usage: compare_table.py sdk.json spool.json")
+    with open(sys.argv[1]) as f:
+        sdk_report = json.load(f)
+    with open(sys.argv[2]) as f:
+        spool_report = json.load(f)
+    if sdk_report["items"] != spool_report["items"]:
+        fail(f"the two sides stored different items: SDK {sdk_report['items']}, "
+             f"spool {spool_report['items']}")
+
+    m, sdk = spool_report["machine"], sdk_report["sdk"]
+    print(f"machine: {m['cores']} cores, {m.get('cpu') or '?'}, {m['os']}, "
+          f"kernel {m.get('kernel') or '?'}")
+    print(f"spool {m['spool_version']} ({m['build_profile']} build), "
+          f"SQLite {m['sqlite_version']}, durability {spool_report['settings']['durability']}")
+    print(f"Agents SDK: {sdk['package']} {sdk['version']}, {sdk['session']}: "
+          f"journal_mode={sdk['journal_mode']}, synchronous={sdk['synchronous']}, "
+          f"SQLite {sdk['sqlite_version']}, Python {sdk['python']}")
+    settings = spool_report["settings"]
+    print(f"median of {settings['runs']} runs, each on a fresh file under {settings['dir']}; "
+          f"{spool_report['items']['count']} items (fnv1a64 "
+          f"{spool_report['items']['fnv1a64']}, the same on both sides)")
+    if settings["quick"]:
+        print("QUICK SIZES: these numbers only show that everything runs")
+    print()
+    header = ["workload", "Agents SDK", "spool", "ratio", "target", "holds",
+              "run spread SDK / spool"]
+    print_table(header, rows(by_name(sdk_report), by_name(spool_report)))
+    print()
+    for w in spool_report["workloads"]:
+        print(f"({w['name']}) {w['description']}")
+
+
+if __name__ == "__main__":
+    main()
