@@ -27,6 +27,7 @@
 
 mod error;
 mod options;
+mod recovery;
 mod sqlite;
 mod types;
 

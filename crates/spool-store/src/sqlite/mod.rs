@@ -26,6 +26,7 @@ use self::writer::{Incoming, Request, TokenCount, now_ms};
 use crate::Store;
 use crate::error::StoreError;
 use crate::options::StoreOptions;
+use crate::recovery;
 use crate::sqlite::codec::encode;
 use crate::types::{Appended, NewThread, ThreadListQuery, ThreadPage, ThreadRecord};
 
@@ -42,6 +43,10 @@ struct Inner {
     requests: Option<Sender<Request>>,
     writer: Option<JoinHandle<()>>,
     readers: Arc<ReaderPool>,
+    /// Held for the store's lifetime (see `crate::recovery`). A field, so it
+    /// is released only after `drop` below has joined the writer: a new
+    /// opener must not recover turns whose deltas are still being committed.
+    lock: recovery::StoreLock,
 }
 
 impl Drop for Inner {
@@ -71,17 +76,23 @@ impl SqliteStore {
     /// `spawn_blocking`.
     pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Self, StoreError> {
         let path = path.as_ref().to_owned();
+        // Before touching the file: an opener that finds itself alone
+        // recovers turns left in progress, and others wait for it.
+        let lock = recovery::StoreLock::acquire(&path)?;
         let conn = schema::open_writer(&path, &options)?;
         let (requests, writer) = writer::spawn(conn, &options)?;
         tracing::debug!(path = %path.display(), "store opened");
-        Ok(SqliteStore {
+        let store = SqliteStore {
             inner: Arc::new(Inner {
-                readers: Arc::new(ReaderPool::new(path.clone(), options)),
+                readers: Arc::new(ReaderPool::new(path.clone(), options.clone())),
                 path,
                 requests: Some(requests),
                 writer: Some(writer),
+                lock,
             }),
-        })
+        };
+        recovery::recover_if_alone(&store, &store.inner.lock, &options)?;
+        Ok(store)
     }
 
     pub fn path(&self) -> &Path {
