@@ -28,6 +28,7 @@
 mod error;
 mod options;
 mod recovery;
+mod session;
 mod sqlite;
 mod types;
 
@@ -39,9 +40,12 @@ use spool_protocol::{ServerNotification, ThreadEvent};
 
 pub use error::{CorruptRow, DecodeCause, StoreError};
 pub use options::{Durability, StoreOptions};
+pub use session::Session;
 pub use sqlite::SqliteStore;
 pub use sqlite::schema::SCHEMA_VERSION;
-pub use types::{Appended, NewThread, ThreadListQuery, ThreadPage, ThreadRecord, ThreadSortKey};
+pub use types::{
+    Appended, InputItems, NewThread, ThreadListQuery, ThreadPage, ThreadRecord, ThreadSortKey,
+};
 
 /// A thread store: the log of every thread and its projections.
 ///
@@ -129,4 +133,25 @@ pub trait Store: Send + Sync {
         &self,
         thread_id: &str,
     ) -> impl Future<Output = Result<ThreadReducer, StoreError>> + Send;
+
+    /// The newest `limit` of the thread's input items (`None`: all), oldest
+    /// first: the items in the model's view, each as its raw input item
+    /// when it has one (the Session API's) or converted as the model view
+    /// converts it. Committed items only. No window rule is applied here:
+    /// that is [`Session::get_items`]' business, the same for every store.
+    fn input_items(
+        &self,
+        thread_id: &str,
+        limit: Option<usize>,
+    ) -> impl Future<Output = Result<InputItems, StoreError>> + Send;
+
+    /// Atomically removes the thread's newest item in the model's view
+    /// (logging `item/removed`) and returns it; `None` when there is none.
+    /// Choosing the item and committing its removal are one step: two pops
+    /// never get the same item, and an append cannot slip in between.
+    /// Durable when it returns.
+    fn pop_item(
+        &self,
+        thread_id: &str,
+    ) -> impl Future<Output = Result<Option<ItemRecord>, StoreError>> + Send;
 }

@@ -122,3 +122,13 @@ pub struct ThreadPage {
     /// on the last page.
     pub next_cursor: Option<String>,
 }
+
+/// A thread's newest items as Responses API input items, oldest first
+/// ([`crate::Store::input_items`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputItems {
+    pub items: Vec<serde_json::Value>,
+    /// Whether these are all of the thread's input items, so nothing was
+    /// left out before the first one.
+    pub complete: bool,
+}

@@ -12,16 +12,29 @@ use crate::record::ItemRecord;
 /// The prefix of the user message that stands in for compacted history.
 pub const COMPACTION_PREFIX: &str = "Summary of the conversation so far:\n";
 
+/// The key of `providerData` that holds a raw Responses input item, as
+/// the Session API's caller gave it.
+pub const INPUT_ITEM_KEY: &str = "inputItem";
+
+/// The raw input item a record carries, if any (see the module docs of
+/// `llm`).
+pub fn raw_input_item(record: &ItemRecord) -> Option<&Value> {
+    record.envelope.provider_data.as_ref()?.get(INPUT_ITEM_KEY)
+}
+
 /// Whether a record is part of the model's view at all: the model is in
-/// its audience and its kind can become model input.
-pub(crate) fn in_view(record: &ItemRecord) -> bool {
-    record.envelope.audience.llm && yields_model_input(record.item.kind())
+/// its audience, and its kind can become model input or it carries a raw
+/// input item (which is model input by definition: its caller gave it as
+/// one, whatever kind it was filed under).
+pub fn in_view(record: &ItemRecord) -> bool {
+    record.envelope.audience.llm
+        && (yields_model_input(record.item.kind()) || raw_input_item(record).is_some())
 }
 
 /// Whether a record is a finished compaction, which replaces everything
 /// before it. An unfinished or empty one replaces nothing: dropping history
 /// with no summary to stand in for it would lose it.
-pub(crate) fn is_cut_point(record: &ItemRecord) -> bool {
+pub fn is_cut_point(record: &ItemRecord) -> bool {
     let ThreadItem::ContextCompaction {
         summary: Some(summary),
         ..
@@ -65,6 +78,10 @@ pub(crate) fn yields_model_input(kind: ItemKind) -> bool {
 /// Appends the input items `record` stands for to `out`. Audience is the
 /// caller's business; this only converts.
 pub(crate) fn convert(record: &ItemRecord, policy: ReasoningIdPolicy, out: &mut Vec<ResponseItem>) {
+    if let Some(raw) = raw_input_item(record) {
+        out.push(raw_item(raw, policy));
+        return;
+    }
     let provider_data = record.envelope.provider_data.as_ref();
     match &record.item {
         ThreadItem::UserMessage { content, .. } => user_message(content, out),
@@ -127,6 +144,24 @@ pub(crate) fn convert(record: &ItemRecord, policy: ReasoningIdPolicy, out: &mut 
         // UI markers around a review; the review itself reaches the model as
         // ordinary messages.
         ThreadItem::EnteredReviewMode { .. } | ThreadItem::ExitedReviewMode { .. } => {}
+    }
+}
+
+/// A raw input item as given, except that the reasoning-id policy applies
+/// to raw reasoning items too.
+fn raw_item(raw: &Value, policy: ReasoningIdPolicy) -> ResponseItem {
+    let is_reasoning = raw.get("type").and_then(Value::as_str) == Some("reasoning");
+    match (policy, is_reasoning) {
+        (ReasoningIdPolicy::Omit, true) => {
+            let mut raw = raw.clone();
+            if let Some(object) = raw.as_object_mut() {
+                object.remove("id");
+            }
+            ResponseItem::Other(raw)
+        }
+        (ReasoningIdPolicy::Omit, false) | (ReasoningIdPolicy::Preserve, _) => {
+            ResponseItem::Other(raw.clone())
+        }
     }
 }
 

@@ -4,11 +4,20 @@
 //! # Which records
 //!
 //! Records whose audience includes the model and whose kind can become
-//! model input (`convert.rs` says which kinds do not, and why). Everything
+//! model input (`convert.rs` says which kinds do not, and why), or that
+//! carry a raw input item (below), whatever their kind. Everything
 //! before the latest finished `contextCompaction` is left out: its summary
 //! stands in for it.
 //!
 //! # Conversion (one record → input items)
+//!
+//! A record that carries a raw Responses input item (`providerData.inputItem`,
+//! written by the Session API, which stores what its caller gave it) is
+//! sent as exactly that item: the caller's own JSON, ids and all, since it
+//! is what the caller chose to keep. The one change is the reasoning-id
+//! policy: under [`ReasoningIdPolicy::Omit`] a raw reasoning item loses its
+//! `id`. Raw items go through the same pairing rules as the rest. Other
+//! records are converted:
 //!
 //! | item | input items |
 //! |---|---|
@@ -24,8 +33,8 @@
 //!
 //! # Stripped metadata
 //!
-//! The input carries what the model reads and the ids the API needs to tie
-//! items together, nothing else:
+//! Converted records carry what the model reads and the ids the API needs
+//! to tie items together, nothing else:
 //!
 //! - spool's own item ids are never sent: they mean nothing to a provider.
 //! - Provider item ids of messages and function calls (`msg_...`,
@@ -42,9 +51,9 @@
 //!
 //! # Packing
 //!
-//! See `pack.rs`: whole turns, newest first, the newest always; older turns
-//! while the total stays within the budget, stopping at the first that does
-//! not fit. Then `sanitize.rs` drops what the API would reject (orphan
+//! See `pack.rs` ([`Packer`]): whole turns, newest first, the newest
+//! always; older turns while the total stays within the budget, stopping at
+//! the first that does not fit. Then `sanitize.rs` drops what the API would reject (orphan
 //! outputs, unanswered calls, dangling reasoning). `total_tokens` is the sum
 //! over the packed records, so it can only overstate the input when
 //! sanitizing drops an item.
@@ -60,7 +69,9 @@ use spool_protocol::responses::ResponseItem;
 
 use crate::record::ItemRecord;
 
-pub use convert::COMPACTION_PREFIX;
+pub use convert::{COMPACTION_PREFIX, INPUT_ITEM_KEY, in_view, is_cut_point, raw_input_item};
+pub use pack::{Offered, Packer, count_turns};
+pub use sanitize::{ToolSide, tool_side};
 
 /// What happens to the provider ids of reasoning items.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -106,25 +117,16 @@ pub fn llm_view(records: &[ItemRecord], options: &LlmViewOptions) -> LlmView {
         records.is_sorted_by_key(|record| record.ordinal),
         "records must be in ordinal order"
     );
-    let packed = pack::pack(records, options);
-    let turns_included = packed.turns.len();
-    let mut input = Vec::new();
-    for turn in packed.turns.into_iter().rev() {
-        for (record, items) in turn.into_iter().rev() {
-            match items {
-                Some(items) => input.extend(items),
-                None => convert::convert(record, options.reasoning_ids, &mut input),
-            }
-        }
-    }
-    sanitize::sanitize(&mut input);
-    LlmView {
-        input,
-        total_tokens: packed.total_tokens,
-        turns_included,
-        turns_omitted: packed.turns_omitted,
-        computed_token_counts: packed.computed_token_counts,
-    }
+    pack::pack(records, options)
+}
+
+/// The input items one record stands for, unpacked and unsanitized: its
+/// raw input item if it has one, else its conversion (a tool item gives its
+/// call and its output; a kind that is no model input gives nothing).
+pub fn input_items(record: &ItemRecord, policy: ReasoningIdPolicy) -> Vec<ResponseItem> {
+    let mut out = Vec::new();
+    convert::convert(record, policy, &mut out);
+    out
 }
 
 /// The records the `llm` view is built from, unpacked, in the order given.

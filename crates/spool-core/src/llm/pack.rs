@@ -1,40 +1,175 @@
 //! Packing whole turns, newest to oldest, under a token budget.
 //!
-//! The walk starts at the newest record and goes back one turn at a time,
-//! so a long thread costs only as much as the part that fits: records
-//! older than the first turn that does not fit are looked at only to count
-//! the omitted turns, and never converted. A record's tokens come from its
-//! cached count; only an uncached record is converted to be counted, and
-//! its conversion is kept for the output.
+//! [`Packer`] is fed one turn at a time, newest first, and says when it
+//! has seen enough, so a caller holding a long thread (the store, reading
+//! newest-first pages) stops reading as soon as the budget is full. Records
+//! older than the first turn that does not fit are never converted; the
+//! caller only counts their turns ([`count_turns`] over records in memory,
+//! or an index in the store). A record's tokens come from its cached
+//! count; only an uncached record is converted to be counted, and its
+//! conversion is kept for the output.
+
+use std::borrow::Borrow;
 
 use spool_protocol::responses::ResponseItem;
 
-use super::LlmViewOptions;
 use super::convert::{convert, in_view, is_cut_point};
+use super::{LlmView, LlmViewOptions, sanitize};
 use crate::record::ItemRecord;
 use crate::tokens::count_input_item;
 
 /// A record chosen for the view, with its input items when counting it
 /// already converted it.
-pub(super) type Chosen<'a> = (&'a ItemRecord, Option<Vec<ResponseItem>>);
+type Chosen<R> = (R, Option<Vec<ResponseItem>>);
 
-/// What fits, newest turn first and each turn's records newest first.
-#[derive(Default)]
-pub(super) struct Packed<'a> {
-    pub turns: Vec<Vec<Chosen<'a>>>,
-    pub total_tokens: usize,
-    pub turns_omitted: usize,
-    pub computed_token_counts: Vec<(String, u32)>,
+/// What the packer made of a turn offered to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offered {
+    /// The turn went in (or had nothing for the model); offer the next
+    /// older one.
+    Taken,
+    /// The view starts in this turn (at its latest finished compaction):
+    /// nothing older belongs to it, and nothing older is omitted.
+    Cut,
+    /// The turn did not fit, so it and every older turn are omitted. When
+    /// `count_older` is set, the caller adds the older turns in the view,
+    /// back to the latest finished compaction, with [`Packer::add_omitted`]
+    /// (see [`count_turns`]); otherwise the view started in this turn.
+    Full { count_older: bool },
 }
 
-/// Chooses the turns of `records` (in ordinal order) that go to the model.
-///
-/// A turn is a maximal run of consecutive records with the same `turn_id`;
-/// a thread runs one turn at a time, so that is the whole turn. Turns with
-/// no record in the model's view do not count. Everything before the latest
-/// finished compaction is left out, and does not count as omitted.
-pub(super) fn pack<'a>(records: &'a [ItemRecord], options: &LlmViewOptions) -> Packed<'a> {
-    let mut packed = Packed::default();
+/// Builds an `llm` view from turns offered newest first (see the module
+/// docs). `R` is a record or a reference to one, so a caller that owns its
+/// records moves them in and one that borrows them does not clone.
+pub struct Packer<R> {
+    options: LlmViewOptions,
+    /// Newest turn first, each turn's records newest first.
+    turns: Vec<Vec<Chosen<R>>>,
+    total_tokens: usize,
+    turns_omitted: usize,
+    computed_token_counts: Vec<(String, u32)>,
+    done: bool,
+}
+
+impl<R: Borrow<ItemRecord>> Packer<R> {
+    pub fn new(options: LlmViewOptions) -> Self {
+        Packer {
+            options,
+            turns: Vec::new(),
+            total_tokens: 0,
+            turns_omitted: 0,
+            computed_token_counts: Vec::new(),
+            done: false,
+        }
+    }
+
+    /// Offers the next older turn: all its records, in ordinal order (those
+    /// outside the model's view are skipped here). A turn is a maximal run
+    /// of consecutive records with one `turn_id`; a thread runs one turn at
+    /// a time, so that is the whole turn. Turns with no record in the view
+    /// do not count. After `Cut` or `Full`, further offers are ignored.
+    pub fn offer(&mut self, turn: impl IntoIterator<Item = R>) -> Offered {
+        if self.done {
+            return Offered::Full { count_older: false };
+        }
+        let mut records: Vec<R> = turn
+            .into_iter()
+            .filter(|record| in_view(record.borrow()))
+            .collect();
+        let mut chosen = Vec::new();
+        let mut tokens = 0usize;
+        let mut reached_cut = false;
+        while let Some(record) = records.pop() {
+            let (count, items) = self.count(record.borrow());
+            tokens += count as usize;
+            let cut = is_cut_point(record.borrow());
+            chosen.push((record, items));
+            if cut {
+                reached_cut = true;
+                break;
+            }
+        }
+        if chosen.is_empty() {
+            return Offered::Taken;
+        }
+        // The newest turn is the one in flight: without it the request
+        // makes no sense, so it goes in whatever it costs.
+        let newest = self.turns.is_empty();
+        let fits = self
+            .options
+            .token_budget
+            .is_none_or(|budget| self.total_tokens + tokens <= budget);
+        if newest || fits {
+            self.total_tokens += tokens;
+            self.turns.push(chosen);
+            if reached_cut {
+                self.done = true;
+                return Offered::Cut;
+            }
+            return Offered::Taken;
+        }
+        // Every older turn is omitted too, so that history stays
+        // contiguous.
+        self.done = true;
+        self.turns_omitted += 1;
+        Offered::Full {
+            count_older: !reached_cut,
+        }
+    }
+
+    /// Adds turns the caller counted as omitted (see [`Offered::Full`]).
+    pub fn add_omitted(&mut self, turns: usize) {
+        self.turns_omitted += turns;
+    }
+
+    /// The cached count of a record, or its conversion and computed count.
+    fn count(&mut self, record: &ItemRecord) -> (u32, Option<Vec<ResponseItem>>) {
+        if let Some(count) = record.token_count {
+            return (count, None);
+        }
+        let mut items = Vec::new();
+        convert(record, self.options.reasoning_ids, &mut items);
+        let count = items
+            .iter()
+            .map(count_input_item)
+            .fold(0, u32::saturating_add);
+        // A count is worth caching only when the record can no longer
+        // change, and when it does not depend on the policy (an omitted
+        // reasoning item counts 0 here but not under `Preserve`).
+        if record.envelope.status.is_terminal() && (count > 0 || !is_reasoning(record)) {
+            self.computed_token_counts
+                .push((record.item.id().to_owned(), count));
+        }
+        (count, Some(items))
+    }
+
+    /// The view: the chosen records converted in chronological order, then
+    /// sanitized (see `sanitize.rs`).
+    pub fn finish(self) -> LlmView {
+        let turns_included = self.turns.len();
+        let mut input = Vec::new();
+        for turn in self.turns.into_iter().rev() {
+            for (record, items) in turn.into_iter().rev() {
+                match items {
+                    Some(items) => input.extend(items),
+                    None => convert(record.borrow(), self.options.reasoning_ids, &mut input),
+                }
+            }
+        }
+        sanitize::sanitize(&mut input);
+        LlmView {
+            input,
+            total_tokens: self.total_tokens,
+            turns_included,
+            turns_omitted: self.turns_omitted,
+            computed_token_counts: self.computed_token_counts,
+        }
+    }
+}
+
+/// Packs `records` (in ordinal order), all in memory.
+pub(super) fn pack(records: &[ItemRecord], options: &LlmViewOptions) -> LlmView {
+    let mut packer = Packer::new(options.clone());
     let mut end = records.len();
     while end > 0 {
         let turn_id = records[end - 1].turn_id.as_str();
@@ -42,75 +177,27 @@ pub(super) fn pack<'a>(records: &'a [ItemRecord], options: &LlmViewOptions) -> P
         while start > 0 && records[start - 1].turn_id == turn_id {
             start -= 1;
         }
-        let turn = &records[start..end];
+        let offered = packer.offer(&records[start..end]);
         end = start;
-
-        let mut chosen = Vec::new();
-        let mut tokens = 0usize;
-        let mut reached_cut = false;
-        for record in turn.iter().rev().filter(|record| in_view(record)) {
-            let (count, items) = match record.token_count {
-                Some(count) => (count, None),
-                None => {
-                    let mut items = Vec::new();
-                    convert(record, options.reasoning_ids, &mut items);
-                    let count = items
-                        .iter()
-                        .map(count_input_item)
-                        .fold(0, u32::saturating_add);
-                    // A count is worth caching only when the record can no
-                    // longer change, and when it does not depend on the
-                    // policy (an omitted reasoning item counts 0 here but
-                    // not under `Preserve`).
-                    if record.envelope.status.is_terminal() && (count > 0 || !is_reasoning(record))
-                    {
-                        packed
-                            .computed_token_counts
-                            .push((record.item.id().to_owned(), count));
-                    }
-                    (count, Some(items))
-                }
-            };
-            tokens += count as usize;
-            chosen.push((record, items));
-            if is_cut_point(record) {
-                reached_cut = true;
-                break;
-            }
-        }
-
-        if !chosen.is_empty() {
-            // The newest turn is the one in flight: without it the request
-            // makes no sense, so it goes in whatever it costs.
-            let newest = packed.turns.is_empty();
-            let fits = options
-                .token_budget
-                .is_none_or(|budget| packed.total_tokens + tokens <= budget);
-            if newest || fits {
-                packed.total_tokens += tokens;
-                packed.turns.push(chosen);
-            } else {
-                // Every older turn is omitted too, so that history stays
-                // contiguous; they are only counted, back to where the view
-                // starts.
-                packed.turns_omitted += 1;
-                if !reached_cut {
-                    packed.turns_omitted += count_turns(&records[..end]);
+        match offered {
+            Offered::Taken => {}
+            Offered::Cut => break,
+            Offered::Full { count_older } => {
+                if count_older {
+                    packer.add_omitted(count_turns(&records[..end]));
                 }
                 break;
             }
-        }
-        if reached_cut {
-            break;
         }
     }
-    packed
+    packer.finish()
 }
 
-/// The turns of `records` in the view, back to the compaction where the
-/// view starts. One flat pass that touches each record once: on a long
-/// thread this is most of the work of a view whose counts are cached.
-fn count_turns(records: &[ItemRecord]) -> usize {
+/// The turns of `records` (in ordinal order) in the view, back to the
+/// latest finished compaction, which counts. One flat pass that touches
+/// each record once: on a long thread in memory this is most of the work
+/// of a view whose counts are cached.
+pub fn count_turns(records: &[ItemRecord]) -> usize {
     let mut turns = 0;
     let mut current: Option<&str> = None;
     for record in records.iter().rev().filter(|record| in_view(record)) {

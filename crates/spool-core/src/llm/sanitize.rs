@@ -16,45 +16,65 @@
 
 use std::collections::HashMap;
 
+use serde_json::Value;
 use spool_protocol::responses::{KnownResponseItem, ResponseItem};
 
-/// Which half of a tool exchange an item is.
-enum Side<'a> {
+/// Which half of a tool exchange an input item is, with its `call_id`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolSide<'a> {
     Call(&'a str),
     Output(&'a str),
 }
 
-const CALL_TYPES: &[&str] = &["function_call", "custom_tool_call", "local_shell_call"];
+/// Calls that the API requires to be answered by the output type at the
+/// same position in [`OUTPUT_TYPES`] before the next request.
+const CALL_TYPES: &[&str] = &[
+    "function_call",
+    "custom_tool_call",
+    "local_shell_call",
+    "computer_call",
+    "shell_call",
+    "apply_patch_call",
+];
 const OUTPUT_TYPES: &[&str] = &[
     "function_call_output",
     "custom_tool_call_output",
     "local_shell_call_output",
+    "computer_call_output",
+    "shell_call_output",
+    "apply_patch_call_output",
 ];
 
-fn side(item: &ResponseItem) -> Option<Side<'_>> {
+/// The side of a tool exchange an input item in JSON is: a call or an
+/// output by its `type`, tied together by `call_id`. Shared with the
+/// Session API, whose windows must not start with an output whose call
+/// they left out.
+pub fn tool_side(value: &Value) -> Option<ToolSide<'_>> {
+    let kind = value.get("type")?.as_str()?;
+    let call_id = value.get("call_id")?.as_str()?;
+    if CALL_TYPES.contains(&kind) {
+        Some(ToolSide::Call(call_id))
+    } else if OUTPUT_TYPES.contains(&kind) {
+        Some(ToolSide::Output(call_id))
+    } else {
+        None
+    }
+}
+
+fn side(item: &ResponseItem) -> Option<ToolSide<'_>> {
     match item {
         ResponseItem::Known(KnownResponseItem::FunctionCall { call_id, .. }) => {
-            Some(Side::Call(call_id))
+            Some(ToolSide::Call(call_id))
         }
         ResponseItem::Known(KnownResponseItem::FunctionCallOutput { call_id, .. }) => {
-            Some(Side::Output(call_id))
+            Some(ToolSide::Output(call_id))
         }
         ResponseItem::Known(
             KnownResponseItem::Message { .. }
             | KnownResponseItem::Reasoning { .. }
             | KnownResponseItem::WebSearchCall { .. },
         ) => None,
-        ResponseItem::Other(value) => {
-            let kind = value.get("type")?.as_str()?;
-            let call_id = value.get("call_id")?.as_str()?;
-            if CALL_TYPES.contains(&kind) {
-                Some(Side::Call(call_id))
-            } else if OUTPUT_TYPES.contains(&kind) {
-                Some(Side::Output(call_id))
-            } else {
-                None
-            }
-        }
+        ResponseItem::Other(value) => tool_side(value),
     }
 }
 
@@ -104,7 +124,17 @@ fn follows_reasoning(item: &ResponseItem) -> bool {
         ResponseItem::Known(
             KnownResponseItem::FunctionCallOutput { .. } | KnownResponseItem::Reasoning { .. },
         ) => false,
-        ResponseItem::Other(_) => matches!(side(item), Some(Side::Call(_))),
+        // Raw items (the Session API's, or kinds spool does not model): an
+        // assistant message (typed or the short `{"role", "content"}`
+        // form) or any hosted or client tool call (`*_call`).
+        ResponseItem::Other(value) => {
+            let kind = value.get("type").and_then(Value::as_str);
+            let role = value.get("role").and_then(Value::as_str);
+            match kind {
+                None | Some("message") => role == Some("assistant"),
+                Some(kind) => kind.ends_with("_call"),
+            }
+        }
     }
 }
 
@@ -116,14 +146,14 @@ pub(crate) fn sanitize(input: &mut Vec<ResponseItem>) {
         let mut open: HashMap<&str, usize> = HashMap::new();
         for (index, item) in input.iter().enumerate() {
             match side(item) {
-                Some(Side::Call(call_id)) => {
+                Some(ToolSide::Call(call_id)) => {
                     // A new call with the id of one still unanswered: the
                     // earlier one will never get its output.
                     if let Some(unanswered) = open.insert(call_id, index) {
                         keep[unanswered] = false;
                     }
                 }
-                Some(Side::Output(call_id)) => keep[index] = open.remove(call_id).is_some(),
+                Some(ToolSide::Output(call_id)) => keep[index] = open.remove(call_id).is_some(),
                 None => {}
             }
         }

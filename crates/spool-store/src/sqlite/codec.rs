@@ -6,6 +6,8 @@ use rusqlite::Row;
 use rusqlite::types::ValueRef;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
+use spool_core::llm::INPUT_ITEM_KEY;
 use spool_core::{ItemRecord, TurnRecord};
 use spool_protocol::{
     HistoryMode, ItemEnvelope, ItemStatus, ServerNotification, Thread, ThreadEvent, ThreadItem,
@@ -18,7 +20,7 @@ use crate::types::ThreadRecord;
 /// Columns [`decode_item`] reads, in order (a macro so SQL can `concat!` it).
 macro_rules! item_columns {
     () => {
-        "seq, item_id, turn_id, ordinal, item, envelope, token_count"
+        "seq, item_id, turn_id, ordinal, item, envelope, token_count, input_item"
     };
 }
 /// Columns [`decode_turn`] reads, in order.
@@ -154,7 +156,10 @@ pub(crate) fn decode_item(row: &Row<'_>, thread_id: &str) -> Result<ItemRecord, 
         let cause = format!("the item JSON has id {:?}", item.id());
         return Err(cx.corrupt("item", cause));
     }
-    let envelope: ItemEnvelope = cx.json(row, 5, "envelope")?;
+    let mut envelope: ItemEnvelope = cx.json(row, 5, "envelope")?;
+    if let Some(input_item) = cx.opt_json::<Value>(row, 7, "input_item")? {
+        join_input_item(&mut envelope, input_item);
+    }
     let token_count = match cx.opt_int(row, 6, "token_count")? {
         Some(count) => Some(u32::try_from(count).map_err(|e| cx.corrupt("token_count", e))?),
         None => None,
@@ -167,6 +172,32 @@ pub(crate) fn decode_item(row: &Row<'_>, thread_id: &str) -> Result<ItemRecord, 
         item,
         envelope,
         token_count,
+    })
+}
+
+/// The raw input item of an item row (see [`item_columns`]), if it has
+/// one. Only that column is decoded; the seq and item id are read only to
+/// name the row in an error.
+pub(crate) fn decode_input_item(
+    row: &Row<'_>,
+    thread_id: &str,
+) -> Result<Option<Value>, StoreError> {
+    let cx = RowContext {
+        table: "items",
+        thread_id,
+        seq: None,
+        item_id: None,
+    };
+    let Some(text) = cx.opt_text(row, 7, "input_item")? else {
+        return Ok(None);
+    };
+    serde_json::from_str(text).map(Some).map_err(|cause| {
+        let cx = RowContext {
+            seq: cx.unsigned(row, 0, "seq").ok(),
+            item_id: cx.text(row, 1, "item_id").ok(),
+            ..cx
+        };
+        cx.corrupt("input_item", cause)
     })
 }
 
@@ -261,6 +292,46 @@ pub(crate) fn decode_event(row: &Row<'_>, thread_id: &str) -> Result<ThreadEvent
         at_ms,
         payload,
     })
+}
+
+/// The JSON of an item's envelope and, apart, of its raw input item
+/// (`providerData.inputItem`), which has a column of its own so session
+/// reads decode only that; [`join_input_item`] puts it back.
+pub(crate) fn encode_envelope(
+    envelope: &ItemEnvelope,
+) -> Result<(String, Option<String>), StoreError> {
+    let input_item = envelope
+        .provider_data
+        .as_ref()
+        .and_then(|data| data.get(INPUT_ITEM_KEY));
+    let Some(input_item) = input_item else {
+        return Ok((encode("item envelope", envelope)?, None));
+    };
+    let input_json = encode("raw input item", input_item)?;
+    let mut rest = envelope.clone();
+    if let Some(Value::Object(data)) = &mut rest.provider_data {
+        data.shift_remove(INPUT_ITEM_KEY);
+        if data.is_empty() {
+            rest.provider_data = None;
+        }
+    }
+    Ok((encode("item envelope", &rest)?, Some(input_json)))
+}
+
+/// Puts a raw input item read from its column back where it came from.
+fn join_input_item(envelope: &mut ItemEnvelope, input_item: Value) {
+    match &mut envelope.provider_data {
+        Some(Value::Object(data)) => {
+            data.insert(INPUT_ITEM_KEY.to_owned(), input_item);
+        }
+        // `encode_envelope` splits only object payloads, so a row with a
+        // raw item has an object or nothing here.
+        Some(_) | None => {
+            let mut data = serde_json::Map::new();
+            data.insert(INPUT_ITEM_KEY.to_owned(), input_item);
+            envelope.provider_data = Some(Value::Object(data));
+        }
+    }
 }
 
 /// JSON text of a value to store.

@@ -2,18 +2,19 @@
 //! of reader connections, over a WAL-mode file.
 
 mod codec;
+mod input_read;
+mod llm_read;
 mod reads;
 pub(crate) mod schema;
 mod writer;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::Sender;
 use std::thread::JoinHandle;
 
 use rusqlite::Connection;
-use spool_core::llm::{LlmView, LlmViewOptions, llm_view};
+use spool_core::llm::{LlmView, LlmViewOptions};
 use spool_core::views::select;
 use spool_core::{ItemRecord, ThreadReducer, TurnRecord, View};
 use spool_protocol::{
@@ -22,13 +23,13 @@ use spool_protocol::{
 use tokio::sync::oneshot;
 
 use self::reads::ReaderPool;
-use self::writer::{Incoming, Request, TokenCount, now_ms};
+use self::writer::{Incoming, Request, now_ms};
 use crate::Store;
 use crate::error::StoreError;
 use crate::options::StoreOptions;
 use crate::recovery;
 use crate::sqlite::codec::encode;
-use crate::types::{Appended, NewThread, ThreadListQuery, ThreadPage, ThreadRecord};
+use crate::types::{Appended, InputItems, NewThread, ThreadListQuery, ThreadPage, ThreadRecord};
 
 /// The SQLite store. Cheap to clone: clones share the writer and readers.
 /// The writer stops, after committing what it accepted, when [`Store::close`]
@@ -213,28 +214,6 @@ fn keep_view(records: Vec<ItemRecord>, view: View) -> Vec<ItemRecord> {
     }
 }
 
-/// The token counts the view computed, each tied to the seq of the item it
-/// was computed for, so a count never outlives a change of its item.
-fn counts_to_cache(records: &[ItemRecord], view: &LlmView) -> Vec<TokenCount> {
-    if view.computed_token_counts.is_empty() {
-        return Vec::new();
-    }
-    let seqs: HashMap<&str, u64> = records
-        .iter()
-        .map(|record| (record.item.id(), record.seq))
-        .collect();
-    view.computed_token_counts
-        .iter()
-        .filter_map(|(item_id, token_count)| {
-            seqs.get(item_id.as_str()).map(|&seq| TokenCount {
-                item_id: item_id.clone(),
-                seq,
-                token_count: *token_count,
-            })
-        })
-        .collect()
-}
-
 impl Store for SqliteStore {
     async fn create_thread(&self, new: NewThread) -> Result<ThreadRecord, StoreError> {
         let created_at_ms = now_ms();
@@ -331,16 +310,10 @@ impl Store for SqliteStore {
     ) -> Result<LlmView, StoreError> {
         // Reading and packing (which may count tokens) both run off the
         // async runtime.
+        let id = thread_id.to_owned();
         let (view, counts) = self
-            .read_thread_rows(thread_id, move |conn, id| {
-                let records = reads::read_items(conn, id, false)?;
-                let view = llm_view(&records, &options);
-                let counts = counts_to_cache(&records, &view);
-                Ok(vec![(view, counts)])
-            })
-            .await?
-            .pop()
-            .ok_or_else(|| StoreError::UnknownThread(thread_id.to_owned()))?;
+            .read(move |conn| llm_read::read_llm_view(conn, &id, options))
+            .await?;
         if !counts.is_empty() {
             // A cache, so fire and forget: committed with the next batch.
             self.send(Request::CacheTokenCounts {
@@ -369,6 +342,33 @@ impl Store for SqliteStore {
     async fn reducer(&self, thread_id: &str) -> Result<ThreadReducer, StoreError> {
         let thread_id = thread_id.to_owned();
         self.read(move |conn| reads::read_reducer(conn, &thread_id))
+            .await
+    }
+
+    async fn input_items(
+        &self,
+        thread_id: &str,
+        limit: Option<usize>,
+    ) -> Result<InputItems, StoreError> {
+        match limit {
+            // A small window reads a few dozen rows in tens of microseconds:
+            // less than the hop to a blocking thread and back, so it runs
+            // here (a WAL reader does not wait for the writer).
+            Some(limit) if limit <= input_read::INLINE_LIMIT => self
+                .inner
+                .readers
+                .with(|conn| input_read::read_input_items(conn, thread_id, Some(limit))),
+            Some(_) | None => {
+                let thread_id = thread_id.to_owned();
+                self.read(move |conn| input_read::read_input_items(conn, &thread_id, limit))
+                    .await
+            }
+        }
+    }
+
+    async fn pop_item(&self, thread_id: &str) -> Result<Option<ItemRecord>, StoreError> {
+        let thread_id = thread_id.to_owned();
+        self.ask(|reply| Request::PopNewest { thread_id, reply })
             .await
     }
 }

@@ -8,6 +8,7 @@
 
 use std::path::Path;
 
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::error::StoreError;
@@ -19,10 +20,16 @@ struct Migration {
     sql: &'static str,
 }
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    sql: V1_LOG_AND_PROJECTIONS,
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        sql: V1_LOG_AND_PROJECTIONS,
+    },
+    Migration {
+        version: 2,
+        sql: V2_SESSION_AND_NEWEST_FIRST_READS,
+    },
+];
 
 /// The schema version this build writes (the number of migrations).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -101,6 +108,43 @@ CREATE UNIQUE INDEX items_by_ordinal ON items (thread_id, ordinal);
 CREATE INDEX items_open ON items (thread_id) WHERE status = 'inProgress';
 ";
 
+/// Version 2: what the Session API and newest-first reads of the model
+/// view need.
+///
+/// - `items.input_item`: the raw Responses input item of an item added
+///   through the Session API (its `envelope.providerData.inputItem`, moved
+///   out of the envelope JSON so a session read decodes only that).
+/// - `items.llm`: 1 if the item is in the model's view
+///   (`spool_core::llm::in_view`), so model and session reads skip the
+///   rest without decoding it. Filled here with the rule as of this
+///   version (model audience and a kind that becomes model input).
+/// - `turns.view_rank`: how many turns up to and including this one have
+///   an item in the model's view, so a view that stops reading at its
+///   budget counts the turns it left out with two lookups instead of a
+///   scan of the whole thread.
+/// - `items_compactions`: finds the latest compaction (where the model's
+///   view starts) without scanning.
+const V2_SESSION_AND_NEWEST_FIRST_READS: &str = "
+ALTER TABLE items ADD COLUMN input_item TEXT;
+ALTER TABLE items ADD COLUMN llm INTEGER NOT NULL DEFAULT 0;
+UPDATE items SET llm = (json_extract(envelope, '$.audience.llm') IS 1 AND kind IN (
+    'userMessage', 'agentMessage', 'reasoning', 'plan', 'commandExecution', 'fileChange',
+    'mcpToolCall', 'dynamicToolCall', 'webSearch', 'contextCompaction', 'functionCall',
+    'handoff', 'context'));
+CREATE INDEX items_compactions ON items (thread_id, ordinal) WHERE kind = 'contextCompaction';
+
+ALTER TABLE turns ADD COLUMN view_rank INTEGER NOT NULL DEFAULT 0;
+UPDATE turns SET view_rank = ranked.view_rank FROM (
+    SELECT t.thread_id, t.turn_id,
+           sum(coalesce(h.has_llm, 0)) OVER (PARTITION BY t.thread_id ORDER BY t.ordinal)
+               AS view_rank
+    FROM turns t LEFT JOIN (
+        SELECT thread_id, turn_id, max(llm) AS has_llm FROM items GROUP BY thread_id, turn_id
+    ) h ON h.thread_id = t.thread_id AND h.turn_id = t.turn_id
+) AS ranked
+WHERE turns.thread_id = ranked.thread_id AND turns.turn_id = ranked.turn_id;
+";
+
 /// Opens the writer's connection, sets it up and brings the schema up to
 /// date.
 pub(crate) fn open_writer(path: &Path, options: &StoreOptions) -> Result<Connection, StoreError> {
@@ -125,9 +169,13 @@ pub(crate) fn open_writer(path: &Path, options: &StoreOptions) -> Result<Connect
         .map_err(open_error)?;
     // The writer's statements are few and hot; keep them all prepared.
     conn.set_prepared_statement_cache_capacity(64);
+    keep_plans(&conn).map_err(open_error)?;
     migrate(&mut conn, path)?;
     Ok(conn)
 }
+
+/// How much of the file a reader maps into memory (see `open_reader`).
+const READER_MMAP_BYTES: i64 = 1 << 30;
 
 /// Opens a reader connection on an existing, migrated store.
 pub(crate) fn open_reader(path: &Path, options: &StoreOptions) -> Result<Connection, StoreError> {
@@ -145,8 +193,30 @@ pub(crate) fn open_reader(path: &Path, options: &StoreOptions) -> Result<Connect
     // file), but nothing but the writer may write.
     conn.pragma_update(None, "query_only", true)
         .map_err(open_error)?;
+    // Reads of a whole session or of a long thread's newest pages touch
+    // megabytes of item rows: through a memory map they are plain memory
+    // reads of the OS page cache instead of one `pread` per page, which
+    // halves the cost of reading 10,000 items. Address space, not memory;
+    // SQLite falls back to reads where mapping is unavailable.
+    conn.pragma_update(None, "mmap_size", READER_MMAP_BYTES)
+        .map_err(open_error)?;
     conn.set_prepared_statement_cache_capacity(32);
+    keep_plans(&conn).map_err(open_error)?;
     Ok(conn)
+}
+
+/// Makes prepared statements keep their plans whatever values are bound.
+///
+/// This SQLite is built with STAT4, under which a statement whose plan
+/// might depend on a bound value (here: every statement binding a thread
+/// id, because the `items` table has partial indexes) is marked expired at
+/// each new binding and re-prepared, parsing its SQL again, at its next
+/// step: a third of the cost of reading a session's newest 50 items. Plans
+/// here never depend on values (nothing runs ANALYZE), so the query
+/// planner stability guarantee costs nothing.
+fn keep_plans(conn: &Connection) -> rusqlite::Result<()> {
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+    Ok(())
 }
 
 /// The `user_version` of an open connection.

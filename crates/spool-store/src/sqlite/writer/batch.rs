@@ -9,10 +9,13 @@ use std::collections::HashMap;
 
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
+use spool_core::llm::in_view;
+
 use super::TokenCount;
+use super::rank::{TouchedTurns, update_view_ranks};
 use super::state::ThreadState;
 use crate::error::StoreError;
-use crate::sqlite::codec::{encode, sql_int};
+use crate::sqlite::codec::{encode, encode_envelope, sql_int};
 
 const INSERT_THREAD: &str = "INSERT INTO threads (id, name, preview, model_provider, model, \
      cwd, cli_version, history_mode, dev_mode, forked_from_id, archived, created_at_ms, \
@@ -37,10 +40,14 @@ const UPSERT_TURN: &str = "INSERT INTO turns (thread_id, turn_id, ordinal, seq, 
      token_usage = excluded.token_usage";
 
 const UPSERT_ITEM: &str = "INSERT INTO items (thread_id, item_id, turn_id, ordinal, seq, kind, \
-     status, item, envelope, token_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+     status, item, envelope, token_count, input_item, llm) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
      ON CONFLICT (thread_id, item_id) DO UPDATE SET seq = excluded.seq, \
      status = excluded.status, item = excluded.item, envelope = excluded.envelope, \
-     token_count = excluded.token_count";
+     token_count = excluded.token_count, input_item = excluded.input_item, llm = excluded.llm";
+
+const DELETE_ITEMS: &str = "DELETE FROM items WHERE thread_id = ?1";
+const DELETE_ITEM: &str = "DELETE FROM items WHERE thread_id = ?1 AND item_id = ?2";
 
 /// Only a count computed for the item as it still is may be cached: the
 /// seq guard drops counts for items that changed since they were read.
@@ -61,6 +68,15 @@ pub(super) fn write(
             write_thread(&tx, thread_id, state)?;
         }
     }
+    write_token_counts(&tx, token_counts)?;
+    tx.commit()?;
+    Ok(())
+}
+
+fn write_token_counts(
+    tx: &Connection,
+    token_counts: &[(String, Vec<TokenCount>)],
+) -> Result<(), StoreError> {
     if !token_counts.is_empty() {
         let mut stmt = tx.prepare_cached(CACHE_TOKEN_COUNT)?;
         for (thread_id, counts) in token_counts {
@@ -74,11 +90,12 @@ pub(super) fn write(
             }
         }
     }
-    tx.commit()?;
     Ok(())
 }
 
-fn write_thread(
+/// Writes the pending changes of one thread inside the caller's
+/// transaction.
+pub(super) fn write_thread(
     conn: &Connection,
     thread_id: &str,
     state: &mut ThreadState,
@@ -118,11 +135,13 @@ fn write_thread(
     }
 
     // Turns before items: an item row refers to its turn's row.
-    pending.dirty_turns.sort_unstable();
-    pending.dirty_turns.dedup();
+    let dirty = &mut pending.dirty;
+    dirty.turns.sort_unstable();
+    dirty.turns.dedup();
     let turns = state.reducer.turns();
+    let mut touched = TouchedTurns::default();
     let mut upsert_turn = conn.prepare_cached(UPSERT_TURN)?;
-    for &index in &pending.dirty_turns {
+    for &index in &dirty.turns {
         let turn = &turns[index];
         let error = turn
             .error
@@ -146,14 +165,28 @@ fn write_thread(
             turn.duration_ms,
             token_usage,
         ))?;
+        touched.add_ordinal(turn.ordinal);
     }
 
-    pending.dirty_items.sort_unstable();
-    pending.dirty_items.dedup();
+    // Deletions before upserts: an item started after a clear, or started
+    // again after its removal, must survive the deletion.
+    if dirty.cleared {
+        conn.prepare_cached(DELETE_ITEMS)?.execute((thread_id,))?;
+        touched.cleared = true;
+    }
+    let mut delete_item = conn.prepare_cached(DELETE_ITEM)?;
+    for removed in &dirty.removed {
+        delete_item.execute((thread_id, &removed.item_id))?;
+        touched.add_turn(&removed.turn_id);
+    }
+
+    dirty.items.sort_unstable();
+    dirty.items.dedup();
     let items = state.reducer.items();
     let mut upsert_item = conn.prepare_cached(UPSERT_ITEM)?;
-    for &index in &pending.dirty_items {
+    for &index in &dirty.items {
         let record = &items[index];
+        let (envelope, input_item) = encode_envelope(&record.envelope)?;
         upsert_item.execute((
             thread_id,
             record.item.id(),
@@ -163,10 +196,18 @@ fn write_thread(
             record.item.kind().as_str(),
             record.envelope.status.as_str(),
             encode("item", &record.item)?,
-            encode("item envelope", &record.envelope)?,
+            envelope,
             record.token_count,
+            input_item,
+            in_view(record),
         ))?;
+        if let Some(turn) = state.reducer.turn(&record.turn_id) {
+            touched.add_ordinal(turn.ordinal);
+        } else {
+            touched.add_turn(&record.turn_id);
+        }
     }
+    update_view_ranks(conn, thread_id, touched)?;
 
     let (set_name, name) = match &pending.name {
         Some(name) => (true, name.as_deref()),

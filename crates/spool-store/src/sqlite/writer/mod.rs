@@ -12,12 +12,19 @@
 //!   the next commit, which comes at the latest `delta_commit_delay` after
 //!   the first uncommitted one, or sooner with the next lifecycle event,
 //!   `flush`, or a full batch;
-//! - a refused append is answered at once with the refusal.
+//! - a refused append is answered at once with the refusal;
+//! - a pop (removal of a thread's newest item, see `pop.rs`) commits what
+//!   is pending first and then runs in a transaction of its own, because
+//!   choosing the item and logging its removal must happen under one write
+//!   lock.
 //!
 //! Order is preserved: events are committed in the order their seqs were
 //! assigned, and a commit covers everything assigned before it.
 
 mod batch;
+mod dirty;
+mod pop;
+mod rank;
 mod state;
 
 use std::collections::HashMap;
@@ -27,6 +34,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rusqlite::Connection;
+use spool_core::ItemRecord;
 use spool_protocol::ServerNotification;
 use tokio::sync::oneshot;
 
@@ -54,6 +62,12 @@ pub(crate) enum Request {
         thread_id: String,
         events: Vec<Incoming>,
         reply: Reply<Vec<Appended>>,
+    },
+    /// Removes the newest item in the model's view of the thread and
+    /// answers with it (`None`: the thread has no such item).
+    PopNewest {
+        thread_id: String,
+        reply: Reply<Option<ItemRecord>>,
     },
     CacheTokenCounts {
         thread_id: String,
@@ -190,7 +204,10 @@ impl Writer {
                 }
             }
             let overdue = self.deadline().is_some_and(|d| Instant::now() >= d);
-            if !self.batch.waiters.is_empty() || overdue {
+            // Token counts are committed at once too: nobody waits for
+            // them, but a model view read before they land counts again.
+            let counts = !self.batch.token_counts.is_empty();
+            if !self.batch.waiters.is_empty() || overdue || counts {
                 let _ = self.commit();
             }
         }
@@ -219,6 +236,9 @@ impl Writer {
                 events,
                 reply,
             } => self.append(thread_id, events, reply),
+            Request::PopNewest { thread_id, reply } => {
+                let _ = reply.send(self.pop_newest(&thread_id));
+            }
             Request::CacheTokenCounts { thread_id, counts } => {
                 if !counts.is_empty() {
                     self.batch.token_counts.push((thread_id, counts));
@@ -273,23 +293,32 @@ impl Writer {
     }
 
     fn append(&mut self, thread_id: String, events: Vec<Incoming>, reply: Reply<Vec<Appended>>) {
-        if !self.threads.contains_key(&thread_id) {
-            match ThreadState::load(&self.conn, &thread_id) {
-                Ok(Some(state)) => {
-                    self.threads.insert(thread_id.clone(), state);
-                }
-                Ok(None) => {
-                    let _ = reply.send(Err(StoreError::UnknownThread(thread_id)));
-                    return;
-                }
-                Err(error) => {
-                    let _ = reply.send(Err(error));
-                    return;
-                }
+        match self.accept(thread_id, events) {
+            // Lifecycle events are answered once committed.
+            Ok((appended, true)) => self.batch.waiters.push(Waiter::Append(reply, appended)),
+            Ok((appended, false)) => {
+                let _ = reply.send(Ok(appended));
+            }
+            Err(error) => {
+                let _ = reply.send(Err(error));
             }
         }
+    }
+
+    /// Checks an append and adds it to the batch; answers what was
+    /// appended and whether it holds a lifecycle event.
+    fn accept(
+        &mut self,
+        thread_id: String,
+        events: Vec<Incoming>,
+    ) -> Result<(Vec<Appended>, bool), StoreError> {
+        if !self.threads.contains_key(&thread_id) {
+            let state = ThreadState::load(&self.conn, &thread_id)?
+                .ok_or_else(|| StoreError::UnknownThread(thread_id.clone()))?;
+            self.threads.insert(thread_id.clone(), state);
+        }
         let Some(state) = self.threads.get_mut(&thread_id) else {
-            return; // inserted just above
+            return Err(StoreError::UnknownThread(thread_id)); // inserted just above
         };
         let was_clean = state.pending.is_empty();
         match state.append(&self.conn, &thread_id, events, now_ms()) {
@@ -301,16 +330,10 @@ impl Writer {
                     self.batch.events += accepted.logged;
                     self.batch.note_change();
                 }
-                if accepted.lifecycle {
-                    let waiter = Waiter::Append(reply, accepted.appended);
-                    self.batch.waiters.push(waiter);
-                } else {
-                    let _ = reply.send(Ok(accepted.appended));
-                }
+                Ok((accepted.appended, accepted.lifecycle))
             }
             Err(refusal) => {
                 tracing::debug!(%thread_id, error = %refusal.error, "append refused");
-                let _ = reply.send(Err(refusal.error));
                 if refusal.reducer_dirty
                     && let Err(error) = state.rebuild(&self.conn, &thread_id)
                 {
@@ -318,6 +341,7 @@ impl Writer {
                     self.fail_batch(Arc::new(error));
                     self.threads.remove(&thread_id);
                 }
+                Err(refusal.error)
             }
         }
     }

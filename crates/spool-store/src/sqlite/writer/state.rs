@@ -9,13 +9,13 @@
 //! turn gets the precise "terminal" refusal rather than "unknown".
 
 use rusqlite::{Connection, OptionalExtension};
-use spool_core::reducer::Change;
 use spool_core::{ReduceError, ThreadReducer};
 use spool_protocol::{
     ItemStatus, ServerNotification, ThreadEvent, ThreadItem, TurnStatus, UserInput,
 };
 
 use super::Incoming;
+use super::dirty::{self, ApplyError, Dirty, Failed};
 use crate::error::StoreError;
 use crate::sqlite::codec::{parse_item_status, parse_turn_status};
 use crate::sqlite::reads::{read_items, read_thread, read_turns};
@@ -40,10 +40,8 @@ pub(super) struct Pending {
     pub(super) created_at_ms: i64,
     /// Accepted events, in seq order.
     pub(super) events: Vec<PendingEvent>,
-    /// Indices into the reducer's items whose rows changed (may repeat).
-    pub(super) dirty_items: Vec<usize>,
-    /// Indices into the reducer's turns whose rows changed (may repeat).
-    pub(super) dirty_turns: Vec<usize>,
+    /// The projection rows to write or delete.
+    pub(super) dirty: Dirty,
     pub(super) name: Option<Option<String>>,
     pub(super) preview: Option<String>,
     pub(super) archived: bool,
@@ -82,13 +80,10 @@ pub(super) struct Refusal {
     pub(super) reducer_dirty: bool,
 }
 
-/// A checked event waiting for the rest of its append to be checked.
+/// A checked event waiting for the rest of its append to be checked. Its
+/// rows are already noted in `Pending::dirty` (a refusal rebuilds that).
 enum Staged {
-    Logged {
-        event: ThreadEvent,
-        json: String,
-        change: Change,
-    },
+    Logged { event: ThreadEvent, json: String },
     Transient(ServerNotification),
 }
 
@@ -182,18 +177,23 @@ impl ThreadState {
                 at_ms,
                 payload: notification,
             };
-            match self.reducer.apply(&event) {
-                Ok(change) => {
+            match dirty::apply(&mut self.reducer, &mut self.pending.dirty, conn, &event) {
+                Ok(()) => {
                     applied = true;
-                    staged.push(Staged::Logged {
-                        event,
-                        json,
-                        change,
-                    });
+                    staged.push(Staged::Logged { event, json });
                 }
-                Err(error) => {
-                    let error = self.refine(conn, thread_id, error);
-                    return Err(refusal(refused(error)));
+                Err(Failed {
+                    error,
+                    reducer_changed,
+                }) => {
+                    let error = match error {
+                        ApplyError::Refused(error) => refused(self.refine(conn, thread_id, error)),
+                        ApplyError::Store(error) => error,
+                    };
+                    return Err(Refusal {
+                        error,
+                        reducer_dirty: applied || reducer_changed,
+                    });
                 }
             }
         }
@@ -203,14 +203,10 @@ impl ThreadState {
             .into_iter()
             .map(|staged| match staged {
                 Staged::Transient(notification) => Appended::Transient(notification),
-                Staged::Logged {
-                    event,
-                    json,
-                    change,
-                } => {
+                Staged::Logged { event, json } => {
                     lifecycle |= !event.payload.is_delta();
                     logged += 1;
-                    self.record(&event, json, change);
+                    self.record(&event, json);
                     Appended::Logged(event)
                 }
             })
@@ -235,8 +231,7 @@ impl ThreadState {
             let turns = read_turns(conn, thread_id, true)?;
             ThreadReducer::from_parts(thread_id, thread.last_seq, items, turns)
         };
-        let mut dirty_items = Vec::new();
-        let mut dirty_turns = Vec::new();
+        let mut dirty = Dirty::default();
         for pending in &self.pending.events {
             if pending.seq <= reducer.last_seq() {
                 continue; // thread/started of a thread created in this batch
@@ -253,14 +248,15 @@ impl ThreadState {
                 at_ms: pending.at_ms,
                 payload,
             };
-            let change = reducer
-                .apply(&event)
-                .map_err(|e| lost(format!("pending seq {}: {e}", pending.seq)))?;
-            mark_dirty(change, &mut dirty_items, &mut dirty_turns);
+            if let Err(failed) = dirty::apply(&mut reducer, &mut dirty, conn, &event) {
+                return Err(match failed.error {
+                    ApplyError::Refused(e) => lost(format!("pending seq {}: {e}", pending.seq)),
+                    ApplyError::Store(error) => error,
+                });
+            }
         }
         self.reducer = reducer;
-        self.pending.dirty_items = dirty_items;
-        self.pending.dirty_turns = dirty_turns;
+        self.pending.dirty = dirty;
         Ok(())
     }
 
@@ -315,7 +311,8 @@ impl ThreadState {
     }
 
     /// A start of an item or turn that the reducer no longer holds but the
-    /// projection does.
+    /// projection does (and keeps: a row due for deletion in this batch
+    /// does not count).
     fn stored_duplicate(
         &self,
         conn: &Connection,
@@ -325,8 +322,8 @@ impl ThreadState {
         match notification {
             ServerNotification::ItemStarted(n) => {
                 let item_id = n.item.id();
-                if self.reducer.item(item_id).is_some() {
-                    return Ok(None); // the reducer itself refuses it
+                if self.reducer.item(item_id).is_some() || self.pending.dirty.row_deleted(item_id) {
+                    return Ok(None); // the reducer itself decides
                 }
                 let stored = stored_status(conn, STORED_ITEM_STATUS, thread_id, item_id)?;
                 Ok(stored.map(|_| ReduceError::DuplicateItem {
@@ -367,7 +364,9 @@ impl ThreadState {
     /// item or turn is stored but was dropped from the reducer as closed.
     fn refine(&self, conn: &Connection, thread_id: &str, error: ReduceError) -> ReduceError {
         let refined = match &error {
-            ReduceError::UnknownItem { method, item_id } => {
+            ReduceError::UnknownItem { method, item_id }
+                if !self.pending.dirty.row_deleted(item_id) =>
+            {
                 stored_status(conn, STORED_ITEM_STATUS, thread_id, item_id)
                     .ok()
                     .flatten()
@@ -401,9 +400,8 @@ impl ThreadState {
     }
 
     /// Notes an accepted event for the next commit.
-    fn record(&mut self, event: &ThreadEvent, json: String, change: Change) {
+    fn record(&mut self, event: &ThreadEvent, json: String) {
         let pending = &mut self.pending;
-        mark_dirty(change, &mut pending.dirty_items, &mut pending.dirty_turns);
         pending.updated_at_ms = event.at_ms;
         match &event.payload {
             ServerNotification::ItemStarted(n) if !self.has_preview => {
@@ -446,26 +444,6 @@ impl ThreadState {
             item_id: event.payload.item_id().map(str::to_owned),
             json,
         });
-    }
-}
-
-/// Adds what an event changed to the dirty lists; consecutive changes to
-/// the same row (a stream of deltas) are noted once.
-fn mark_dirty(change: Change, items: &mut Vec<usize>, turns: &mut Vec<usize>) {
-    match change {
-        Change::Item(index) => {
-            if items.last() != Some(&index) {
-                items.push(index);
-            }
-        }
-        Change::Turn(index) => {
-            if turns.last() != Some(&index) {
-                turns.push(index);
-            }
-        }
-        // INCOMPLETE (issue 3, Session API): item/removed and thread/cleared
-        // do not delete projection rows yet.
-        Change::Removed(_) | Change::Cleared | Change::Thread => {}
     }
 }
 

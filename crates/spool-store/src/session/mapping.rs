@@ -1,0 +1,237 @@
+//! A Responses API input item (raw JSON, as a Session API caller gives it)
+//! → the spool item it is filed as.
+//!
+//! The raw item itself is kept in `envelope.providerData.inputItem` and is
+//! what the session and the model view give back, exactly; the typed item
+//! is what clients, views and tools see of it, so it says what the raw
+//! item says, or says plainly that it is a raw item:
+//!
+//! | input item | item |
+//! |---|---|
+//! | message, role `user` | `userMessage` (text parts; images by URL or file id; other parts as bracketed text references) |
+//! | message, role `assistant` | `agentMessage` (its output text and refusals, concatenated; `phase` if given) |
+//! | message, role `system` or `developer` | `context` (its text) |
+//! | `reasoning` | `reasoning` (summary and content texts) |
+//! | `function_call` | `functionCall` (name, call id and arguments as given; no output: the output is an item of its own) |
+//! | `web_search_call` | `webSearch` (the action's query and action) |
+//! | anything else | `component` named after its `type` (or `role`), props = the raw item |
+//!
+//! `component` for the rest (tool outputs, hosted tool calls, item
+//! references, …): spool has no item kind with those semantics, and
+//! pretending one (a tool output filed as a tool call, say) would mislead
+//! every view that trusts the kind. A component is honestly "a piece of
+//! structured data with a name", which a UI can render; its audience
+//! includes the model, and the model view sends its raw item (a record
+//! with a raw input item is model input whatever its kind).
+
+use serde_json::Value;
+use spool_protocol::{
+    Audience, FunctionCallStatus, ImageDetail, MessagePhase, ThreadItem, UserInput, WebSearchAction,
+};
+
+/// The item a raw input item is filed as, with id `id`.
+pub(super) fn thread_item(id: String, raw: &Value) -> ThreadItem {
+    let kind = str_field(raw, "type");
+    let role = str_field(raw, "role");
+    match (kind, role) {
+        (None | Some("message"), Some("user")) => ThreadItem::UserMessage {
+            id,
+            client_id: None,
+            content: user_content(raw.get("content")),
+        },
+        (None | Some("message"), Some("assistant")) => ThreadItem::AgentMessage {
+            id,
+            text: text_of(raw.get("content")),
+            phase: str_field(raw, "phase").and_then(phase),
+            memory_citation: None,
+            delivery: None,
+            questions: None,
+        },
+        (None | Some("message"), Some("system" | "developer")) => ThreadItem::Context {
+            id,
+            text: text_of(raw.get("content")),
+        },
+        (Some("reasoning"), _) => ThreadItem::Reasoning {
+            id,
+            summary: texts(raw.get("summary")),
+            content: texts(raw.get("content")),
+        },
+        (Some("function_call"), _) => ThreadItem::FunctionCall {
+            id,
+            name: str_field(raw, "name").unwrap_or_default().to_owned(),
+            call_id: str_field(raw, "call_id").unwrap_or_default().to_owned(),
+            arguments: match raw.get("arguments") {
+                Some(Value::String(arguments)) => arguments.clone(),
+                Some(Value::Null) | None => String::new(),
+                Some(other) => other.to_string(),
+            },
+            status: match str_field(raw, "status") {
+                Some("in_progress") => FunctionCallStatus::InProgress,
+                Some("incomplete") => FunctionCallStatus::Failed,
+                Some(_) | None => FunctionCallStatus::Completed,
+            },
+            output: None,
+            duration_ms: None,
+        },
+        (Some("web_search_call"), _) => {
+            let action = raw.get("action");
+            ThreadItem::WebSearch {
+                id,
+                query: action
+                    .and_then(|action| str_field(action, "query"))
+                    .unwrap_or_default()
+                    .to_owned(),
+                action: action.map(web_search_action),
+                results: None,
+            }
+        }
+        (kind, role) => ThreadItem::Component {
+            id,
+            name: kind.or(role).unwrap_or("unknown").to_owned(),
+            props: raw.clone(),
+        },
+    }
+}
+
+/// Who sees an item filed from a raw input item: the model always (the
+/// caller stored it for the model), the client as the kind says.
+pub(super) fn audience(item: &ThreadItem) -> Audience {
+    Audience {
+        client: item.kind().default_audience().client,
+        llm: true,
+    }
+}
+
+/// Provenance agent: "user" for what the user said, otherwise unknown.
+pub(super) fn agent(item: &ThreadItem) -> &'static str {
+    match item {
+        ThreadItem::UserMessage { .. } => "user",
+        ThreadItem::AgentMessage { .. }
+        | ThreadItem::Reasoning { .. }
+        | ThreadItem::Plan { .. }
+        | ThreadItem::CommandExecution { .. }
+        | ThreadItem::FileChange { .. }
+        | ThreadItem::McpToolCall { .. }
+        | ThreadItem::DynamicToolCall { .. }
+        | ThreadItem::WebSearch { .. }
+        | ThreadItem::ImageView { .. }
+        | ThreadItem::EnteredReviewMode { .. }
+        | ThreadItem::ExitedReviewMode { .. }
+        | ThreadItem::ContextCompaction { .. }
+        | ThreadItem::FunctionCall { .. }
+        | ThreadItem::Handoff { .. }
+        | ThreadItem::Component { .. }
+        | ThreadItem::Container { .. }
+        | ThreadItem::Status { .. }
+        | ThreadItem::StateChange { .. }
+        | ThreadItem::ResourceChange { .. }
+        | ThreadItem::StepError { .. }
+        | ThreadItem::Error { .. }
+        | ThreadItem::Context { .. } => "",
+    }
+}
+
+fn str_field<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
+    value.get(key)?.as_str()
+}
+
+/// A message's content as user input: a string is one text part; a list
+/// keeps its text and image parts, and names the others in brackets.
+fn user_content(content: Option<&Value>) -> Vec<UserInput> {
+    match content {
+        Some(Value::String(text)) => vec![UserInput::text(text.clone())],
+        Some(Value::Array(parts)) => parts.iter().filter_map(user_part).collect(),
+        Some(_) | None => Vec::new(),
+    }
+}
+
+fn user_part(part: &Value) -> Option<UserInput> {
+    match str_field(part, "type") {
+        Some("input_text" | "output_text" | "text") => {
+            str_field(part, "text").map(|text| UserInput::text(text.to_owned()))
+        }
+        Some("input_image") => Some(UserInput::Image {
+            url: str_field(part, "image_url").map(str::to_owned),
+            file_id: str_field(part, "file_id").map(str::to_owned),
+            detail: str_field(part, "detail").and_then(image_detail),
+        }),
+        Some("input_file") => {
+            let name = str_field(part, "filename")
+                .or_else(|| str_field(part, "file_id"))
+                .or_else(|| str_field(part, "file_url"))
+                .unwrap_or("attached file");
+            Some(UserInput::text(format!("[file: {name}]")))
+        }
+        Some(other) => Some(UserInput::text(format!("[{other}]"))),
+        None => str_field(part, "text").map(|text| UserInput::text(text.to_owned())),
+    }
+}
+
+fn image_detail(detail: &str) -> Option<ImageDetail> {
+    match detail {
+        "auto" => Some(ImageDetail::Auto),
+        "low" => Some(ImageDetail::Low),
+        "high" => Some(ImageDetail::High),
+        "original" => Some(ImageDetail::Original),
+        _ => None,
+    }
+}
+
+fn phase(phase: &str) -> Option<MessagePhase> {
+    match phase {
+        "commentary" => Some(MessagePhase::Commentary),
+        "final_answer" => Some(MessagePhase::FinalAnswer),
+        _ => None,
+    }
+}
+
+/// The text a message's content holds: a string, or its parts' `text`
+/// (and `refusal`) values, concatenated.
+fn text_of(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|part| str_field(part, "text").or_else(|| str_field(part, "refusal")))
+            .collect(),
+        Some(_) | None => String::new(),
+    }
+}
+
+/// The `text` of each part of a list (reasoning summaries and contents).
+fn texts(parts: Option<&Value>) -> Vec<String> {
+    parts
+        .and_then(Value::as_array)
+        .map(|parts| {
+            parts
+                .iter()
+                .filter_map(|part| str_field(part, "text").map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The API's search action (snake_case `type`) as the item's action.
+fn web_search_action(action: &Value) -> WebSearchAction {
+    let text = |key| str_field(action, key).map(str::to_owned);
+    match str_field(action, "type") {
+        Some("search") => WebSearchAction::Search {
+            query: text("query"),
+            queries: action
+                .get("queries")
+                .and_then(Value::as_array)
+                .map(|queries| {
+                    queries
+                        .iter()
+                        .filter_map(|query| query.as_str().map(str::to_owned))
+                        .collect()
+                }),
+        },
+        Some("open_page") => WebSearchAction::OpenPage { url: text("url") },
+        Some("find_in_page") => WebSearchAction::FindInPage {
+            url: text("url"),
+            pattern: text("pattern"),
+        },
+        Some(_) | None => WebSearchAction::Other,
+    }
+}

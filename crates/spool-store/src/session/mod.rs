@@ -1,0 +1,208 @@
+//! The Session API (DESIGN §4, issue 3): conversation memory in the shape
+//! of the OpenAI Agents SDK's sessions, over spool's log.
+//!
+//! A session is a thread whose id is the session id. Its items are
+//! Responses API input items as JSON, kept exactly as given:
+//!
+//! - `add_items` appends one turn per call (`turn/started`, then
+//!   `item/started` + `item/completed` per item, then `turn/completed`) in
+//!   one `append`, which is one transaction. Each item is filed as the
+//!   closest spool item (`mapping.rs`) and carries the raw JSON in
+//!   `envelope.providerData.inputItem` (only on its completion: the start
+//!   announces the item, the completion is authoritative), which the store
+//!   keeps in a column of its own so reads decode only that.
+//! - `get_items` returns the raw items (items the runtime added to the
+//!   same thread come converted as the model view converts them).
+//! - `pop_item` logs `item/removed` and `clear` logs `thread/cleared`: the
+//!   log keeps the history, the projection drops the rows, and every view
+//!   follows. The store chooses the newest item and logs its removal in
+//!   one transaction of its single writer, so a pop is atomic.
+//!
+//! The session's items are the thread's items in the model's view; items
+//! only a UI sees (components the runtime added, say) are not among them.
+
+mod mapping;
+mod window;
+
+use serde_json::Value;
+use spool_core::ItemRecord;
+use spool_core::llm::{INPUT_ITEM_KEY, ReasoningIdPolicy, input_items, raw_input_item};
+use spool_protocol::{
+    ItemCompletedNotification, ItemEnvelope, ItemStartedNotification, ItemStatus, Provenance,
+    ServerNotification, ThreadClearedNotification, Turn, TurnCompletedNotification,
+    TurnStartedNotification, TurnStatus,
+};
+
+use crate::Store;
+use crate::error::StoreError;
+use crate::sqlite::SqliteStore;
+use crate::types::{InputItems, NewThread};
+
+/// The model provider recorded on threads a session creates: they are
+/// filled by the session's caller, not by a provider spool runs.
+const SESSION_PROVIDER: &str = "session";
+
+/// Conversation memory for one session id (see the module docs). Cheap to
+/// keep around; any number of sessions (and clones of the store) may use
+/// the same id at once.
+#[derive(Debug, Clone)]
+pub struct Session<S = SqliteStore> {
+    store: S,
+    id: String,
+}
+
+impl<S: Store> Session<S> {
+    /// Opens the session with this id, creating its thread if it does not
+    /// exist.
+    pub async fn open(store: S, session_id: &str) -> Result<Session<S>, StoreError> {
+        if store.thread(session_id).await?.is_none() {
+            let new = NewThread {
+                id: Some(session_id.to_owned()),
+                ..NewThread::new(SESSION_PROVIDER, "")
+            };
+            match store.create_thread(new).await {
+                // Someone else created it meanwhile: that is the session.
+                Ok(_) | Err(StoreError::ThreadExists(_)) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(Session {
+            store,
+            id: session_id.to_owned(),
+        })
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The latest `limit` items in chronological order (`None`: all,
+    /// `Some(0)`: none), exactly as they were added. A window that leaves
+    /// items out never holds a tool output (`function_call_output`, …)
+    /// whose call it left out: such an output is left out of the result,
+    /// never deleted (`get_items(None)` still has it).
+    pub async fn get_items(&self, limit: Option<usize>) -> Result<Vec<Value>, StoreError> {
+        if limit == Some(0) {
+            return Ok(Vec::new());
+        }
+        let InputItems { items, complete } = self.store.input_items(&self.id, limit).await?;
+        Ok(match complete {
+            true => items,
+            false => window::without_cut_outputs(items),
+        })
+    }
+
+    /// Adds the items as one turn, in one durable transaction (durable
+    /// when this returns, at the store's durability level). No items, no
+    /// turn.
+    pub async fn add_items(&self, items: Vec<Value>) -> Result<(), StoreError> {
+        if items.is_empty() {
+            return Ok(());
+        }
+        let notifications = turn_of(&self.id, items, now_ms());
+        self.store.append(&self.id, notifications).await?;
+        Ok(())
+    }
+
+    /// Atomically removes the newest item and returns it (`None` when the
+    /// session is empty), also against other handles on the same session.
+    pub async fn pop_item(&self) -> Result<Option<Value>, StoreError> {
+        let popped = self.store.pop_item(&self.id).await?;
+        popped.map(as_input_item).transpose()
+    }
+
+    /// Removes every item (logged as `thread/cleared`; the log keeps them).
+    pub async fn clear(&self) -> Result<(), StoreError> {
+        let cleared = ServerNotification::ThreadCleared(ThreadClearedNotification {
+            thread_id: self.id.clone(),
+        });
+        self.store.append(&self.id, vec![cleared]).await?;
+        Ok(())
+    }
+}
+
+/// The notifications of one `add_items` call: a turn holding the items.
+fn turn_of(thread_id: &str, items: Vec<Value>, now_ms: i64) -> Vec<ServerNotification> {
+    let turn_id = uuid::Uuid::now_v7().to_string();
+    let mut turn = Turn::new(turn_id.clone(), TurnStatus::InProgress);
+    turn.started_at = Some(now_ms.div_euclid(1000));
+    let mut notifications = Vec::with_capacity(items.len() * 2 + 2);
+    notifications.push(ServerNotification::TurnStarted(TurnStartedNotification {
+        thread_id: thread_id.to_owned(),
+        turn: turn.clone(),
+    }));
+    for raw in items {
+        let item = mapping::thread_item(uuid::Uuid::now_v7().to_string(), &raw);
+        let started = ItemEnvelope {
+            status: ItemStatus::InProgress,
+            started_at_ms: now_ms,
+            completed_at_ms: None,
+            provenance: Provenance {
+                agent: mapping::agent(&item).to_owned(),
+                ..Provenance::default()
+            },
+            audience: mapping::audience(&item),
+            provider_data: None,
+        };
+        let mut provider_data = serde_json::Map::new();
+        provider_data.insert(INPUT_ITEM_KEY.to_owned(), raw);
+        let completed = ItemEnvelope {
+            status: ItemStatus::Completed,
+            completed_at_ms: Some(now_ms),
+            provider_data: Some(Value::Object(provider_data)),
+            ..started.clone()
+        };
+        notifications.push(ServerNotification::ItemStarted(ItemStartedNotification {
+            item: item.clone(),
+            thread_id: thread_id.to_owned(),
+            turn_id: turn_id.clone(),
+            started_at_ms: now_ms,
+            envelope: Some(started),
+        }));
+        notifications.push(ServerNotification::ItemCompleted(
+            ItemCompletedNotification {
+                item,
+                thread_id: thread_id.to_owned(),
+                turn_id: turn_id.clone(),
+                completed_at_ms: now_ms,
+                envelope: Some(completed),
+            },
+        ));
+    }
+    turn.status = TurnStatus::Completed;
+    turn.completed_at = turn.started_at;
+    turn.duration_ms = Some(0);
+    notifications.push(ServerNotification::TurnCompleted(
+        TurnCompletedNotification {
+            thread_id: thread_id.to_owned(),
+            turn,
+        },
+    ));
+    notifications
+}
+
+/// Now, in unix milliseconds.
+fn now_ms() -> i64 {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A popped record as the session gives it back: its raw input item, or,
+/// for an item the runtime added, the last input item it converts to (a
+/// tool item's output; its call went with it), or as a last resort the
+/// spool item itself.
+fn as_input_item(record: ItemRecord) -> Result<Value, StoreError> {
+    if let Some(raw) = raw_input_item(&record) {
+        return Ok(raw.clone());
+    }
+    let encoded = match input_items(&record, ReasoningIdPolicy::Preserve).pop() {
+        Some(item) => serde_json::to_value(item),
+        None => serde_json::to_value(&record.item),
+    };
+    encoded.map_err(|source| StoreError::Encode {
+        what: "popped item",
+        source,
+    })
+}

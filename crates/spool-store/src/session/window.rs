@@ -1,0 +1,67 @@
+//! The window rule of `get_items(Some(n))`: a window that leaves older
+//! items out never holds a tool output whose call it left out.
+//!
+//! The model API rejects an output without its call, and a window cut
+//! between a call and its output (or between parallel calls and their
+//! outputs) would hand exactly that to a caller who sends the window on.
+//! Such outputs are left out of the window; they stay stored, and a wider
+//! window, or `get_items(None)`, still has them.
+//!
+//! Pairing follows the model view's rule (`spool_core::llm::tool_side`): an
+//! output belongs to a call with its `call_id` before it.
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+use spool_core::llm::{ToolSide, tool_side};
+
+/// `items` (a cut window, oldest first) without the outputs whose call is
+/// not in it.
+pub(super) fn without_cut_outputs(items: Vec<Value>) -> Vec<Value> {
+    let has_output = items
+        .iter()
+        .any(|item| matches!(tool_side(item), Some(ToolSide::Output(_))));
+    if !has_output {
+        // The common case: no set to build, nothing to move.
+        return items;
+    }
+    let mut calls: HashSet<String> = HashSet::new();
+    items
+        .into_iter()
+        .filter(|item| match tool_side(item) {
+            Some(ToolSide::Call(call_id)) => {
+                calls.insert(call_id.to_owned());
+                true
+            }
+            Some(ToolSide::Output(call_id)) => calls.contains(call_id),
+            None => true,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call(id: &str) -> Value {
+        json!({"type": "function_call", "call_id": id, "name": "f", "arguments": "{}"})
+    }
+
+    fn output(id: &str) -> Value {
+        json!({"type": "function_call_output", "call_id": id, "output": "ok"})
+    }
+
+    #[test]
+    fn outputs_of_calls_left_out_go_and_the_rest_stays() {
+        let user = json!({"role": "user", "content": "hi"});
+        // Parallel calls a and b; the window starts at b.
+        let window = vec![call("b"), output("a"), output("b"), user.clone()];
+        assert_eq!(
+            without_cut_outputs(window),
+            [call("b"), output("b"), user.clone()]
+        );
+        let window = vec![output("x"), user.clone()];
+        assert_eq!(without_cut_outputs(window), [user]);
+    }
+}

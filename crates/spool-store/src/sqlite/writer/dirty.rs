@@ -1,0 +1,207 @@
+//! Applying an event to a thread's reducer and noting which projection
+//! rows the next commit must write or delete.
+//!
+//! Rows are noted by their index in the reducer (cheap for a stream of
+//! deltas), so every change to the reducer's item list must keep the noted
+//! indices pointing at the same items: `item/removed` shifts the later ones
+//! down, `thread/cleared` empties the list, and restoring a compacted item
+//! (below) shifts the later ones up.
+//!
+//! The reducer of the writer holds only open items and a few recently
+//! closed ones (see `state.rs`). `item/removed` usually names a closed item
+//! it dropped, so that item is first read back from the `items` table and
+//! put back in the reducer, which then checks and applies the removal as
+//! it would on a full reducer. An item whose row is already due for
+//! deletion in this batch is not read back: for the reducer it is gone.
+
+use rusqlite::{Connection, OptionalExtension};
+use spool_core::reducer::Change;
+use spool_core::{ItemRecord, ReduceError, ThreadReducer};
+use spool_protocol::{ServerNotification, ThreadEvent};
+
+use crate::error::StoreError;
+use crate::sqlite::codec::{decode_item, item_columns};
+
+/// The projection rows one thread's next commit writes or deletes.
+#[derive(Debug, Default)]
+pub(in crate::sqlite) struct Dirty {
+    /// Indices into the reducer's items whose rows changed (may repeat).
+    pub(in crate::sqlite) items: Vec<usize>,
+    /// Indices into the reducer's turns whose rows changed (may repeat).
+    pub(in crate::sqlite) turns: Vec<usize>,
+    /// Items whose rows go (`item/removed`), in the order removed.
+    pub(in crate::sqlite) removed: Vec<RemovedItem>,
+    /// `thread/cleared`: every item row of the thread goes, before the rows
+    /// of items started after the clear are written.
+    pub(in crate::sqlite) cleared: bool,
+}
+
+#[derive(Debug)]
+pub(in crate::sqlite) struct RemovedItem {
+    pub(in crate::sqlite) item_id: String,
+    pub(in crate::sqlite) turn_id: String,
+}
+
+impl Dirty {
+    /// Whether the stored row of this item is due for deletion, so the
+    /// table no longer speaks for it.
+    pub(super) fn row_deleted(&self, item_id: &str) -> bool {
+        self.cleared
+            || self
+                .removed
+                .iter()
+                .any(|removed| removed.item_id == item_id)
+    }
+
+    fn note_item(&mut self, index: usize) {
+        // Consecutive changes to the same row (a stream of deltas) are
+        // noted once.
+        if self.items.last() != Some(&index) {
+            self.items.push(index);
+        }
+    }
+
+    fn note_turn(&mut self, index: usize) {
+        if self.turns.last() != Some(&index) {
+            self.turns.push(index);
+        }
+    }
+
+    /// An item was inserted into the reducer at `index`.
+    fn note_inserted(&mut self, index: usize) {
+        for noted in &mut self.items {
+            if *noted >= index {
+                *noted += 1;
+            }
+        }
+    }
+
+    /// The item at `index` left the reducer; its row goes.
+    fn note_removed(&mut self, index: usize, removed: RemovedItem) {
+        self.items.retain(|&noted| noted != index);
+        for noted in &mut self.items {
+            if *noted > index {
+                *noted -= 1;
+            }
+        }
+        self.removed.push(removed);
+    }
+
+    /// Every item left the reducer; every row goes.
+    fn note_cleared(&mut self) {
+        self.items.clear();
+        self.removed.clear();
+        self.cleared = true;
+    }
+}
+
+/// Why an event could not be applied.
+pub(super) enum ApplyError {
+    Refused(ReduceError),
+    /// Reading a compacted item back failed.
+    Store(StoreError),
+}
+
+/// A failed apply, and whether the reducer changed anyway (an item was
+/// read back before the reducer refused the event), so the caller must
+/// rebuild it.
+pub(super) struct Failed {
+    pub(super) error: ApplyError,
+    pub(super) reducer_changed: bool,
+}
+
+/// Checks and applies one event, noting the rows it changed in `dirty`.
+pub(super) fn apply(
+    reducer: &mut ThreadReducer,
+    dirty: &mut Dirty,
+    conn: &Connection,
+    event: &ThreadEvent,
+) -> Result<(), Failed> {
+    let mut reducer_changed = false;
+    // Where the removed item sits in the reducer, and its turn.
+    let mut removed_at = None;
+    let mut removed_turn = String::new();
+    if let ServerNotification::ItemRemoved(n) = &event.payload {
+        removed_turn.clone_from(&n.turn_id);
+        if reducer.item(&n.item_id).is_none() && !dirty.row_deleted(&n.item_id) {
+            let restored = restore(reducer, conn, &n.item_id).map_err(|error| Failed {
+                error: ApplyError::Store(error),
+                reducer_changed: false,
+            })?;
+            if let Some(index) = restored {
+                dirty.note_inserted(index);
+                reducer_changed = true;
+            }
+        }
+        removed_at = reducer
+            .item(&n.item_id)
+            .map(|record| position(reducer, record));
+    }
+    let change = reducer.apply(event).map_err(|error| Failed {
+        error: ApplyError::Refused(error),
+        reducer_changed,
+    })?;
+    match change {
+        Change::Item(index) => dirty.note_item(index),
+        Change::Turn(index) => dirty.note_turn(index),
+        Change::Removed(item_id) => {
+            // Only item/removed removes an item, so `removed_turn` is its
+            // turn (which the reducer checked).
+            let turn_id = removed_turn;
+            match removed_at {
+                Some(index) => dirty.note_removed(index, RemovedItem { item_id, turn_id }),
+                // The reducer accepted the removal of an item it did not
+                // hold: impossible, since it refuses unknown items. Noting
+                // the deletion is still right; only indices are unknown.
+                None => dirty.removed.push(RemovedItem { item_id, turn_id }),
+            }
+        }
+        Change::Cleared => dirty.note_cleared(),
+        Change::Thread => {}
+    }
+    Ok(())
+}
+
+/// The index of a record the reducer holds (its items are in ordinal
+/// order, ordinals unique).
+fn position(reducer: &ThreadReducer, record: &ItemRecord) -> usize {
+    reducer
+        .items()
+        .partition_point(|other| other.ordinal < record.ordinal)
+}
+
+const STORED_ITEM: &str = concat!(
+    "SELECT ",
+    item_columns!(),
+    " FROM items WHERE thread_id = ?1 AND item_id = ?2"
+);
+
+/// Reads a stored item back into the reducer, in its ordinal place;
+/// returns that index, or `None` if it is not stored.
+fn restore(
+    reducer: &mut ThreadReducer,
+    conn: &Connection,
+    item_id: &str,
+) -> Result<Option<usize>, StoreError> {
+    let thread_id = reducer.thread_id().to_owned();
+    let mut stmt = conn.prepare_cached(STORED_ITEM)?;
+    let record = stmt
+        .query_row((&thread_id, item_id), |row| {
+            Ok(decode_item(row, &thread_id))
+        })
+        .optional()?
+        .transpose()?;
+    let Some(record) = record else {
+        return Ok(None);
+    };
+    let mut items = reducer.items().to_vec();
+    let index = items.partition_point(|other| other.ordinal < record.ordinal);
+    items.insert(index, record);
+    *reducer = ThreadReducer::from_parts(
+        thread_id,
+        reducer.last_seq(),
+        items,
+        reducer.turns().to_vec(),
+    );
+    Ok(Some(index))
+}

@@ -1,0 +1,244 @@
+//! The model view of sessions (their raw items, paired) and the store's
+//! newest-first reading of the model view: it must give exactly what
+//! `spool_core::llm::llm_view` gives over all the records, including the
+//! count of turns left out (kept by `turns.view_rank`), through removals,
+//! clears, compactions and migration from schema version 1.
+
+mod common;
+mod session_support;
+
+use common::*;
+use serde_json::Value;
+use session_support::*;
+use spool_core::View;
+use spool_core::llm::{LlmView, LlmViewOptions, ReasoningIdPolicy, llm_view};
+use spool_protocol::{ItemRemovedNotification, ServerNotification, ThreadItem};
+use spool_store::{Session, SqliteStore, Store};
+
+async fn session(store: &SqliteStore, id: &str) -> Session {
+    Session::open(store.clone(), id)
+        .await
+        .expect("open session")
+}
+
+fn sent(view: &LlmView) -> Vec<Value> {
+    view.input
+        .iter()
+        .map(|item| serde_json::to_value(item).unwrap())
+        .collect()
+}
+
+fn budget(tokens: usize) -> LlmViewOptions {
+    LlmViewOptions {
+        token_budget: Some(tokens),
+        ..LlmViewOptions::default()
+    }
+}
+
+/// The store's view equals the in-memory view over every record.
+async fn assert_same_view(store: &SqliteStore, thread_id: &str, options: LlmViewOptions) {
+    let records = store.items(thread_id, View::All).await.unwrap();
+    let expected = llm_view(&records, &options);
+    let got = store.llm_view(thread_id, options.clone()).await.unwrap();
+    assert_eq!(got.input, expected.input, "{options:?}");
+    assert_eq!(
+        (got.total_tokens, got.turns_included, got.turns_omitted),
+        (
+            expected.total_tokens,
+            expected.turns_included,
+            expected.turns_omitted
+        ),
+        "{options:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_gets_the_raw_items_paired() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let s = session(&store, "conv-llm").await;
+    let items = every_shape();
+    s.add_items(items.clone()).await.unwrap();
+    let view = store
+        .llm_view("conv-llm", LlmViewOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(sent(&view), items);
+
+    // An output whose call is gone, and a call never answered, are not
+    // sent (the pairing rules); the session still has them.
+    s.add_items(vec![output("gone"), call("open"), user("next")])
+        .await
+        .unwrap();
+    let view = store
+        .llm_view("conv-llm", LlmViewOptions::default())
+        .await
+        .unwrap();
+    let mut expected = items.clone();
+    expected.push(user("next"));
+    assert_eq!(sent(&view), expected);
+    assert_eq!(s.get_items(None).await.unwrap().len(), items.len() + 3);
+
+    // Reasoning ids go under the omit policy, and only there.
+    let omit = LlmViewOptions {
+        reasoning_ids: ReasoningIdPolicy::Omit,
+        ..LlmViewOptions::default()
+    };
+    let view = store.llm_view("conv-llm", omit).await.unwrap();
+    let reasoning = sent(&view)
+        .into_iter()
+        .find(|item| item["type"] == "reasoning")
+        .unwrap();
+    assert!(reasoning.get("id").is_none());
+    assert_eq!(
+        reasoning["encrypted_content"],
+        items[4]["encrypted_content"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn newest_first_reading_matches_the_whole_thread_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let s = session(&store, "conv-budget").await;
+    // Turns of different sizes, some with tool exchanges.
+    for n in 0..60 {
+        let mut turn: Vec<Value> = (0..(n % 7 + 1)).map(|k| sdk_item(n * 10 + k)).collect();
+        if n % 5 == 0 {
+            turn.push(call(&format!("c{n}")));
+            turn.push(output(&format!("c{n}")));
+        }
+        s.add_items(turn).await.unwrap();
+    }
+    for tokens in [0, 50, 700, 3_000, 20_000, 1_000_000] {
+        assert_same_view(&store, "conv-budget", budget(tokens)).await;
+    }
+    assert_same_view(&store, "conv-budget", LlmViewOptions::default()).await;
+    // Counts are cached now; the views stay the same.
+    store.flush().await.unwrap();
+    let view = store.llm_view("conv-budget", budget(3_000)).await.unwrap();
+    assert!(view.computed_token_counts.is_empty());
+    assert!(view.turns_omitted > 0 && view.turns_included > 1);
+    assert_same_view(&store, "conv-budget", budget(3_000)).await;
+
+    // Removing items, old and new, keeps the counts of turns true: a turn
+    // emptied by removals no longer counts.
+    let records = store.items("conv-budget", View::All).await.unwrap();
+    let single_item_turn = records
+        .iter()
+        .find(|r| records.iter().filter(|o| o.turn_id == r.turn_id).count() == 1)
+        .unwrap();
+    let removals = [single_item_turn, &records[40], &records[41]]
+        .iter()
+        .map(|record| {
+            ServerNotification::ItemRemoved(ItemRemovedNotification {
+                thread_id: "conv-budget".into(),
+                turn_id: record.turn_id.clone(),
+                item_id: record.item.id().into(),
+            })
+        })
+        .collect();
+    store.append("conv-budget", removals).await.unwrap();
+    for _ in 0..5 {
+        s.pop_item().await.unwrap();
+    }
+    for tokens in [0, 700, 3_000, 20_000] {
+        assert_same_view(&store, "conv-budget", budget(tokens)).await;
+    }
+    s.clear().await.unwrap();
+    s.add_items(vec![user("after the clear")]).await.unwrap();
+    s.add_items(vec![sdk_item(1), sdk_item(2)]).await.unwrap();
+    for tokens in [0, 60, 20_000] {
+        assert_same_view(&store, "conv-budget", budget(tokens)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_view_starts_at_the_latest_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let t = new_thread(&store, false).await;
+    let s = session(&store, &t).await;
+    for n in 0..20 {
+        s.add_items(vec![sdk_item(2 * n), sdk_item(2 * n + 1)])
+            .await
+            .unwrap();
+    }
+    let compaction = ThreadItem::ContextCompaction {
+        id: "cc".into(),
+        summary: Some("the first twenty turns".into()),
+    };
+    store
+        .append(
+            &t,
+            vec![
+                turn_started(&t, "turn-cc"),
+                started(&t, "turn-cc", compaction.clone()),
+                completed(&t, "turn-cc", compaction),
+                turn_completed(&t, "turn-cc"),
+            ],
+        )
+        .await
+        .unwrap();
+    for n in 0..20 {
+        s.add_items(vec![sdk_item(2 * n), sdk_item(2 * n + 1)])
+            .await
+            .unwrap();
+    }
+    for tokens in [0, 500, 1_000, 1_500, 100_000] {
+        assert_same_view(&store, &t, budget(tokens)).await;
+    }
+    let view = store.llm_view(&t, LlmViewOptions::default()).await.unwrap();
+    assert_eq!(view.turns_included, 21);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_1_file_migrates_with_its_view_columns_filled() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = {
+        let store = open(dir.path());
+        let t = new_thread(&store, false).await;
+        for n in 0..30 {
+            let turn = format!("turn-{n}");
+            let mut events = vec![turn_started(&t, &turn)];
+            if n % 3 != 0 {
+                events.extend(streamed_message(
+                    &t,
+                    &turn,
+                    &format!("a{n}"),
+                    "hello there friend",
+                ));
+            }
+            events.push(turn_completed(&t, &turn));
+            store.append(&t, events).await.unwrap();
+        }
+        t
+    };
+    let expected = {
+        let store = open(dir.path());
+        let view = store.llm_view(&t, budget(60)).await.unwrap();
+        assert!(view.turns_omitted > 0);
+        view
+    };
+    // Take the file back to version 1.
+    raw(dir.path())
+        .execute_batch(
+            "DROP INDEX items_compactions;
+             ALTER TABLE items DROP COLUMN input_item;
+             ALTER TABLE items DROP COLUMN llm;
+             ALTER TABLE turns DROP COLUMN view_rank;
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
+    let store = open(dir.path());
+    let view = store.llm_view(&t, budget(60)).await.unwrap();
+    assert_eq!(
+        (view.input, view.turns_included, view.turns_omitted),
+        (
+            expected.input,
+            expected.turns_included,
+            expected.turns_omitted
+        )
+    );
+    assert_same_view(&store, &t, budget(60)).await;
+}
