@@ -27,6 +27,9 @@ pub enum Command {
     /// Inspect stored threads.
     #[command(subcommand)]
     Threads(ThreadsCommand),
+    /// Benchmarks (JSON on stdout).
+    #[command(subcommand)]
+    Bench(crate::commands::bench::BenchCommand),
 }
 
 #[derive(Debug, clap::Args)]

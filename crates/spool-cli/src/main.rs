@@ -42,11 +42,15 @@ fn main() -> ExitCode {
 }
 
 async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
-    let store_path = home::store_path(cli.store.clone())?;
-    let store = SqliteStore::open(&store_path, StoreOptions::default())
-        .map_err(|e| anyhow::anyhow!("cannot open the store {}: {e}", store_path.display()))?;
+    // Opened only by the commands that use it: benchmarks make their own.
+    let open_store = || -> anyhow::Result<SqliteStore> {
+        let store_path = home::store_path(cli.store.clone())?;
+        SqliteStore::open(&store_path, StoreOptions::default())
+            .map_err(|e| anyhow::anyhow!("cannot open the store {}: {e}", store_path.display()))
+    };
     match cli.command {
         Command::Run(args) => {
+            let store = open_store()?;
             let home = home::spool_home()?;
             let cwd = std::env::current_dir()?;
             let config = config::ConfigFile::load_layered(&home, &cwd)?;
@@ -55,7 +59,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             commands::run::run(store, chosen, args).await
         }
         Command::Threads(ThreadsCommand::List { limit, json }) => {
-            commands::threads::list(&store, limit, json).await?;
+            commands::threads::list(&open_store()?, limit, json).await?;
             Ok(0)
         }
         Command::Threads(ThreadsCommand::Show {
@@ -64,11 +68,15 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             tokens,
             json,
         }) => {
-            commands::threads::show(&store, &id, view.view(), tokens, json).await?;
+            commands::threads::show(&open_store()?, &id, view.view(), tokens, json).await?;
             Ok(0)
         }
         Command::Threads(ThreadsCommand::Events { id, after }) => {
-            commands::threads::events(&store, &id, after).await?;
+            commands::threads::events(&open_store()?, &id, after).await?;
+            Ok(0)
+        }
+        Command::Bench(command) => {
+            commands::bench::run(command).await?;
             Ok(0)
         }
     }

@@ -1,2 +1,3 @@
+pub mod bench;
 pub mod run;
 pub mod threads;

@@ -1,0 +1,68 @@
+//! `spool bench …` on the command line.
+
+use std::path::PathBuf;
+
+use clap::{Subcommand, ValueEnum};
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Time the store on the workloads of issue 3; JSON on stdout, progress
+    /// on stderr. Build with `--release` for numbers worth keeping.
+    Store(BenchStoreArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BenchStoreArgs {
+    /// Which workloads to run, comma-separated (default: all, a to h).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub workloads: Vec<WorkloadId>,
+    /// Runs per workload, each on a fresh store file; the median is reported.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
+    /// Tiny sizes, to check that every workload works (the numbers mean nothing).
+    #[arg(long)]
+    pub quick: bool,
+    /// Where the temporary store files go (default: the system temp dir).
+    /// Compare only numbers taken on the same filesystem.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}
+
+/// The workloads, named by their letter in issue 3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub enum WorkloadId {
+    A,
+    B,
+    C,
+    D,
+    E,
+    F,
+    G,
+    H,
+}
+
+impl WorkloadId {
+    pub const ALL: [WorkloadId; 8] = [
+        WorkloadId::A,
+        WorkloadId::B,
+        WorkloadId::C,
+        WorkloadId::D,
+        WorkloadId::E,
+        WorkloadId::F,
+        WorkloadId::G,
+        WorkloadId::H,
+    ];
+
+    pub fn letter(self) -> &'static str {
+        match self {
+            WorkloadId::A => "a",
+            WorkloadId::B => "b",
+            WorkloadId::C => "c",
+            WorkloadId::D => "d",
+            WorkloadId::E => "e",
+            WorkloadId::F => "f",
+            WorkloadId::G => "g",
+            WorkloadId::H => "h",
+        }
+    }
+}

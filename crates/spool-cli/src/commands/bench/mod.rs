@@ -1,0 +1,157 @@
+//! `spool bench store`: the store on the workloads of issue 3, each run on
+//! a fresh store file, the median of the runs reported as JSON on stdout
+//! (progress goes to stderr, so stdout can be piped to a file or `jq`).
+//!
+//! `bench/compare_agents_sdk.sh` runs (a)–(d) against the Agents SDK's
+//! `SQLiteSession` with the same items and sets the two side by side.
+
+mod args;
+mod floor;
+mod items;
+mod log_workloads;
+mod report;
+mod session_workloads;
+mod workloads;
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, ensure};
+use serde_json::Value;
+use spool_store::{Durability, SqliteStore, StoreOptions};
+
+pub use self::args::{BenchCommand, BenchStoreArgs, WorkloadId};
+use self::report::{ItemsInfo, Machine, Report, Settings, Target, WorkloadReport};
+use self::workloads::{Sample, Sizes, Spec};
+
+/// Issue 3 asks (a) to stay within this factor of the floor's (h) time.
+const FLOOR_FACTOR: f64 = 1.2;
+
+pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
+    match command {
+        BenchCommand::Store(args) => store(args).await,
+    }
+}
+
+async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
+    let sizes = if args.quick {
+        Sizes::QUICK
+    } else {
+        Sizes::FULL
+    };
+    let dir = args.dir.unwrap_or_else(std::env::temp_dir);
+    ensure!(dir.is_dir(), "--dir {}: not a directory", dir.display());
+    let mut selected = match args.workloads.is_empty() {
+        true => WorkloadId::ALL.to_vec(),
+        false => args.workloads,
+    };
+    selected.sort();
+    selected.dedup();
+    let runs = args.runs as usize;
+    let machine = Machine::probe();
+    if machine.build_profile == "debug" && !args.quick {
+        eprintln!("warning: this is a debug build; use --release for numbers worth keeping");
+    }
+
+    let items = items::items(sizes.items);
+    let mut reports = Vec::with_capacity(selected.len());
+    for id in selected {
+        let spec = Spec::new(id, &sizes);
+        eprintln!("({}) {}", id.letter(), spec.description());
+        let mut samples = Vec::with_capacity(runs);
+        for run in 1..=runs {
+            // A fresh directory, hence a fresh store file, for every run;
+            // removed when dropped, also on error.
+            let tmp = tempfile::Builder::new()
+                .prefix("spool-bench-")
+                .tempdir_in(&dir)
+                .with_context(|| format!("cannot create a directory in {}", dir.display()))?;
+            let sample = run_once(id, tmp.path(), &items, &sizes)
+                .await
+                .with_context(|| format!("workload ({}), run {run}", id.letter()))?;
+            eprintln!("    run {run}/{runs}: {:.3} s", sample.seconds);
+            samples.push(sample);
+        }
+        let report = spec.report(&samples);
+        eprintln!("    median: {}", headline(&report));
+        reports.push(report);
+    }
+
+    let a_vs_floor = match (find(&reports, "a"), find(&reports, "h")) {
+        (Some(a), Some(h)) => Some(Target::at_most(
+            FLOOR_FACTOR,
+            "x the floor's time",
+            a.median_s / h.median_s,
+        )),
+        _ => None,
+    };
+    let report = Report {
+        machine,
+        settings: Settings {
+            runs,
+            quick: args.quick,
+            dir: dir.display().to_string(),
+            durability: "full",
+        },
+        items: ItemsInfo {
+            count: items.len(),
+            fnv1a64: items::digest(&items),
+        },
+        workloads: reports,
+        a_vs_floor,
+    };
+    let mut stdout = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut stdout, &report)?;
+    writeln!(stdout)?;
+    Ok(())
+}
+
+/// One run of one workload in `dir`, a directory of its own.
+async fn run_once(
+    id: WorkloadId,
+    dir: &Path,
+    items: &[Value],
+    sizes: &Sizes,
+) -> anyhow::Result<Sample> {
+    match id {
+        WorkloadId::A => session_workloads::add(dir, items.to_vec(), 1).await,
+        WorkloadId::B => session_workloads::add(dir, items.to_vec(), sizes.batch).await,
+        WorkloadId::C => session_workloads::get_all(dir, items.to_vec(), sizes).await,
+        WorkloadId::D => session_workloads::get_tail(dir, items.to_vec(), sizes).await,
+        WorkloadId::E => session_workloads::concurrent(dir, sizes).await,
+        WorkloadId::F => log_workloads::deltas(dir, sizes).await,
+        WorkloadId::G => log_workloads::llm_view(dir, sizes).await,
+        WorkloadId::H => floor::floor(dir, items.to_vec()).await,
+    }
+}
+
+/// A fresh store in `dir` at the durability every workload uses.
+fn open_store(dir: &Path) -> anyhow::Result<SqliteStore> {
+    let options = StoreOptions {
+        durability: Durability::Full,
+        ..StoreOptions::default()
+    };
+    Ok(SqliteStore::open(dir.join("spool.db"), options)?)
+}
+
+fn find<'a>(reports: &'a [WorkloadReport], name: &str) -> Option<&'a WorkloadReport> {
+    reports.iter().find(|r| r.name == name)
+}
+
+fn headline(report: &WorkloadReport) -> String {
+    let target = match &report.target {
+        Some(t) => format!(
+            " (target {} {} {}: {})",
+            t.op,
+            t.value,
+            t.unit,
+            if t.holds { "holds" } else { "MISSED" }
+        ),
+        None => String::new(),
+    };
+    if report.value >= 100.0 {
+        format!("{:.0} {}{target}", report.value, report.unit)
+    } else {
+        format!("{:.3} {}{target}", report.value, report.unit)
+    }
+}

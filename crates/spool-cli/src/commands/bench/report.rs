@@ -1,0 +1,164 @@
+//! The JSON that `spool bench store` prints, and the arithmetic behind it.
+//!
+//! Every workload reports its raw run times, so a reader can judge the
+//! spread, and a headline `value` in the unit that fits it. `per_s` is always
+//! operations per second of the median run, which is what the compare script
+//! divides to get a speed ratio, whatever the headline unit.
+
+use serde::Serialize;
+
+/// The whole report.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub machine: Machine,
+    pub settings: Settings,
+    pub items: ItemsInfo,
+    pub workloads: Vec<WorkloadReport>,
+    /// (a) against the floor (h), when both ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub a_vs_floor: Option<Target>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Settings {
+    pub runs: usize,
+    pub quick: bool,
+    /// The directory each run's fresh store file is created under.
+    pub dir: String,
+    pub durability: &'static str,
+}
+
+/// Which items were stored, so the compare script can check the Python
+/// side used the very same ones.
+#[derive(Debug, Serialize)]
+pub struct ItemsInfo {
+    pub count: usize,
+    pub fnv1a64: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WorkloadReport {
+    pub name: &'static str,
+    pub description: String,
+    /// How many operations one run times, and what one operation is.
+    pub ops: usize,
+    pub op: &'static str,
+    /// Seconds of the timed part of each run, in the order they ran.
+    pub runs_s: Vec<f64>,
+    pub median_s: f64,
+    /// Operations per second of the median run.
+    pub per_s: f64,
+    /// The headline number and its unit (e.g. items/s, or ms for a latency).
+    pub value: f64,
+    pub unit: &'static str,
+    /// Untimed context worth seeing next to the number (e.g. the cold call
+    /// of (g)), by name.
+    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<Target>,
+}
+
+/// A target from issue 3 and whether this run met it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Target {
+    /// `>=` or `<=`.
+    pub op: &'static str,
+    pub value: f64,
+    pub unit: &'static str,
+    pub measured: f64,
+    pub holds: bool,
+}
+
+impl Target {
+    pub fn at_least(value: f64, unit: &'static str, measured: f64) -> Self {
+        Target {
+            op: ">=",
+            value,
+            unit,
+            measured,
+            holds: measured >= value,
+        }
+    }
+
+    pub fn at_most(value: f64, unit: &'static str, measured: f64) -> Self {
+        Target {
+            op: "<=",
+            value,
+            unit,
+            measured,
+            holds: measured <= value,
+        }
+    }
+}
+
+/// The median; for an even count, the mean of the middle two.
+pub fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => sorted[n / 2],
+        _ => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+/// What the numbers were measured on.
+#[derive(Debug, Serialize)]
+pub struct Machine {
+    pub cores: usize,
+    pub cpu: Option<String>,
+    pub os: String,
+    pub kernel: Option<String>,
+    pub arch: &'static str,
+    pub spool_version: &'static str,
+    /// `release` or `debug`: debug numbers are not worth comparing.
+    pub build_profile: &'static str,
+    pub sqlite_version: &'static str,
+}
+
+impl Machine {
+    pub fn probe() -> Self {
+        let os_release = std::fs::read_to_string("/etc/os-release").ok();
+        let pretty = os_release.as_deref().and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+                .map(|v| v.trim_matches('"').to_owned())
+        });
+        Machine {
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            cpu: std::fs::read_to_string("/proc/cpuinfo")
+                .ok()
+                .and_then(|text| {
+                    text.lines()
+                        .find_map(|l| l.strip_prefix("model name"))
+                        .map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned())
+                }),
+            os: pretty.unwrap_or_else(|| std::env::consts::OS.to_owned()),
+            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .ok()
+                .map(|v| v.trim().to_owned()),
+            arch: std::env::consts::ARCH,
+            spool_version: env!("CARGO_PKG_VERSION"),
+            build_profile: if cfg!(debug_assertions) {
+                "debug"
+            } else {
+                "release"
+            },
+            sqlite_version: rusqlite::version(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
+    }
+}

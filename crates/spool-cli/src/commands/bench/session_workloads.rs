@@ -1,0 +1,139 @@
+//! (a)–(e): the Session API, the one the Agents SDK's `SQLiteSession` is
+//! compared with. Every call's argument is built before the clock starts, so
+//! only the store is timed; after the clock stops, each workload checks that
+//! what it timed really happened.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::ensure;
+use serde_json::Value;
+use spool_store::{Session, SqliteStore, Store};
+use tokio::task::JoinSet;
+
+use super::open_store;
+use super::workloads::{Sample, Sizes};
+
+/// (a) and (b): `items` in calls of `per_call` items each.
+pub async fn add(dir: &Path, items: Vec<Value>, per_call: usize) -> anyhow::Result<Sample> {
+    let store = open_store(dir)?;
+    let session = Session::open(store.clone(), "bench").await?;
+    let count = items.len();
+    let calls = chunks(items, per_call);
+
+    let start = Instant::now();
+    for call in calls {
+        session.add_items(call).await?;
+    }
+    let sample = Sample::timed(start.elapsed());
+
+    let stored = session.get_items(None).await?.len();
+    ensure!(stored == count, "stored {stored} of {count} items");
+    store.close().await?;
+    Ok(sample)
+}
+
+/// (c): every item back, decoded.
+pub async fn get_all(dir: &Path, items: Vec<Value>, sizes: &Sizes) -> anyhow::Result<Sample> {
+    let store = open_store(dir)?;
+    let session = filled(&store, items, sizes.batch).await?;
+
+    let start = Instant::now();
+    let got = session.get_items(None).await?;
+    let sample = Sample::timed(start.elapsed());
+
+    ensure!(
+        got.len() == sizes.items,
+        "got {} of {} items",
+        got.len(),
+        sizes.items
+    );
+    drop(std::hint::black_box(got));
+    store.close().await?;
+    Ok(sample)
+}
+
+/// (d): the latest `tail_limit` items, `tail_calls` times.
+pub async fn get_tail(dir: &Path, items: Vec<Value>, sizes: &Sizes) -> anyhow::Result<Sample> {
+    let store = open_store(dir)?;
+    let expected_last = items.last().cloned();
+    let session = filled(&store, items, sizes.batch).await?;
+
+    let mut last = Vec::new();
+    let start = Instant::now();
+    for _ in 0..sizes.tail_calls {
+        last = std::hint::black_box(session.get_items(Some(sizes.tail_limit)).await?);
+    }
+    let sample = Sample::timed(start.elapsed());
+
+    ensure!(
+        last.len() == sizes.tail_limit.min(sizes.items),
+        "got {} items, asked for {}",
+        last.len(),
+        sizes.tail_limit
+    );
+    ensure!(
+        last.last() == expected_last.as_ref(),
+        "the newest item is not last"
+    );
+    store.close().await?;
+    Ok(sample)
+}
+
+/// (e): concurrent appenders, each on its own session of one shared store,
+/// every append single-item and durable: what group commit is for.
+pub async fn concurrent(dir: &Path, sizes: &Sizes) -> anyhow::Result<Sample> {
+    let store = open_store(dir)?;
+    let mut appenders = Vec::with_capacity(sizes.appenders);
+    for k in 0..sizes.appenders {
+        let session = Session::open(store.clone(), &format!("bench-{k}")).await?;
+        let first = k * sizes.appends_each;
+        let calls = chunks(super::items::items_in(first..first + sizes.appends_each), 1);
+        appenders.push((session, calls));
+    }
+
+    let start = Instant::now();
+    let mut tasks = JoinSet::new();
+    for (session, calls) in appenders {
+        tasks.spawn(async move {
+            for call in calls {
+                session.add_items(call).await?;
+            }
+            anyhow::Ok(session)
+        });
+    }
+    let mut sessions = Vec::with_capacity(sizes.appenders);
+    while let Some(done) = tasks.join_next().await {
+        sessions.push(done??);
+    }
+    let sample = Sample::timed(start.elapsed());
+
+    for session in &sessions {
+        let stored = session.get_items(None).await?.len();
+        ensure!(
+            stored == sizes.appends_each,
+            "a session stored {stored} items"
+        );
+    }
+    store.close().await?;
+    Ok(sample)
+}
+
+/// A session holding `items`, added `batch` at a time (untimed setup).
+async fn filled(store: &SqliteStore, items: Vec<Value>, batch: usize) -> anyhow::Result<Session> {
+    let session = Session::open(store.clone(), "bench").await?;
+    for call in chunks(items, batch) {
+        session.add_items(call).await?;
+    }
+    Ok(session)
+}
+
+/// `items` split into calls of `size` items, in order.
+fn chunks(items: Vec<Value>, size: usize) -> Vec<Vec<Value>> {
+    let mut calls = Vec::with_capacity(items.len().div_ceil(size));
+    let mut items = items.into_iter().peekable();
+    while items.peek().is_some() {
+        calls.push(items.by_ref().take(size).collect());
+    }
+    calls
+}

@@ -1,0 +1,56 @@
+//! `spool bench store --quick`: every workload runs and reports positive
+//! numbers as JSON on stdout. Tiny sizes; the numbers themselves are not
+//! checked (timing is the release benchmark's job, not a test's).
+
+use std::process::Command;
+
+use serde_json::Value;
+
+#[test]
+fn quick_bench_reports_every_workload() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_spool"))
+        .args(["bench", "store", "--quick", "--runs", "1", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}); stderr: {stderr}"));
+
+    let workloads = report["workloads"].as_array().unwrap();
+    let names: Vec<&str> = workloads
+        .iter()
+        .map(|w| w["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a", "b", "c", "d", "e", "f", "g", "h"]);
+    for w in workloads {
+        let runs = w["runs_s"].as_array().unwrap();
+        assert_eq!(runs.len(), 1, "{w}");
+        for key in ["median_s", "per_s", "value"] {
+            let v = w[key].as_f64().unwrap_or(0.0);
+            assert!(v > 0.0 && v.is_finite(), "{key} of {w}");
+        }
+        assert!(w["ops"].as_u64().unwrap() > 0, "{w}");
+        assert!(!w["unit"].as_str().unwrap().is_empty(), "{w}");
+    }
+    assert!(report["a_vs_floor"]["measured"].as_f64().unwrap() > 0.0);
+    assert_eq!(report["items"]["count"], 200);
+    assert_eq!(report["settings"]["quick"], true);
+    assert!(report["machine"]["cores"].as_u64().unwrap() >= 1);
+
+    // Every run's store was removed with its temp directory.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn unknown_workload_is_a_clear_error() {
+    let out = Command::new(env!("CARGO_BIN_EXE_spool"))
+        .args(["bench", "store", "--workloads", "a,z"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("'z'"), "{stderr}");
+}
