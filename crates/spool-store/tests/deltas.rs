@@ -62,6 +62,8 @@ async fn deltas_are_acknowledged_before_durable_and_durable_after_flush() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_next_lifecycle_event_commits_the_deltas_before_it() {
     let dir = tempfile::tempdir().unwrap();
+    // Another handle stays open: the reopen below must not recover turns.
+    let _keeper = keep_open(dir.path());
     let t = {
         let store = open_with(dir.path(), deltas_wait_for_a_lifecycle_event());
         let t = new_thread(&store, false).await;
@@ -120,6 +122,8 @@ async fn the_next_lifecycle_event_commits_the_deltas_before_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_the_store_commits_pending_deltas() {
     let dir = tempfile::tempdir().unwrap();
+    // Another handle stays open: the reopen below must not recover turns.
+    let _keeper = keep_open(dir.path());
     let t = {
         let store = open_with(dir.path(), deltas_wait_for_a_lifecycle_event());
         let t = new_thread(&store, false).await;

@@ -52,6 +52,8 @@ async fn status_items_are_never_stored_and_take_no_seq() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn state_changes_are_stored_only_in_dev_mode() {
     let dir = tempfile::tempdir().unwrap();
+    // Another handle stays open: the reopen below must not recover turns.
+    let _keeper = keep_open(dir.path());
     let store = open(dir.path());
 
     let plain = new_thread(&store, false).await;

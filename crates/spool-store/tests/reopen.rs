@@ -105,6 +105,8 @@ async fn write_history(store: &spool_store::SqliteStore, t: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reopening_returns_identical_items_turns_and_events() {
     let dir = tempfile::tempdir().unwrap();
+    // Another handle stays open: the reopen below must not recover turns.
+    let _keeper = keep_open(dir.path());
     let store = open(dir.path());
     let t = new_thread(&store, false).await;
     write_history(&store, &t).await;
@@ -143,6 +145,8 @@ async fn reopening_returns_identical_items_turns_and_events() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reopened_store_resumes_open_items_and_gapless_seqs() {
     let dir = tempfile::tempdir().unwrap();
+    // Another handle stays open: the reopen below must not recover turns.
+    let _keeper = keep_open(dir.path());
     let t = {
         let store = open(dir.path());
         let t = new_thread(&store, false).await;

@@ -318,3 +318,45 @@ async fn a_removed_item_compacted_out_of_the_writer_is_read_back() {
     s.add_items(vec![user("after")]).await.unwrap();
     assert_eq!(s.pop_item().await.unwrap(), Some(user("after")));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_item_in_progress_is_not_popped_and_a_turn_in_progress_is_not_cleared() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let s = session(&store, "conv-open").await;
+    s.add_items(vec![user("before")]).await.unwrap();
+    // The runtime is streaming an answer into the same thread.
+    let t = "conv-open";
+    store
+        .append(
+            t,
+            vec![
+                turn_started(t, "turn-live"),
+                started(t, "turn-live", agent_message("a-live", "")),
+                agent_delta(t, "turn-live", "a-live", "partial"),
+            ],
+        )
+        .await
+        .unwrap();
+    let error = s.pop_item().await.unwrap_err();
+    assert!(matches!(error, StoreError::Refused { .. }), "{error}");
+    let error = s.clear().await.unwrap_err();
+    assert!(matches!(error, StoreError::Refused { .. }), "{error}");
+    // Nothing changed, and the thread goes on once the turn is done.
+    store
+        .append(
+            t,
+            vec![
+                completed(t, "turn-live", agent_message("a-live", "partial answer")),
+                turn_completed(t, "turn-live"),
+            ],
+        )
+        .await
+        .unwrap();
+    let popped = s.pop_item().await.unwrap().unwrap();
+    assert_eq!(popped["role"], "assistant");
+    assert_eq!(popped["content"][0]["text"], "partial answer");
+    assert_eq!(s.pop_item().await.unwrap(), Some(user("before")));
+    s.clear().await.unwrap();
+    assert_eq!(s.get_items(None).await.unwrap(), Vec::<Value>::new());
+}

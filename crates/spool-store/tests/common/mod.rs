@@ -19,6 +19,14 @@ pub fn open(dir: &Path) -> SqliteStore {
     SqliteStore::open(db_path(dir), StoreOptions::default()).expect("open store")
 }
 
+/// A handle held open across a test's reopen, so that the reopen is not
+/// the only handle on the file and recovers nothing (crash recovery runs
+/// only for an opener that is alone, see `recovery.rs`). For tests of what
+/// a reopen keeps, such as turns still in progress; recovery has its own.
+pub fn keep_open(dir: &Path) -> SqliteStore {
+    open(dir)
+}
+
 pub fn open_with(dir: &Path, options: StoreOptions) -> SqliteStore {
     SqliteStore::open(db_path(dir), options).expect("open store")
 }
