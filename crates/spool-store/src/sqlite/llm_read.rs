@@ -20,6 +20,7 @@ use rusqlite::{Connection, OptionalExtension};
 use spool_core::ItemRecord;
 use spool_core::llm::{LlmView, LlmViewOptions, Offered, Packer, is_cut_point};
 
+use super::catch_up::catch_up;
 use super::codec::{decode_item, item_columns, sql_int};
 use super::reads::thread_exists;
 use super::writer::TokenCount;
@@ -137,6 +138,10 @@ fn read_page(
     let mut records = Vec::with_capacity(limit);
     while let Some(row) = rows.next()? {
         records.push(decode_item(row, thread_id)?);
+    }
+    drop(rows);
+    for record in &mut records {
+        catch_up(conn, record)?;
     }
     Ok(records)
 }

@@ -1,6 +1,7 @@
 //! The embedded SQLite store: one writer thread (see [`writer`]) and a pool
 //! of reader connections, over a WAL-mode file.
 
+mod catch_up;
 mod codec;
 mod input_read;
 mod llm_read;

@@ -13,6 +13,7 @@ use rusqlite::Connection;
 use spool_core::{ItemRecord, ThreadReducer, TurnRecord};
 use spool_protocol::ThreadEvent;
 
+use super::catch_up::catch_up;
 use super::codec::{
     decode_event, decode_item, decode_thread, decode_turn, event_columns, item_columns, sql_int,
     thread_columns, turn_columns,
@@ -192,6 +193,10 @@ pub(crate) fn read_items(
     let mut items = Vec::new();
     while let Some(row) = rows.next()? {
         items.push(decode_item(row, thread_id)?);
+    }
+    drop(rows);
+    for record in &mut items {
+        catch_up(conn, record)?;
     }
     Ok(items)
 }

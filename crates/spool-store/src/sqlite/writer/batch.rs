@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 use spool_core::llm::in_view;
+use spool_protocol::ItemStatus;
 
 use super::TokenCount;
 use super::rank::{TouchedTurns, update_view_ranks};
@@ -184,8 +185,16 @@ pub(super) fn write_thread(
     dirty.items.dedup();
     let items = state.reducer.items();
     let mut upsert_item = conn.prepare_cached(UPSERT_ITEM)?;
+    // An item still in progress whose row an earlier batch wrote changed
+    // only by deltas: its row stays as it is and readers catch it up from
+    // the log (`sqlite::catch_up`). Rewriting it would write a long
+    // streamed message whole at every commit.
+    let first_seq = pending.events.first().map_or(u64::MAX, |e| e.seq);
     for &index in &dirty.items {
         let record = &items[index];
+        if record.envelope.status == ItemStatus::InProgress && record.ordinal < first_seq {
+            continue;
+        }
         let (envelope, input_item) = encode_envelope(&record.envelope)?;
         upsert_item.execute((
             thread_id,
