@@ -14,7 +14,7 @@ use spool_protocol::*;
 use tokio::sync::{mpsc, watch};
 
 use spool_core::llm::LlmViewOptions;
-use spool_store::{Appended, Store};
+use spool_store::{Appended, Appender, Store, StoreError};
 
 use crate::output_mapper::{OutputMapper, new_item_id};
 use crate::{RuntimeError, now_ms};
@@ -55,7 +55,7 @@ enum ResponseEnd {
 
 /// Runs one turn on `thread_id` and returns how it ended. Errors are only
 /// those of the store: a model failure is a failed turn, not an error.
-pub async fn run_turn<S: Store>(
+pub async fn run_turn<S: Store + Clone + 'static>(
     store: &S,
     provider: &dyn ModelProvider,
     thread_id: &str,
@@ -66,16 +66,12 @@ pub async fn run_turn<S: Store>(
 ) -> Result<TurnOutcome, RuntimeError> {
     let turn_id = new_item_id();
     let started_at_ms = now_ms();
-    let emit = |payloads: Vec<ServerNotification>| async {
-        if payloads.is_empty() {
-            return Ok(());
-        }
-        for e in store.append(thread_id, payloads).await? {
-            // A caller that stopped listening does not stop the turn.
-            let _ = events.send(e);
-        }
-        Ok::<(), RuntimeError>(())
-    };
+    // Events stream through an appender: the loop never waits for a delta's
+    // round trip to the writer, and what queues up behind an append in
+    // flight goes as one. Its outcomes reach `events` in order; a caller
+    // that stopped listening does not stop the turn.
+    let appender = Appender::spawn(store.clone(), thread_id, events.clone());
+    let emit = |payloads: Vec<ServerNotification>| appender.push(payloads);
 
     emit(vec![ServerNotification::TurnStarted(
         TurnStartedNotification {
@@ -92,9 +88,12 @@ pub async fn run_turn<S: Store>(
                 token_usage: None,
             },
         },
-    )])
-    .await?;
-    emit(user_message(thread_id, &turn_id, input)).await?;
+    )])?;
+    emit(user_message(thread_id, &turn_id, input))?;
+    // The history read below must see the user's message.
+    if appender.sync().await.is_err() {
+        return Err(stopped(appender).await);
+    }
 
     let history = store
         .llm_view(
@@ -137,7 +136,9 @@ pub async fn run_turn<S: Store>(
                         final_text = Some(text.clone());
                     }
                 }
-                emit(payloads).await?;
+                if emit(payloads).is_err() {
+                    return Err(stopped(appender).await);
+                }
             }
             Some(Err(e)) => {
                 break ResponseEnd::Failed(TurnError::new(
@@ -172,8 +173,8 @@ pub async fn run_turn<S: Store>(
             call.complete(FunctionCallStatus::Failed, output, 0, now)
         })
         .collect();
-    emit(unanswered).await?;
-    emit(mapper.close_open(now)).await?;
+    emit(unanswered)?;
+    emit(mapper.close_open(now))?;
 
     let (status, error, usage) = match end {
         ResponseEnd::Completed { usage } => (TurnStatus::Completed, None, usage),
@@ -183,8 +184,7 @@ pub async fn run_turn<S: Store>(
                 will_retry: false,
                 thread_id: thread_id.to_owned(),
                 turn_id: turn_id.clone(),
-            })])
-            .await?;
+            })])?;
             (TurnStatus::Failed, Some(error), None)
         }
         ResponseEnd::Interrupted => (TurnStatus::Interrupted, None, None),
@@ -207,8 +207,7 @@ pub async fn run_turn<S: Store>(
                     model_context_window: None,
                 },
             },
-        )])
-        .await?;
+        )])?;
     }
     let completed_at_ms = now_ms();
     emit(vec![ServerNotification::TurnCompleted(
@@ -226,8 +225,8 @@ pub async fn run_turn<S: Store>(
                 token_usage: usage,
             },
         },
-    )])
-    .await?;
+    )])?;
+    appender.finish().await?;
     Ok(TurnOutcome {
         turn_id,
         status,
@@ -261,4 +260,14 @@ fn user_message(thread_id: &str, turn_id: &str, input: Vec<UserInput>) -> Vec<Se
             envelope: Some(completed),
         }),
     ]
+}
+
+/// The error that stopped an appender (a push or sync failed because it had).
+async fn stopped(appender: Appender) -> RuntimeError {
+    appender
+        .finish()
+        .await
+        .err()
+        .unwrap_or(StoreError::Closed)
+        .into()
 }

@@ -25,6 +25,7 @@
 //! - A row that cannot be decoded is a [`StoreError::CorruptRow`] naming the
 //!   table, thread, seq and item; never a panic, never skipped.
 
+mod appender;
 mod error;
 mod options;
 mod recovery;
@@ -38,6 +39,7 @@ use spool_core::llm::{LlmView, LlmViewOptions};
 use spool_core::{ItemRecord, ThreadReducer, TurnRecord, View};
 use spool_protocol::{ServerNotification, ThreadEvent};
 
+pub use appender::Appender;
 pub use error::{CorruptRow, DecodeCause, StoreError};
 pub use options::{Durability, StoreOptions};
 pub use session::Session;

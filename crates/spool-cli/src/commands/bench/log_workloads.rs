@@ -13,7 +13,7 @@ use spool_protocol::{
     ServerNotification, TextDeltaNotification, ThreadItem, Turn, TurnCompletedNotification,
     TurnStartedNotification, TurnStatus, UserInput,
 };
-use spool_store::{NewThread, SqliteStore, Store};
+use spool_store::{Appender, NewThread, SqliteStore, Store};
 
 use super::workloads::{Sample, Sizes};
 use super::{items, open_store};
@@ -25,9 +25,10 @@ const DELTA: &str = "word ";
 /// the untimed setup does not dominate the run.
 const SETUP_TURNS_PER_APPEND: usize = 250;
 
-/// (f): deltas on one in-progress agent message, one append each as the
-/// turn loop sends them, then the completion, whose append returns only
-/// once it and everything before it are committed.
+/// (f): deltas on one in-progress agent message, pushed one at a time
+/// through an `Appender` as the turn loop streams them, then the
+/// completion; timed until the completion is committed (which commits
+/// every delta before it).
 pub async fn deltas(dir: &Path, sizes: &Sizes) -> anyhow::Result<Sample> {
     let store = open_store(dir)?;
     let thread = Events::new(&store).await?;
@@ -47,11 +48,18 @@ pub async fn deltas(dir: &Path, sizes: &Sizes) -> anyhow::Result<Sample> {
         ThreadItem::agent_message(item, DELTA.repeat(sizes.deltas)),
     );
 
+    // Pushed one by one through the appender, as the runtime's turn loop
+    // streams them; the outcomes are not kept (a real caller forwards them).
+    let (outcomes, received) = tokio::sync::mpsc::unbounded_channel();
+    drop(received);
     let start = Instant::now();
+    let appender = Appender::spawn(store.clone(), thread.id.clone(), outcomes);
     for delta in deltas {
-        thread.append(vec![delta]).await?;
+        appender.push(vec![delta])?;
     }
-    thread.append(vec![completed]).await?;
+    appender.push(vec![completed])?;
+    // Returns once the completion is committed, and every delta with it.
+    appender.finish().await?;
     let sample = Sample::timed(start.elapsed());
 
     thread.append(vec![thread.turn_completed(turn)]).await?;

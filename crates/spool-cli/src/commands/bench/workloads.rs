@@ -135,9 +135,9 @@ impl Spec {
             ),
             WorkloadId::F => (
                 format!(
-                    "{} agentMessage deltas on one in-progress item, one append each, then \
-                     its completion; timed until the completion's append returned (which \
-                     commits every delta before it)",
+                    "{} agentMessage deltas on one in-progress item, pushed one at a time \
+                     through the runtime's Appender, then its completion; timed until the \
+                     completion is committed (which commits every delta before it)",
                     s.deltas
                 ),
                 s.deltas,
