@@ -14,7 +14,7 @@ use spool_protocol::*;
 use tokio::sync::{mpsc, watch};
 
 use spool_core::llm::LlmViewOptions;
-use spool_store::{Appended, Appender, Store, StoreError};
+use spool_store::{Appended, Appender, Store};
 
 use crate::output_mapper::{OutputMapper, new_item_id};
 use crate::{RuntimeError, now_ms};
@@ -91,9 +91,7 @@ pub async fn run_turn<S: Store + Clone + 'static>(
     )])?;
     emit(user_message(thread_id, &turn_id, input))?;
     // The history read below must see the user's message.
-    if appender.sync().await.is_err() {
-        return Err(stopped(appender).await);
-    }
+    appender.sync().await?;
 
     let history = store
         .llm_view(
@@ -136,9 +134,7 @@ pub async fn run_turn<S: Store + Clone + 'static>(
                         final_text = Some(text.clone());
                     }
                 }
-                if emit(payloads).is_err() {
-                    return Err(stopped(appender).await);
-                }
+                emit(payloads)?;
             }
             Some(Err(e)) => {
                 break ResponseEnd::Failed(TurnError::new(
@@ -260,14 +256,4 @@ fn user_message(thread_id: &str, turn_id: &str, input: Vec<UserInput>) -> Vec<Se
             envelope: Some(completed),
         }),
     ]
-}
-
-/// The error that stopped an appender (a push or sync failed because it had).
-async fn stopped(appender: Appender) -> RuntimeError {
-    appender
-        .finish()
-        .await
-        .err()
-        .unwrap_or(StoreError::Closed)
-        .into()
 }

@@ -11,9 +11,11 @@
 //! given at spawn — a lifecycle event only once it is committed, a delta
 //! once it has its seq.
 //!
-//! A refused append (a protocol violation) stops the appender: nothing of
-//! that batch is stored, later pushes fail with `StoreError::Closed`, and
-//! [`Appender::finish`] returns the refusal.
+//! A failed append (a refusal, a failed commit) stops the appender: nothing
+//! of that batch is stored, and every later `push`, `sync` and `finish`
+//! fails with `StoreError::AppenderStopped` carrying that error.
+
+use std::sync::{Arc, OnceLock};
 
 use spool_protocol::ServerNotification;
 use tokio::sync::{mpsc, oneshot};
@@ -26,7 +28,9 @@ use crate::{Appended, Store, StoreError};
 #[derive(Debug)]
 pub struct Appender {
     queue: mpsc::UnboundedSender<Job>,
-    task: JoinHandle<Result<(), StoreError>>,
+    task: JoinHandle<()>,
+    /// Why the appender stopped, once it has.
+    stopped: Arc<OnceLock<Arc<StoreError>>>,
 }
 
 #[derive(Debug)]
@@ -49,9 +53,11 @@ impl Appender {
     {
         let thread_id = thread_id.into();
         let (queue, mut pending) = mpsc::unbounded_channel::<Job>();
+        let stopped = Arc::new(OnceLock::new());
+        let stop_reason = Arc::clone(&stopped);
         let task = tokio::spawn(async move {
-            let mut batch = Vec::new();
             while let Some(job) = pending.recv().await {
+                let mut batch = Vec::new();
                 let mut sync = None;
                 let mut next = Some(job);
                 // Take whatever queued up, up to the first sync point.
@@ -66,18 +72,30 @@ impl Appender {
                     next = pending.try_recv().ok();
                 }
                 if !batch.is_empty() {
-                    let notifications = std::mem::take(&mut batch);
-                    for appended in store.append(&thread_id, notifications).await? {
-                        let _ = outcomes.send(appended);
+                    match store.append(&thread_id, batch).await {
+                        Ok(appended) => {
+                            for outcome in appended {
+                                let _ = outcomes.send(outcome);
+                            }
+                        }
+                        Err(error) => {
+                            // Dropping `pending` makes later pushes fail;
+                            // the reason is what they report.
+                            let _ = stop_reason.set(Arc::new(error));
+                            return;
+                        }
                     }
                 }
                 if let Some(reply) = sync {
                     let _ = reply.send(());
                 }
             }
-            Ok(())
         });
-        Appender { queue, task }
+        Appender {
+            queue,
+            task,
+            stopped,
+        }
     }
 
     /// Queues notifications behind everything pushed before. Fails only
@@ -88,7 +106,7 @@ impl Appender {
         }
         self.queue
             .send(Job::Append(notifications))
-            .map_err(|_| StoreError::Closed)
+            .map_err(|_| self.stop_error())
     }
 
     /// Waits until everything pushed before has been appended (so reads see
@@ -98,19 +116,31 @@ impl Appender {
         let (reply, done) = oneshot::channel();
         self.queue
             .send(Job::Sync(reply))
-            .map_err(|_| StoreError::Closed)?;
-        done.await.map_err(|_| StoreError::Closed)
+            .map_err(|_| self.stop_error())?;
+        done.await.map_err(|_| self.stop_error())
     }
 
     /// Waits until everything pushed has been appended (lifecycle events
     /// committed, deltas given their seqs) and its outcomes forwarded.
     pub async fn finish(self) -> Result<(), StoreError> {
         drop(self.queue);
-        match self.task.await {
-            Ok(result) => result,
-            Err(join) => Err(StoreError::WriterThread(std::io::Error::other(format!(
+        if let Err(join) = self.task.await {
+            return Err(StoreError::WriterThread(std::io::Error::other(format!(
                 "the appender task failed: {join}"
-            )))),
+            ))));
+        }
+        match self.stopped.get() {
+            Some(error) => Err(StoreError::AppenderStopped(Arc::clone(error))),
+            None => Ok(()),
+        }
+    }
+
+    /// The error a push or sync reports once the task has stopped.
+    fn stop_error(&self) -> StoreError {
+        match self.stopped.get() {
+            Some(error) => StoreError::AppenderStopped(Arc::clone(error)),
+            // The task ended without a recorded error: only a panic does that.
+            None => StoreError::Closed,
         }
     }
 }

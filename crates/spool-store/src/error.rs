@@ -81,6 +81,10 @@ pub enum StoreError {
     BadCursor(String),
     #[error("the store is closed")]
     Closed,
+    /// An [`crate::Appender`] stopped on this earlier error; nothing pushed
+    /// after it was appended.
+    #[error("the appender stopped: {0}")]
+    AppenderStopped(#[source] Arc<StoreError>),
     #[error("a read task failed: {0}")]
     ReadTask(String),
 }
