@@ -19,16 +19,7 @@ async fn a_failed_commit_fails_its_callers_and_the_store_recovers() {
     };
     let store = open_with(dir.path(), options);
     let t = new_thread(&store, false).await;
-    store
-        .append(
-            &t,
-            vec![
-                turn_started(&t, "turn-1"),
-                started(&t, "turn-1", agent_message("a1", "")),
-            ],
-        )
-        .await
-        .unwrap();
+    start_message(&store, &t, "turn-1", "a1").await;
     // Acknowledged, not yet committed: lost with the failed commit, as in
     // a crash.
     store

@@ -91,16 +91,7 @@ async fn a_corrupt_open_item_stops_appends_to_its_thread_with_the_error() {
     let store = open(dir.path());
     let t = new_thread(&store, false).await;
     let other = new_thread(&store, false).await;
-    store
-        .append(
-            &t,
-            vec![
-                turn_started(&t, "turn-1"),
-                started(&t, "turn-1", agent_message("a1", "")),
-            ],
-        )
-        .await
-        .unwrap();
+    start_message(&store, &t, "turn-1", "a1").await;
     store.close().await.unwrap();
     drop(store);
     raw(dir.path())

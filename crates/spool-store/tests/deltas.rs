@@ -23,16 +23,7 @@ async fn deltas_are_acknowledged_before_durable_and_durable_after_flush() {
     let dir = tempfile::tempdir().unwrap();
     let store = open_with(dir.path(), deltas_wait_for_a_lifecycle_event());
     let t = new_thread(&store, false).await;
-    store
-        .append(
-            &t,
-            vec![
-                turn_started(&t, "turn-1"),
-                started(&t, "turn-1", agent_message("a1", "")),
-            ],
-        )
-        .await
-        .unwrap();
+    start_message(&store, &t, "turn-1", "a1").await;
     assert_eq!(committed_events(dir.path(), &t), 3);
 
     let appended = store
@@ -67,16 +58,7 @@ async fn the_next_lifecycle_event_commits_the_deltas_before_it() {
     let t = {
         let store = open_with(dir.path(), deltas_wait_for_a_lifecycle_event());
         let t = new_thread(&store, false).await;
-        store
-            .append(
-                &t,
-                vec![
-                    turn_started(&t, "turn-1"),
-                    started(&t, "turn-1", agent_message("a1", "")),
-                ],
-            )
-            .await
-            .unwrap();
+        start_message(&store, &t, "turn-1", "a1").await;
         for word in ["one ", "two ", "three"] {
             store
                 .append(&t, vec![agent_delta(&t, "turn-1", "a1", word)])
@@ -161,16 +143,7 @@ async fn deltas_alone_are_committed_within_the_delay() {
     };
     let store = open_with(dir.path(), options);
     let t = new_thread(&store, false).await;
-    store
-        .append(
-            &t,
-            vec![
-                turn_started(&t, "turn-1"),
-                started(&t, "turn-1", agent_message("a1", "")),
-            ],
-        )
-        .await
-        .unwrap();
+    start_message(&store, &t, "turn-1", "a1").await;
     store
         .append(&t, vec![agent_delta(&t, "turn-1", "a1", "tick")])
         .await

@@ -74,16 +74,7 @@ async fn a_refused_append_stores_none_of_its_events() {
     };
     let store = open_with(dir.path(), options);
     let t = new_thread(&store, false).await;
-    store
-        .append(
-            &t,
-            vec![
-                turn_started(&t, "turn-1"),
-                started(&t, "turn-1", agent_message("a1", "")),
-            ],
-        )
-        .await
-        .unwrap();
+    start_message(&store, &t, "turn-1", "a1").await;
     // Deltas accepted but not yet committed must survive the refusal of a
     // later append in the same batch.
     store

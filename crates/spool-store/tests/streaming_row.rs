@@ -31,16 +31,7 @@ async fn open_items_are_read_through_the_log_and_rows_written_on_lifecycle_only(
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());
     let thread = new_thread(&store, false).await;
-    store
-        .append(
-            &thread,
-            vec![
-                turn_started(&thread, "u1"),
-                started(&thread, "u1", agent_message("m1", "")),
-            ],
-        )
-        .await
-        .unwrap();
+    start_message(&store, &thread, "u1", "m1").await;
     let (_, started_seq) = row_text_and_seq(dir.path(), "m1");
 
     let mut expected = String::new();
@@ -114,16 +105,7 @@ async fn a_crash_mid_stream_keeps_every_committed_delta() {
     {
         let store = open(dir.path());
         thread = new_thread(&store, false).await;
-        store
-            .append(
-                &thread,
-                vec![
-                    turn_started(&thread, "u1"),
-                    started(&thread, "u1", agent_message("m1", "")),
-                ],
-            )
-            .await
-            .unwrap();
+        start_message(&store, &thread, "u1", "m1").await;
         for word in ["a", "b", "c"] {
             store
                 .append(&thread, vec![agent_delta(&thread, "u1", "m1", word)])

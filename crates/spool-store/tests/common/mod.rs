@@ -144,6 +144,20 @@ pub fn state_change(id: &str) -> ThreadItem {
     }
 }
 
+/// Starts turn `turn` and an empty agent message `item` in it, durably.
+pub async fn start_message(store: &SqliteStore, thread: &str, turn: &str, item: &str) {
+    spool_store::Store::append(
+        store,
+        thread,
+        vec![
+            turn_started(thread, turn),
+            started(thread, turn, agent_message(item, "")),
+        ],
+    )
+    .await
+    .expect("start a turn and a message");
+}
+
 pub fn agent_delta(thread: &str, turn: &str, item: &str, delta: &str) -> ServerNotification {
     ServerNotification::AgentMessageDelta(TextDeltaNotification {
         thread_id: thread.to_owned(),
