@@ -3,6 +3,7 @@
 
 pub mod llm;
 pub mod record;
+pub mod run_state;
 pub mod reducer;
 pub mod tokens;
 pub mod views;
