@@ -3,8 +3,8 @@
 
 pub mod llm;
 pub mod record;
-pub mod run_state;
 pub mod reducer;
+pub mod run_state;
 pub mod tokens;
 pub mod views;
 
