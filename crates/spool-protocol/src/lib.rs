@@ -4,6 +4,7 @@
 //! This crate does no I/O. Every type here that crosses a wire derives
 //! `JsonSchema`; `schema::all_schemas` is what `schema/` is generated from.
 
+pub mod approvals;
 pub mod envelope;
 pub mod event;
 pub mod items;
@@ -14,6 +15,7 @@ pub mod schema;
 pub mod thread;
 pub mod user_input;
 
+pub use approvals::*;
 pub use envelope::{Audience, ItemEnvelope, ItemStatus, Provenance, WorkPhase};
 pub use event::{EventPayload, ThreadEvent};
 pub use items::*;

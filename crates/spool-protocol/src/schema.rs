@@ -7,6 +7,7 @@
 use schemars::{JsonSchema, generate::SchemaSettings};
 use serde_json::Value;
 
+use crate::approvals::{AskForApproval, SandboxMode, ServerRequest, ServerRequestAnswer};
 use crate::envelope::ItemEnvelope;
 use crate::event::ThreadEvent;
 use crate::items::ThreadItem;
@@ -34,6 +35,10 @@ pub fn all_schemas() -> Vec<(&'static str, Value)> {
         ("Turn", schema_of::<Turn>()),
         ("ThreadEvent", schema_of::<ThreadEvent>()),
         ("ServerNotification", schema_of::<ServerNotification>()),
+        ("ServerRequest", schema_of::<ServerRequest>()),
+        ("ServerRequestAnswer", schema_of::<ServerRequestAnswer>()),
+        ("AskForApproval", schema_of::<AskForApproval>()),
+        ("SandboxMode", schema_of::<SandboxMode>()),
         (
             "ThreadStartedNotification",
             schema_of::<ThreadStartedNotification>(),
