@@ -57,6 +57,13 @@ pub enum StoreError {
     },
     #[error("unknown thread {0}")]
     UnknownThread(String),
+    #[error("thread {thread_id} has no request {request_id}")]
+    UnknownRequest {
+        thread_id: String,
+        request_id: String,
+    },
+    #[error("request {request_id} was already answered")]
+    RequestAlreadyResolved { request_id: String },
     #[error("thread {0} already exists")]
     ThreadExists(String),
     #[error("event {index} ({method}) of an append to thread {expected} belongs to thread {got}")]

@@ -46,7 +46,8 @@ pub use session::Session;
 pub use sqlite::SqliteStore;
 pub use sqlite::schema::SCHEMA_VERSION;
 pub use types::{
-    Appended, InputItems, NewThread, ThreadListQuery, ThreadPage, ThreadRecord, ThreadSortKey,
+    Appended, InputItems, NewThread, PendingRequest, StoredRunState, ThreadListQuery, ThreadPage,
+    ThreadRecord, ThreadSortKey,
 };
 
 /// A thread store: the log of every thread and its projections.
@@ -156,4 +157,60 @@ pub trait Store: Send + Sync {
         &self,
         thread_id: &str,
     ) -> impl Future<Output = Result<Option<ItemRecord>, StoreError>> + Send;
+
+    /// Records a request a run waits on (an approval, a client-run tool
+    /// call) and, when given, the run state to resume from, in one
+    /// transaction. Durable when it returns.
+    fn open_request(
+        &self,
+        request: PendingRequest,
+        run_state: Option<String>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Records the answer to a waiting request and logs
+    /// `serverRequest/resolved`, in one transaction; returns the request
+    /// with its answer. A request that does not exist in the thread is
+    /// [`StoreError::UnknownRequest`]; one already answered is
+    /// [`StoreError::RequestAlreadyResolved`] (the first answer stands).
+    fn resolve_request(
+        &self,
+        thread_id: &str,
+        request_id: &str,
+        answer: serde_json::Value,
+    ) -> impl Future<Output = Result<PendingRequest, StoreError>> + Send;
+
+    /// The thread's requests still waiting for an answer, oldest first.
+    fn open_requests(
+        &self,
+        thread_id: &str,
+    ) -> impl Future<Output = Result<Vec<PendingRequest>, StoreError>> + Send;
+
+    /// One request of the thread, answered or not.
+    fn request(
+        &self,
+        thread_id: &str,
+        request_id: &str,
+    ) -> impl Future<Output = Result<Option<PendingRequest>, StoreError>> + Send;
+
+    /// Saves (replaces) the run state of a turn, durably. While a turn has
+    /// one, crash recovery leaves it open for the runtime to resume.
+    fn save_run_state(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        state: String,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Forgets a turn's run state (the turn ended), durably.
+    fn clear_run_state(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The thread's saved run states, in turn order.
+    fn run_states(
+        &self,
+        thread_id: &str,
+    ) -> impl Future<Output = Result<Vec<StoredRunState>, StoreError>> + Send;
 }

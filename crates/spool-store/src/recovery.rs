@@ -5,6 +5,10 @@
 //! any other append, so they are validated, get the next seqs and update
 //! the projections in the same commit; no row is ever edited.
 //!
+//! A turn that has a saved run state (`run_states`, written when a run
+//! pauses on a person) is not closed: it is waiting, not abandoned, and the
+//! runtime resumes it from that state (`docs/internals/run-state.md`).
+//!
 //! # The rule: recover only when no other process has the store open
 //!
 //! A turn is in progress for as long as some process holding the store is
@@ -59,13 +63,14 @@
 //! and left as it was: the store still opens, other threads are unaffected,
 //! and the next open that finds itself alone tries again.
 
+use std::collections::HashSet;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::ffi;
-use spool_protocol::ServerNotification;
+use spool_protocol::{ServerNotification, TurnStatus};
 use tokio::task::JoinSet;
 
 use crate::Store;
@@ -233,7 +238,20 @@ async fn close_open_turns(
     at_ms: i64,
 ) -> Result<Closed, StoreError> {
     let reducer = store.reducer(thread_id).await?;
-    let closing = reducer.interrupt_all(at_ms);
+    // A turn with a saved run state is paused (on a person, say), not
+    // abandoned: the runtime resumes it from that state.
+    let resumable: HashSet<String> = store
+        .run_states(thread_id)
+        .await?
+        .into_iter()
+        .map(|state| state.turn_id)
+        .collect();
+    let closing: Vec<ServerNotification> = reducer
+        .turns()
+        .iter()
+        .filter(|turn| !turn.status.is_terminal() && !resumable.contains(&turn.id))
+        .flat_map(|turn| reducer.closing_events(&turn.id, TurnStatus::Interrupted, None, at_ms))
+        .collect();
     let items = closing
         .iter()
         .filter(|event| matches!(event, ServerNotification::ItemCompleted(_)))

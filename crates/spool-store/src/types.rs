@@ -132,3 +132,28 @@ pub struct InputItems {
     /// left out before the first one.
     pub complete: bool,
 }
+
+/// A server → client request a run waits on (an approval, a client-run
+/// tool call), as the store keeps it from the moment it is asked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingRequest {
+    /// Stable across reconnects and restarts: clients answer by it.
+    pub request_id: String,
+    pub thread_id: String,
+    pub turn_id: String,
+    pub item_id: String,
+    pub request: spool_protocol::approvals::ServerRequest,
+    pub created_at_ms: i64,
+    /// The answer as given (`None` while waiting).
+    pub answer: Option<serde_json::Value>,
+    pub resolved_at_ms: Option<i64>,
+}
+
+/// The RunState JSON of a turn that can be resumed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRunState {
+    pub thread_id: String,
+    pub turn_id: String,
+    pub state: String,
+    pub updated_at_ms: i64,
+}

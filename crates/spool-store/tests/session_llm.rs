@@ -223,7 +223,9 @@ async fn a_version_1_file_migrates_with_its_view_columns_filled() {
     // Take the file back to version 1.
     raw(dir.path())
         .execute_batch(
-            "DROP INDEX items_compactions;
+            "DROP TABLE pending_requests;
+             DROP TABLE run_states;
+             DROP INDEX items_compactions;
              ALTER TABLE items DROP COLUMN input_item;
              ALTER TABLE items DROP COLUMN llm;
              ALTER TABLE turns DROP COLUMN view_rank;

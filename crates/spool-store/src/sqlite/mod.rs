@@ -6,6 +6,7 @@ mod codec;
 mod input_read;
 mod llm_read;
 mod reads;
+mod requests_read;
 pub(crate) mod schema;
 mod writer;
 
@@ -24,13 +25,16 @@ use spool_protocol::{
 use tokio::sync::oneshot;
 
 use self::reads::ReaderPool;
-use self::writer::{Incoming, Request, now_ms};
+use self::writer::{Incoming, Request, RequestOp, now_ms};
 use crate::Store;
 use crate::error::StoreError;
 use crate::options::StoreOptions;
 use crate::recovery;
 use crate::sqlite::codec::encode;
-use crate::types::{Appended, InputItems, NewThread, ThreadListQuery, ThreadPage, ThreadRecord};
+use crate::types::{
+    Appended, InputItems, NewThread, PendingRequest, StoredRunState, ThreadListQuery, ThreadPage,
+    ThreadRecord,
+};
 
 /// The SQLite store. Cheap to clone: clones share the writer and readers.
 /// The writer stops, after committing what it accepted, when [`Store::close`]
@@ -370,6 +374,92 @@ impl Store for SqliteStore {
     async fn pop_item(&self, thread_id: &str) -> Result<Option<ItemRecord>, StoreError> {
         let thread_id = thread_id.to_owned();
         self.ask(|reply| Request::PopNewest { thread_id, reply })
+            .await
+    }
+
+    async fn open_request(
+        &self,
+        request: PendingRequest,
+        run_state: Option<String>,
+    ) -> Result<(), StoreError> {
+        let request = Box::new(request);
+        self.ask(|reply| {
+            Request::Requests(RequestOp::Open {
+                request,
+                run_state,
+                reply,
+            })
+        })
+        .await
+    }
+
+    async fn resolve_request(
+        &self,
+        thread_id: &str,
+        request_id: &str,
+        answer: serde_json::Value,
+    ) -> Result<PendingRequest, StoreError> {
+        let (thread_id, request_id) = (thread_id.to_owned(), request_id.to_owned());
+        self.ask(|reply| {
+            Request::Requests(RequestOp::Resolve {
+                thread_id,
+                request_id,
+                answer,
+                reply,
+            })
+        })
+        .await
+    }
+
+    async fn open_requests(&self, thread_id: &str) -> Result<Vec<PendingRequest>, StoreError> {
+        let thread_id = thread_id.to_owned();
+        self.read(move |conn| requests_read::open_requests(conn, &thread_id))
+            .await
+    }
+
+    async fn request(
+        &self,
+        thread_id: &str,
+        request_id: &str,
+    ) -> Result<Option<PendingRequest>, StoreError> {
+        let (thread_id, request_id) = (thread_id.to_owned(), request_id.to_owned());
+        self.read(move |conn| requests_read::request(conn, &thread_id, &request_id))
+            .await
+    }
+
+    async fn save_run_state(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        state: String,
+    ) -> Result<(), StoreError> {
+        let (thread_id, turn_id) = (thread_id.to_owned(), turn_id.to_owned());
+        self.ask(|reply| {
+            Request::Requests(RequestOp::SaveRunState {
+                thread_id,
+                turn_id,
+                state,
+                reply,
+            })
+        })
+        .await
+    }
+
+    async fn clear_run_state(&self, thread_id: &str, turn_id: &str) -> Result<(), StoreError> {
+        let (thread_id, turn_id) = (thread_id.to_owned(), turn_id.to_owned());
+        self.ask(|reply| {
+            Request::Requests(RequestOp::ClearRunState {
+                thread_id,
+                turn_id,
+                reply,
+            })
+        })
+        .await
+    }
+
+    async fn run_states(&self, thread_id: &str) -> Result<Vec<StoredRunState>, StoreError> {
+        let thread_id = thread_id.to_owned();
+        self.read(move |conn| requests_read::run_states(conn, &thread_id))
             .await
     }
 }

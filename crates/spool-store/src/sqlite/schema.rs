@@ -29,6 +29,10 @@ const MIGRATIONS: &[Migration] = &[
         version: 2,
         sql: V2_SESSION_AND_NEWEST_FIRST_READS,
     },
+    Migration {
+        version: 3,
+        sql: V3_PENDING_REQUESTS_AND_RUN_STATES,
+    },
 ];
 
 /// The schema version this build writes (the number of migrations).
@@ -106,6 +110,39 @@ CREATE TABLE items (
 ) STRICT;
 CREATE UNIQUE INDEX items_by_ordinal ON items (thread_id, ordinal);
 CREATE INDEX items_open ON items (thread_id) WHERE status = 'inProgress';
+";
+
+/// Version 3: what a run paused on a person needs to survive a restart.
+///
+/// - `pending_requests`: every server → client request (an approval, a
+///   client-run tool call) a run is waiting on, durable from the moment it
+///   is asked until answered; `answer` and `resolved_at_ms` stay `NULL`
+///   until then. `request` is the `ServerRequest` JSON as sent.
+/// - `run_states`: the RunState JSON of a turn that can be resumed (paused
+///   on a request, or resumed and running). Crash recovery leaves these
+///   turns open; the runtime deletes the row when the turn ends.
+const V3_PENDING_REQUESTS_AND_RUN_STATES: &str = "
+CREATE TABLE pending_requests (
+    request_id     TEXT PRIMARY KEY NOT NULL,
+    thread_id      TEXT NOT NULL REFERENCES threads (id),
+    turn_id        TEXT NOT NULL,
+    item_id        TEXT NOT NULL,
+    method         TEXT NOT NULL,
+    request        TEXT NOT NULL,
+    created_at_ms  INTEGER NOT NULL,
+    answer         TEXT,
+    resolved_at_ms INTEGER
+) STRICT;
+CREATE INDEX pending_requests_open ON pending_requests (thread_id, created_at_ms)
+    WHERE resolved_at_ms IS NULL;
+
+CREATE TABLE run_states (
+    thread_id     TEXT NOT NULL REFERENCES threads (id),
+    turn_id       TEXT NOT NULL,
+    state         TEXT NOT NULL,
+    updated_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (thread_id, turn_id)
+) STRICT;
 ";
 
 /// Version 2: what the Session API and newest-first reads of the model

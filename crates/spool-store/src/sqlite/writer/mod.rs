@@ -25,7 +25,10 @@ mod batch;
 mod dirty;
 mod pop;
 mod rank;
+mod requests;
 mod state;
+
+pub(crate) use self::requests::RequestOp;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -76,6 +79,8 @@ pub(crate) enum Request {
     Flush {
         reply: Reply<()>,
     },
+    /// Pending requests and run states (`requests.rs`).
+    Requests(RequestOp),
     Close {
         reply: Reply<()>,
     },
@@ -122,9 +127,12 @@ struct Writer {
     delta_commit_delay: Duration,
     max_batch_events: usize,
     cached_threads: usize,
-    threads: HashMap<String, ThreadState>,
+    threads: Threads,
     batch: Batch,
 }
+
+/// The writer's cached thread states, by thread id.
+type Threads = HashMap<String, ThreadState>;
 
 /// Everything accepted since the last commit.
 #[derive(Default)]
@@ -245,6 +253,7 @@ impl Writer {
                     self.batch.note_change();
                 }
             }
+            Request::Requests(op) => self.handle_request_op(op),
             Request::Flush { reply } => {
                 if self.batch.is_empty() {
                     let _ = reply.send(Ok(()));

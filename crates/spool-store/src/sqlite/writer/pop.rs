@@ -12,14 +12,14 @@
 //! What is pending is committed first, so the pop's transaction holds only
 //! the pop and its answer means "durable".
 
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 use spool_core::ItemRecord;
 use spool_protocol::{ItemRemovedNotification, ServerNotification};
 
-use super::state::ThreadState;
+use super::requests::fresh_state;
 use super::{Incoming, Writer, batch, now_ms};
 use crate::error::StoreError;
-use crate::sqlite::codec::{decode_item, encode, item_columns, sql_int};
+use crate::sqlite::codec::{decode_item, encode, item_columns};
 
 /// The newest item in the model's view: what a session calls its newest
 /// item (items outside that view are not session items).
@@ -28,8 +28,6 @@ const NEWEST_IN_VIEW: &str = concat!(
     item_columns!(),
     " FROM items WHERE thread_id = ?1 AND llm = 1 ORDER BY ordinal DESC LIMIT 1"
 );
-
-const LAST_SEQ: &str = "SELECT last_seq FROM threads WHERE id = ?1";
 
 impl Writer {
     /// Removes and returns the newest item in the model's view of a thread
@@ -47,23 +45,7 @@ impl Writer {
 
     fn pop_in_transaction(&mut self, thread_id: &str) -> Result<Option<ItemRecord>, StoreError> {
         let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
-        let last_seq: Option<i64> = tx
-            .prepare_cached(LAST_SEQ)?
-            .query_row((thread_id,), |row| row.get(0))
-            .optional()?;
-        let Some(last_seq) = last_seq else {
-            return Err(StoreError::UnknownThread(thread_id.to_owned()));
-        };
-        let cached = self
-            .threads
-            .get(thread_id)
-            .map(|s| sql_int(s.reducer.last_seq()));
-        if cached != Some(last_seq) {
-            // Not cached, or another store's writer appended since.
-            let state = ThreadState::load(&tx, thread_id)?
-                .ok_or_else(|| StoreError::UnknownThread(thread_id.to_owned()))?;
-            self.threads.insert(thread_id.to_owned(), state);
-        }
+        fresh_state(&tx, &mut self.threads, thread_id)?;
         let Some(record) = newest_in_view(&tx, thread_id)? else {
             return Ok(None);
         };
