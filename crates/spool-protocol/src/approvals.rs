@@ -13,9 +13,9 @@ use crate::items::{CommandAction, DynamicToolCallOutputContentItem};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum AskForApproval {
-    /// Only commands known to be read-only run without asking.
-    #[serde(rename = "untrusted")]
-    UnlessTrusted,
+    /// Only commands known to be read-only run without asking (Codex calls
+    /// this variant `UnlessTrusted`; the wire value is the same).
+    Untrusted,
     /// Run what the sandbox allows; ask when it would not.
     OnFailure,
     /// Run what the sandbox allows; ask when it would not or when the
@@ -28,7 +28,7 @@ pub enum AskForApproval {
 
 impl AskForApproval {
     pub const ALL: [AskForApproval; 4] = [
-        AskForApproval::UnlessTrusted,
+        AskForApproval::Untrusted,
         AskForApproval::OnFailure,
         AskForApproval::OnRequest,
         AskForApproval::Never,
@@ -37,7 +37,7 @@ impl AskForApproval {
     /// The wire spelling (also the CLI's).
     pub fn as_str(self) -> &'static str {
         match self {
-            AskForApproval::UnlessTrusted => "untrusted",
+            AskForApproval::Untrusted => "untrusted",
             AskForApproval::OnFailure => "on-failure",
             AskForApproval::OnRequest => "on-request",
             AskForApproval::Never => "never",
@@ -68,6 +68,70 @@ impl SandboxMode {
             SandboxMode::WorkspaceWrite => "workspace-write",
             SandboxMode::DangerFullAccess => "danger-full-access",
         }
+    }
+}
+
+/// A policy or sandbox mode that is not one of the valid spellings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseModeError {
+    pub what: &'static str,
+    pub value: String,
+    pub valid: Vec<&'static str>,
+}
+
+impl std::fmt::Display for ParseModeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "invalid {} {:?}; expected one of: {}",
+            self.what,
+            self.value,
+            self.valid.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for ParseModeError {}
+
+impl std::str::FromStr for AskForApproval {
+    type Err = ParseModeError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| ParseModeError {
+                what: "approval policy",
+                value: s.to_owned(),
+                valid: Self::ALL.iter().map(|p| p.as_str()).collect(),
+            })
+    }
+}
+
+impl std::str::FromStr for SandboxMode {
+    type Err = ParseModeError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| ParseModeError {
+                what: "sandbox mode",
+                value: s.to_owned(),
+                valid: Self::ALL.iter().map(|m| m.as_str()).collect(),
+            })
+    }
+}
+
+impl std::fmt::Display for AskForApproval {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for SandboxMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -105,3 +105,43 @@ impl ApprovalDecision {
         effect
     }
 }
+
+impl From<spool_protocol::CommandExecutionApprovalDecision> for ApprovalDecision {
+    fn from(wire: spool_protocol::CommandExecutionApprovalDecision) -> Self {
+        use spool_protocol::{CommandExecutionApprovalDecision as Wire, NetworkPolicyRuleAction};
+        match wire {
+            Wire::Accept => ApprovalDecision::Accept,
+            Wire::AcceptForSession => ApprovalDecision::AcceptForSession,
+            Wire::AcceptWithExecpolicyAmendment {
+                execpolicy_amendment,
+            } => ApprovalDecision::AcceptWithExecpolicyAmendment {
+                execpolicy_amendment: execpolicy_amendment.0,
+            },
+            Wire::ApplyNetworkPolicyAmendment {
+                network_policy_amendment,
+            } => ApprovalDecision::ApplyNetworkPolicyAmendment {
+                network_policy_amendment: NetworkPolicyAmendment {
+                    host: network_policy_amendment.host,
+                    action: match network_policy_amendment.action {
+                        NetworkPolicyRuleAction::Allow => RuleDecision::Allow,
+                        NetworkPolicyRuleAction::Deny => RuleDecision::Deny,
+                    },
+                },
+            },
+            Wire::Decline => ApprovalDecision::Decline,
+            Wire::Cancel => ApprovalDecision::Cancel,
+        }
+    }
+}
+
+impl From<spool_protocol::FileChangeApprovalDecision> for ApprovalDecision {
+    fn from(wire: spool_protocol::FileChangeApprovalDecision) -> Self {
+        use spool_protocol::FileChangeApprovalDecision as Wire;
+        match wire {
+            Wire::Accept => ApprovalDecision::Accept,
+            Wire::AcceptForSession => ApprovalDecision::AcceptForSession,
+            Wire::Decline => ApprovalDecision::Decline,
+            Wire::Cancel => ApprovalDecision::Cancel,
+        }
+    }
+}
