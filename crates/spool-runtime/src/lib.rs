@@ -2,9 +2,13 @@
 //! lifecycle events, every event durable in the store before (lifecycle)
 //! or while (deltas) it is streamed.
 
+pub mod agent;
 pub mod output_mapper;
+pub mod runner;
 pub mod turn;
 
+pub use agent::{Agent, AgentSet, DynamicTool, ModelSettings, ShellTool, Tool};
+pub use runner::{ClientRequests, RunError, RunResult, RunStatus, Runner};
 pub use turn::{InterruptSignal, TurnOptions, TurnOutcome, run_turn};
 
 /// Failures of the runtime itself (a model failure is a failed turn, not one of these).

@@ -33,6 +33,23 @@ pub struct OutputMapper {
     by_index: HashMap<usize, String>,
     /// Function calls the model finished writing, waiting for a tool runner.
     pending_calls: Vec<PendingCall>,
+    /// When set, function calls start no item here: the runner files each
+    /// as the item kind its tool produces (`take_model_calls`).
+    defer_calls: bool,
+    model_calls: Vec<ModelCall>,
+}
+
+/// A function call the model wrote, as given, for the runner to file and
+/// run (see [`OutputMapper::deferring_calls`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelCall {
+    pub call_id: String,
+    pub name: String,
+    /// The arguments as the model wrote them (JSON text).
+    pub arguments: String,
+    /// The provider's item, kept as the tool item's `providerData`: the
+    /// model view sends the call back in the model's own words.
+    pub raw: Value,
 }
 
 impl OutputMapper {
@@ -44,7 +61,22 @@ impl OutputMapper {
             open: HashMap::new(),
             by_index: HashMap::new(),
             pending_calls: Vec::new(),
+            defer_calls: false,
+            model_calls: Vec::new(),
         }
+    }
+
+    /// Function calls start no `functionCall` item: they are collected, in
+    /// output order, for the runner (`take_model_calls`).
+    pub fn deferring_calls(mut self) -> Self {
+        self.defer_calls = true;
+        self
+    }
+
+    /// The function calls the model finished writing, in output order
+    /// (only with [`OutputMapper::deferring_calls`]).
+    pub fn take_model_calls(&mut self) -> Vec<ModelCall> {
+        std::mem::take(&mut self.model_calls)
     }
 
     /// Function calls the model finished writing, in output order. Their
@@ -196,6 +228,11 @@ impl OutputMapper {
     /// Starts the spool item for a provider item; `None` for items spool does
     /// not model (they are skipped, never fatal).
     fn start(&mut self, key: &str, item: &ResponseItem, now_ms: i64) -> Option<ServerNotification> {
+        if self.defer_calls
+            && let ResponseItem::Known(KnownResponseItem::FunctionCall { .. }) = item
+        {
+            return None;
+        }
         let id = new_item_id();
         let thread_item = match item {
             ResponseItem::Known(KnownResponseItem::Message { .. }) => {
@@ -264,6 +301,22 @@ impl OutputMapper {
             .cloned()
             .unwrap_or_else(|| provider_key(&item, output_index));
         let mut out = Vec::new();
+        if self.defer_calls
+            && let ResponseItem::Known(KnownResponseItem::FunctionCall {
+                call_id,
+                name,
+                arguments,
+                ..
+            }) = &item
+        {
+            self.model_calls.push(ModelCall {
+                call_id: call_id.clone(),
+                name: name.clone(),
+                arguments: arguments.clone(),
+                raw,
+            });
+            return out;
+        }
         if !self.open.contains_key(&key) {
             // Some providers send an item only when it is done.
             out.extend(self.start(&key, &item, now_ms));

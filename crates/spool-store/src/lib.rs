@@ -185,6 +185,12 @@ pub trait Store: Send + Sync {
         thread_id: &str,
     ) -> impl Future<Output = Result<Vec<PendingRequest>, StoreError>> + Send;
 
+    /// Every request of the thread, answered or not, oldest first.
+    fn requests(
+        &self,
+        thread_id: &str,
+    ) -> impl Future<Output = Result<Vec<PendingRequest>, StoreError>> + Send;
+
     /// One request of the thread, answered or not.
     fn request(
         &self,

@@ -142,7 +142,7 @@ pub struct PendingRequest {
     pub thread_id: String,
     pub turn_id: String,
     pub item_id: String,
-    pub request: spool_protocol::approvals::ServerRequest,
+    pub request: spool_protocol::ServerRequest,
     pub created_at_ms: i64,
     /// The answer as given (`None` while waiting).
     pub answer: Option<serde_json::Value>,

@@ -15,6 +15,7 @@
 
 mod http;
 mod proxy;
+pub mod responses_api;
 mod server;
 
 pub use http::RecordedRequest;

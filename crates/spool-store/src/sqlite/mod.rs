@@ -417,6 +417,12 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn requests(&self, thread_id: &str) -> Result<Vec<PendingRequest>, StoreError> {
+        let thread_id = thread_id.to_owned();
+        self.read(move |conn| requests_read::all_requests(conn, &thread_id))
+            .await
+    }
+
     async fn request(
         &self,
         thread_id: &str,

@@ -49,9 +49,25 @@ pub(crate) fn open_requests(
     conn: &Connection,
     thread_id: &str,
 ) -> Result<Vec<PendingRequest>, StoreError> {
+    select_requests(conn, thread_id, "AND resolved_at_ms IS NULL")
+}
+
+/// Every request of the thread, oldest first.
+pub(crate) fn all_requests(
+    conn: &Connection,
+    thread_id: &str,
+) -> Result<Vec<PendingRequest>, StoreError> {
+    select_requests(conn, thread_id, "")
+}
+
+fn select_requests(
+    conn: &Connection,
+    thread_id: &str,
+    filter: &str,
+) -> Result<Vec<PendingRequest>, StoreError> {
     let sql = format!(
         "SELECT {REQUEST_COLUMNS} FROM pending_requests \
-         WHERE thread_id = ?1 AND resolved_at_ms IS NULL ORDER BY created_at_ms, request_id"
+         WHERE thread_id = ?1 {filter} ORDER BY created_at_ms, request_id"
     );
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = stmt.query((thread_id,))?;

@@ -1,0 +1,759 @@
+//! One run, step by step (see the module docs of `runner`).
+
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use spool_core::View;
+use spool_core::llm::LlmViewOptions;
+use spool_core::run_state::{
+    AgentKey, ApprovalRecord, CallRecord, Interruption, InterruptionKind, RunState,
+};
+use spool_model::{ModelEvent, ModelRequest};
+use spool_protocol::*;
+use spool_store::{Appended, Appender, PendingRequest, Store, StoreError};
+use spool_tools::policy::{Grants, Rule, RulesFile};
+use tokio::sync::{mpsc, watch};
+
+use super::execute::{decline, run_filed};
+use super::file_call::{Filed, FiledCall, file_call, prepare};
+use super::items::{ItemSink, OpenItem};
+use super::requests::{Gate, apply_answer, gate, replay_session_grants, stored_answer};
+use super::{RunError, RunResult, RunStatus, Runner};
+use crate::agent::{Agent, AgentSet};
+use crate::now_ms;
+use crate::output_mapper::{ModelCall, OutputMapper, new_item_id};
+
+pub(crate) struct Run<'r, S> {
+    pub runner: &'r Runner<S>,
+    pub agents: AgentSet,
+    pub agent_key: AgentKey,
+    pub agent: Arc<Agent>,
+    pub state: RunState,
+    pub sink: ItemSink,
+    pub appender: Appender,
+    pub grants: Grants,
+    pub interrupt: watch::Receiver<bool>,
+    /// The turn has a saved run state: tool runs are marked in it first.
+    pub persisted: bool,
+    pub started_at_ms: i64,
+    pub usage: Option<TokenUsageBreakdown>,
+    pub final_text: Option<String>,
+    /// Calls waiting on a request, in call order.
+    pub waiting: Vec<(PendingRequest, FiledCall)>,
+    /// Control passes to this agent before the next model call.
+    pub next_agent: Option<AgentKey>,
+}
+
+/// How one model call ended.
+enum StepEnd {
+    Calls(Vec<ModelCall>),
+    Final,
+    Failed(TurnError),
+    Interrupted,
+}
+
+/// Where answering the waiting requests left the run.
+enum Settled {
+    Done,
+    Paused,
+    Cancelled,
+}
+
+impl<'r, S: Store + Clone + 'static> Run<'r, S> {
+    /// Starts the turn: `turn/started` and the user's message.
+    pub async fn start(
+        runner: &'r Runner<S>,
+        agent: Arc<Agent>,
+        thread_id: &str,
+        events: &mpsc::UnboundedSender<Appended>,
+        interrupt: watch::Receiver<bool>,
+        input: Vec<UserInput>,
+    ) -> Result<Run<'r, S>, RunError> {
+        let agents = AgentSet::new(agent);
+        let (agent_key, agent) = {
+            let (key, agent) = agents.start();
+            (key.clone(), agent.clone())
+        };
+        let turn_id = new_item_id();
+        let started_at_ms = now_ms();
+        let appender = Appender::spawn(runner.store.clone(), thread_id, events.clone());
+        let mut turn = Turn::new(turn_id.clone(), TurnStatus::InProgress);
+        turn.started_at = Some(started_at_ms / 1000);
+        appender.push(vec![ServerNotification::TurnStarted(
+            TurnStartedNotification {
+                thread_id: thread_id.to_owned(),
+                turn,
+            },
+        )])?;
+        let sink = ItemSink {
+            thread_id: thread_id.to_owned(),
+            turn_id: turn_id.clone(),
+            agent: "user".to_owned(),
+            step: 0,
+        };
+        let mut message = sink.whole(ThreadItem::user_message(new_item_id(), input), None, None);
+        for event in &mut message {
+            if let ServerNotification::ItemStarted(ItemStartedNotification {
+                envelope: Some(e),
+                ..
+            })
+            | ServerNotification::ItemCompleted(ItemCompletedNotification {
+                envelope: Some(e),
+                ..
+            }) = event
+            {
+                e.provenance.phase = WorkPhase::Main;
+                e.provenance.step_index = None;
+            }
+        }
+        appender.push(message)?;
+        let grants = load_grants(runner, thread_id).await?;
+        let state = RunState {
+            thread_id: thread_id.to_owned(),
+            turn_id: turn_id.clone(),
+            current_agent: agent_key.clone(),
+            step: 0,
+            max_turns: runner.max_turns,
+            last_response_id: None,
+            acknowledged_input_count: 0,
+            input: Vec::new(),
+            calls: Vec::new(),
+            approvals: Vec::new(),
+            interruptions: Vec::new(),
+        };
+        Ok(Run {
+            runner,
+            sink: ItemSink {
+                agent: agent.name.clone(),
+                ..sink
+            },
+            agents,
+            agent_key,
+            agent,
+            state,
+            appender,
+            grants,
+            interrupt,
+            persisted: false,
+            started_at_ms,
+            usage: None,
+            final_text: None,
+            waiting: Vec::new(),
+            next_agent: None,
+        })
+    }
+
+    /// Runs until the turn ends or pauses.
+    pub async fn drive(mut self) -> Result<RunResult, RunError> {
+        loop {
+            if !self.waiting.is_empty() {
+                match self.settle_waiting().await? {
+                    Settled::Done => {}
+                    Settled::Paused => return self.pause().await,
+                    Settled::Cancelled => return self.finish(TurnStatus::Interrupted, None).await,
+                }
+            }
+            if let Some(next) = self.next_agent.take()
+                && let Some(agent) = self.agents.get(&next).cloned()
+            {
+                self.agent = agent;
+                self.agent_key = next;
+                self.sink.agent = self.agent.name.clone();
+                self.state.current_agent = self.agent_key.clone();
+            }
+            if *self.interrupt.borrow() {
+                return self.finish(TurnStatus::Interrupted, None).await;
+            }
+            if self.state.step >= self.state.max_turns {
+                let error = RunError::MaxTurnsExceeded {
+                    max_turns: self.state.max_turns,
+                };
+                let turn_error = TurnError::new(error.to_string(), None);
+                self.finish(TurnStatus::Failed, Some(turn_error)).await?;
+                return Err(error);
+            }
+            match self.model_step().await? {
+                StepEnd::Final => return self.finish(TurnStatus::Completed, None).await,
+                StepEnd::Failed(error) => {
+                    return self.finish(TurnStatus::Failed, Some(error)).await;
+                }
+                StepEnd::Interrupted => return self.finish(TurnStatus::Interrupted, None).await,
+                StepEnd::Calls(calls) => self.handle_calls(calls).await?,
+            }
+        }
+    }
+
+    /// One model call with the thread's history.
+    async fn model_step(&mut self) -> Result<StepEnd, RunError> {
+        // The history read below must see everything logged so far.
+        self.appender.sync().await?;
+        let view = self
+            .runner
+            .store
+            .llm_view(
+                &self.state.thread_id,
+                LlmViewOptions {
+                    token_budget: self.runner.history_token_budget,
+                    ..LlmViewOptions::default()
+                },
+            )
+            .await?;
+        let mut tools: Vec<_> = self.agent.tools.iter().map(|tool| tool.spec()).collect();
+        for target in &self.agent.handoffs {
+            if let Some(key) = self.agents.key_of(target) {
+                tools.push(spool_model::ToolSpec {
+                    name: AgentSet::handoff_tool_name(key),
+                    description: format!(
+                        "Hand the conversation over to the agent {}.",
+                        target.name
+                    ),
+                    parameters: serde_json::json!({"type": "object", "properties": {}}),
+                });
+            }
+        }
+        self.state.acknowledged_input_count = view.input.len();
+        let request = ModelRequest {
+            model: self.agent.model.model.clone(),
+            instructions: self.agent.instructions.clone(),
+            input: view.input,
+            tools,
+            previous_response_id: None,
+            parallel_tool_calls: self.agent.model.parallel_tool_calls,
+            max_output_tokens: self.agent.model.max_output_tokens,
+            temperature: self.agent.model.temperature,
+        };
+        self.state.step += 1;
+        self.sink.step = self.state.step;
+        let mut mapper =
+            OutputMapper::new(&self.state.thread_id, &self.state.turn_id, &self.agent.name)
+                .deferring_calls();
+        let mut stream = self.runner.provider.stream(request);
+        let mut interrupt = self.interrupt.clone();
+        let end = loop {
+            let next = tokio::select! {
+                next = stream.next() => next,
+                _ = interrupt.wait_for(|stop| *stop) => break StepEnd::Interrupted,
+            };
+            match next {
+                Some(Ok(ModelEvent::Completed {
+                    usage, response_id, ..
+                })) => {
+                    if let Some(usage) = usage {
+                        self.usage
+                            .get_or_insert_with(TokenUsageBreakdown::default)
+                            .add(&usage);
+                    }
+                    self.state.last_response_id = response_id;
+                    break StepEnd::Final;
+                }
+                Some(Ok(event)) => {
+                    let payloads = mapper.on_event(event, now_ms());
+                    for payload in &payloads {
+                        if let ServerNotification::ItemCompleted(ItemCompletedNotification {
+                            item: ThreadItem::AgentMessage { text, .. },
+                            ..
+                        }) = payload
+                        {
+                            self.final_text = Some(text.clone());
+                        }
+                    }
+                    self.appender.push(payloads)?;
+                }
+                Some(Err(e)) => {
+                    break StepEnd::Failed(TurnError::new(
+                        e.to_string(),
+                        Some(e.codex_error_info()),
+                    ));
+                }
+                None => {
+                    break StepEnd::Failed(TurnError::new(
+                        format!(
+                            "provider {} ended its stream without completing the response",
+                            self.runner.provider.name()
+                        ),
+                        Some(CodexErrorInfo::ResponseStreamDisconnected {
+                            http_status_code: None,
+                        }),
+                    ));
+                }
+            }
+        };
+        drop(stream);
+        self.appender.push(mapper.close_open(now_ms()))?;
+        let calls = mapper.take_model_calls();
+        Ok(match end {
+            StepEnd::Final if !calls.is_empty() => StepEnd::Calls(calls),
+            other => other,
+        })
+    }
+
+    /// Files the calls of one response, runs what the policy lets through
+    /// (concurrently) and opens requests for the rest.
+    async fn handle_calls(&mut self, calls: Vec<ModelCall>) -> Result<(), RunError> {
+        let mut out = Vec::new();
+        let mut filed_calls = Vec::new();
+        for call in calls {
+            let prepared = prepare(&call, &self.agent, &self.agents);
+            let filed = file_call(
+                call,
+                prepared,
+                &self.agent,
+                &self.agent_key,
+                &self.sink,
+                &mut out,
+            );
+            let done = matches!(filed.filed, Filed::Done);
+            self.state.calls.push(CallRecord {
+                call_id: filed.call.call_id.clone(),
+                tool: filed.tool.clone(),
+                item_id: filed.item_id.clone(),
+                arguments: filed.call.arguments.clone(),
+                executed: done,
+                completed: done,
+                output: None,
+            });
+            if let Some(next) = &filed.handoff {
+                self.next_agent = Some(next.clone());
+            }
+            filed_calls.push(filed);
+        }
+        self.appender.push(out)?;
+
+        let mut to_run = Vec::new();
+        let mut asks = Vec::new();
+        for filed in filed_calls {
+            match gate(
+                &filed,
+                &self.agent,
+                &self.grants,
+                &self.state.thread_id,
+                &self.state.turn_id,
+            ) {
+                Gate::Run => to_run.push(filed),
+                Gate::Refuse(reason) => {
+                    self.mark_done(&filed.call.call_id);
+                    let refusal = format!("Not run: {reason}");
+                    self.appender
+                        .push(decline(filed.filed, Some(refusal), &self.sink))?;
+                }
+                Gate::Ask(request) => asks.push((*request, filed)),
+            }
+        }
+        self.run_calls(to_run).await?;
+        if !asks.is_empty() {
+            self.open_requests(asks).await?;
+        }
+        Ok(())
+    }
+
+    /// Runs calls concurrently; each one's outcome is logged as it ends.
+    async fn run_calls(&mut self, calls: Vec<FiledCall>) -> Result<(), RunError> {
+        if calls.is_empty() {
+            return Ok(());
+        }
+        for call in &calls {
+            if let Some(record) = self.record_mut(&call.call.call_id) {
+                record.executed = true;
+            }
+        }
+        self.save_state().await?;
+        let runs = calls.iter().map(|_| ()).count();
+        let mut futures = Vec::with_capacity(runs);
+        let mut ids = Vec::with_capacity(runs);
+        for call in calls {
+            ids.push(call.call.call_id.clone());
+            futures.push(run_filed(
+                call.filed,
+                &self.agent,
+                &self.sink,
+                &self.appender,
+                self.interrupt.clone(),
+            ));
+        }
+        let outcomes = futures_util::future::join_all(futures).await;
+        for outcome in outcomes {
+            outcome?;
+        }
+        for id in ids {
+            self.mark_done(&id);
+        }
+        self.save_state().await?;
+        Ok(())
+    }
+
+    /// Makes the requests durable (with the run state) before anyone is
+    /// asked.
+    async fn open_requests(
+        &mut self,
+        asks: Vec<(PendingRequest, FiledCall)>,
+    ) -> Result<(), RunError> {
+        for (request, filed) in &asks {
+            self.state.interruptions.push(Interruption {
+                request_id: request.request_id.clone(),
+                call_id: filed.call.call_id.clone(),
+                tool: filed.tool.clone(),
+                item_id: filed.item_id.clone(),
+                kind: interruption_kind(&request.request),
+                summary: summary(&request.request),
+            });
+        }
+        // The items must be committed before the request that names them.
+        self.appender.sync().await?;
+        for (request, _) in &asks {
+            self.runner
+                .store
+                .open_request(request.clone(), Some(self.state.to_json()))
+                .await?;
+        }
+        self.persisted = true;
+        self.waiting = asks;
+        Ok(())
+    }
+
+    /// Answers the waiting requests in order: from the store if answered
+    /// already, else from the client; stops (paused) at the first one
+    /// nobody answers.
+    async fn settle_waiting(&mut self) -> Result<Settled, RunError> {
+        let waiting = std::mem::take(&mut self.waiting);
+        let mut rest = waiting.into_iter();
+        while let Some((request, filed)) = rest.next() {
+            let Some(answer) = self.answer_for(&request).await? else {
+                self.waiting.push((request, filed));
+                self.waiting.extend(rest);
+                return Ok(Settled::Paused);
+            };
+            let effect = apply_answer(&request, &answer, &mut self.grants);
+            if let Some(rule) = effect.new_rule {
+                self.keep_rule(rule)?;
+            }
+            self.state
+                .interruptions
+                .retain(|i| i.request_id != request.request_id);
+            self.state.approvals.push(ApprovalRecord {
+                request_id: request.request_id.clone(),
+                call_id: filed.call.call_id.clone(),
+                tool: filed.tool.clone(),
+                decision: serde_json::to_value(&answer).unwrap_or_default(),
+            });
+            let call_id = filed.call.call_id.clone();
+            match (effect.dynamic, effect.run) {
+                (Some(response), _) => {
+                    self.mark_done(&call_id);
+                    let done = finish_dynamic(filed.filed, response, &self.sink);
+                    self.appender.push(done)?;
+                    self.save_state().await?;
+                }
+                (None, true) => self.run_calls(vec![filed]).await?,
+                (None, false) => {
+                    self.mark_done(&call_id);
+                    self.appender.push(decline(filed.filed, None, &self.sink))?;
+                    self.save_state().await?;
+                }
+            }
+            if effect.interrupt_turn {
+                for (request, filed) in rest {
+                    self.cancel_request(request, filed).await?;
+                }
+                return Ok(Settled::Cancelled);
+            }
+        }
+        Ok(Settled::Done)
+    }
+
+    async fn answer_for(
+        &self,
+        request: &PendingRequest,
+    ) -> Result<Option<ServerRequestAnswer>, RunError> {
+        let thread_id = &self.state.thread_id;
+        let stored = self
+            .runner
+            .store
+            .request(thread_id, &request.request_id)
+            .await?;
+        if let Some(answer) = stored.as_ref().and_then(stored_answer) {
+            return Ok(Some(answer));
+        }
+        let Some(client) = &self.runner.client else {
+            return Ok(None);
+        };
+        let Some(answer) = client.ask(request).await else {
+            return Ok(None);
+        };
+        let json = serde_json::to_value(&answer).unwrap_or_default();
+        match self
+            .runner
+            .store
+            .resolve_request(thread_id, &request.request_id, json)
+            .await
+        {
+            Ok(_) => Ok(Some(answer)),
+            // Answered elsewhere meanwhile: the first answer stands.
+            Err(StoreError::RequestAlreadyResolved { .. }) => {
+                let stored = self
+                    .runner
+                    .store
+                    .request(thread_id, &request.request_id)
+                    .await?;
+                Ok(stored.as_ref().and_then(stored_answer))
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// A request left when the turn is cancelled: answered `cancel` (so it
+    /// is not asked again) and its item declined.
+    async fn cancel_request(
+        &mut self,
+        request: PendingRequest,
+        filed: FiledCall,
+    ) -> Result<(), RunError> {
+        let cancel = match &request.request {
+            ServerRequest::FileChangeRequestApproval(_) => {
+                serde_json::json!({"decision": "cancel"})
+            }
+            ServerRequest::CommandExecutionRequestApproval(_) => {
+                serde_json::json!({"decision": "cancel"})
+            }
+            ServerRequest::DynamicToolCall(_) => {
+                serde_json::json!({"contentItems": [{"type": "inputText", "text": "cancelled"}], "success": false})
+            }
+        };
+        match self
+            .runner
+            .store
+            .resolve_request(&self.state.thread_id, &request.request_id, cancel)
+            .await
+        {
+            Ok(_) | Err(StoreError::RequestAlreadyResolved { .. }) => {}
+            Err(error) => return Err(error.into()),
+        }
+        self.state
+            .interruptions
+            .retain(|i| i.request_id != request.request_id);
+        self.mark_done(&filed.call.call_id);
+        self.appender.push(decline(filed.filed, None, &self.sink))?;
+        Ok(())
+    }
+
+    fn keep_rule(&mut self, rule: Rule) -> Result<(), RunError> {
+        let scoped = match rule {
+            Rule::Exec(rule) => Rule::Exec(rule.for_thread(self.state.thread_id.clone())),
+            Rule::Network(rule) => Rule::Network(rule.for_thread(self.state.thread_id.clone())),
+        };
+        self.grants.add_rule(scoped.clone());
+        if let Some(path) = &self.runner.rules_file {
+            RulesFile::append(path, &scoped)?;
+        }
+        Ok(())
+    }
+
+    fn record_mut(&mut self, call_id: &str) -> Option<&mut CallRecord> {
+        self.state.calls.iter_mut().find(|c| c.call_id == call_id)
+    }
+
+    fn mark_done(&mut self, call_id: &str) {
+        if let Some(record) = self.record_mut(call_id) {
+            record.executed = true;
+            record.completed = true;
+        }
+    }
+
+    /// Saves the run state, once the turn has one (it gets one when it
+    /// first waits on a request).
+    async fn save_state(&mut self) -> Result<(), RunError> {
+        if !self.persisted {
+            return Ok(());
+        }
+        self.appender.sync().await?;
+        self.runner
+            .store
+            .save_run_state(
+                &self.state.thread_id,
+                &self.state.turn_id,
+                self.state.to_json(),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Stops here, waiting on a person; everything so far is durable.
+    async fn pause(self) -> Result<RunResult, RunError> {
+        self.appender.sync().await?;
+        self.runner
+            .store
+            .save_run_state(
+                &self.state.thread_id,
+                &self.state.turn_id,
+                self.state.to_json(),
+            )
+            .await?;
+        let Run {
+            runner,
+            appender,
+            state,
+            final_text,
+            ..
+        } = self;
+        appender.finish().await?;
+        result(runner, state, TurnStatus::InProgress, None, final_text).await
+    }
+
+    /// Ends the turn with `status`.
+    async fn finish(
+        self,
+        status: TurnStatus,
+        error: Option<TurnError>,
+    ) -> Result<RunResult, RunError> {
+        let thread_id = self.state.thread_id.clone();
+        let turn_id = self.state.turn_id.clone();
+        // Calls still waiting will never run: decline them.
+        let mut run = self;
+        for (request, filed) in std::mem::take(&mut run.waiting) {
+            run.cancel_request(request, filed).await?;
+        }
+        if let Some(error) = &error {
+            run.appender
+                .push(vec![ServerNotification::Error(ErrorNotification {
+                    error: error.clone(),
+                    will_retry: false,
+                    thread_id: thread_id.clone(),
+                    turn_id: turn_id.clone(),
+                })])?;
+        }
+        let completed_at_ms = now_ms();
+        let mut turn = Turn::new(turn_id.clone(), status);
+        turn.error = error.clone();
+        turn.started_at = Some(run.started_at_ms / 1000);
+        turn.completed_at = Some(completed_at_ms / 1000);
+        turn.duration_ms = Some(completed_at_ms - run.started_at_ms);
+        turn.token_usage = run.usage;
+        run.appender.push(vec![ServerNotification::TurnCompleted(
+            TurnCompletedNotification {
+                thread_id: thread_id.clone(),
+                turn,
+            },
+        )])?;
+        let Run {
+            runner,
+            appender,
+            state,
+            final_text,
+            persisted,
+            ..
+        } = run;
+        appender.finish().await?;
+        if persisted {
+            runner.store.clear_run_state(&thread_id, &turn_id).await?;
+        }
+        result(runner, state, status, error, final_text).await
+    }
+}
+
+async fn result<S: Store>(
+    runner: &Runner<S>,
+    state: RunState,
+    status: TurnStatus,
+    error: Option<TurnError>,
+    final_output: Option<String>,
+) -> Result<RunResult, RunError> {
+    let items = runner
+        .store
+        .items(&state.thread_id, View::All)
+        .await?
+        .into_iter()
+        .filter(|record| record.turn_id == state.turn_id)
+        .collect();
+    let input_list = runner
+        .store
+        .llm_view(&state.thread_id, LlmViewOptions::default())
+        .await?
+        .input;
+    Ok(RunResult {
+        thread_id: state.thread_id.clone(),
+        turn_id: state.turn_id.clone(),
+        status: RunStatus::of(status),
+        error,
+        items,
+        final_output,
+        state,
+        input_list,
+    })
+}
+
+/// The grants a run starts with: the rules file's rules and the thread's
+/// session approvals.
+pub(crate) async fn load_grants<S: Store>(
+    runner: &Runner<S>,
+    thread_id: &str,
+) -> Result<Grants, RunError> {
+    let mut grants = Grants::for_thread(thread_id);
+    if let Some(path) = &runner.rules_file {
+        grants.add_rules(RulesFile::load(path)?.rules);
+    }
+    let requests = runner.store.requests(thread_id).await?;
+    replay_session_grants(&requests, &mut grants);
+    Ok(grants)
+}
+
+fn interruption_kind(request: &ServerRequest) -> InterruptionKind {
+    match request {
+        ServerRequest::CommandExecutionRequestApproval(_) => InterruptionKind::CommandExecution,
+        ServerRequest::FileChangeRequestApproval(_) => InterruptionKind::FileChange,
+        ServerRequest::DynamicToolCall(_) => InterruptionKind::DynamicToolCall,
+    }
+}
+
+/// What a person is shown about a request.
+fn summary(request: &ServerRequest) -> String {
+    match request {
+        ServerRequest::CommandExecutionRequestApproval(params) => {
+            params.command.clone().unwrap_or_default()
+        }
+        ServerRequest::FileChangeRequestApproval(params) => format!(
+            "file changes under {}",
+            params.grant_root.clone().unwrap_or_default()
+        ),
+        ServerRequest::DynamicToolCall(params) => format!("client tool {}", params.tool),
+    }
+}
+
+/// Completes a client-run tool's item with its answer.
+fn finish_dynamic(
+    filed: Filed,
+    response: DynamicToolCallResponse,
+    sink: &ItemSink,
+) -> Vec<ServerNotification> {
+    let Filed::Dynamic { mut open, .. } = filed else {
+        return Vec::new();
+    };
+    let status = match response.success {
+        true => DynamicToolCallStatus::Completed,
+        false => DynamicToolCallStatus::Failed,
+    };
+    if let ThreadItem::DynamicToolCall {
+        status: s,
+        content_items,
+        success,
+        duration_ms,
+        ..
+    } = &mut open.item
+    {
+        *s = status;
+        *content_items = Some(response.content_items);
+        *success = Some(response.success);
+        *duration_ms = Some(now_ms() - open.envelope.started_at_ms);
+    }
+    let envelope = match response.success {
+        true => ItemStatus::Completed,
+        false => ItemStatus::Failed,
+    };
+    vec![sink.complete(open, envelope)]
+}
+
+/// An item rebuilt from its record (resume).
+pub(crate) fn open_item(record: &spool_core::ItemRecord) -> OpenItem {
+    OpenItem {
+        item: record.item.clone(),
+        envelope: record.envelope.clone(),
+    }
+}

@@ -1,0 +1,236 @@
+//! Running a filed call and finishing its item.
+//!
+//! Shell output streams as `item/commandExecution/outputDelta` while the
+//! command runs; everything else reports when it ends. Whatever happens,
+//! the item ends with one `item/completed`: a tool's failure is the item's
+//! `failed` status and output (what the model is told), never an error of
+//! the run.
+
+use std::time::Instant;
+
+use spool_protocol::*;
+use spool_store::{Appender, StoreError};
+use spool_tools::apply_patch;
+use spool_tools::function::{EmissionKind, ToolContext, ToolEmission};
+use spool_tools::shell::{self, ShellEnd};
+use tokio::sync::{mpsc, watch};
+
+use super::file_call::Filed;
+use super::items::{ItemSink, OpenItem};
+use crate::agent::Agent;
+use crate::output_mapper::new_item_id;
+
+/// Runs a call the policy let through and logs its completion (and what
+/// it streamed or emitted on the way).
+pub(crate) async fn run_filed(
+    filed: Filed,
+    agent: &Agent,
+    sink: &ItemSink,
+    appender: &Appender,
+    mut interrupt: watch::Receiver<bool>,
+) -> Result<(), StoreError> {
+    match filed {
+        Filed::Shell { open, command, .. } => {
+            let item_id = open.id().to_owned();
+            let cancel = async move {
+                let _ = interrupt.wait_for(|stop| *stop).await;
+            };
+            let mut push_error = None;
+            let ran = shell::run_command(
+                &command,
+                |_, bytes| {
+                    let delta = String::from_utf8_lossy(bytes).into_owned();
+                    if let Err(error) = appender.push(vec![sink.output_delta(&item_id, delta)]) {
+                        push_error.get_or_insert(error);
+                    }
+                },
+                cancel,
+            )
+            .await;
+            if let Some(error) = push_error {
+                return Err(error);
+            }
+            appender.push(vec![finish_command(open, ran, sink)])
+        }
+        Filed::Patch { open, patch, .. } => {
+            let applied = apply_patch::apply(&patch, &agent.workspace_root);
+            appender.push(vec![finish_patch(open, applied, sink)])
+        }
+        Filed::Function { open, tool } => {
+            let (emissions, mut received) = mpsc::unbounded_channel();
+            let (arguments, call_id) = match &open.item {
+                ThreadItem::FunctionCall {
+                    arguments, call_id, ..
+                } => (arguments.clone(), call_id.clone()),
+                _ => (String::new(), String::new()),
+            };
+            let context = ToolContext::new(open.id(), call_id, emissions);
+            let started = Instant::now();
+            let outcome = tool.invoke(&arguments, context).await;
+            let mut out = Vec::new();
+            while let Ok(emission) = received.try_recv() {
+                out.extend(emitted_item(emission, sink));
+            }
+            let mut open = open;
+            let status = match outcome.success {
+                true => FunctionCallStatus::Completed,
+                false => FunctionCallStatus::Failed,
+            };
+            if let ThreadItem::FunctionCall {
+                status: s,
+                output,
+                duration_ms,
+                ..
+            } = &mut open.item
+            {
+                *s = status;
+                *output = Some(outcome.output);
+                *duration_ms = Some(started.elapsed().as_millis() as i64);
+            }
+            let envelope_status = match outcome.success {
+                true => ItemStatus::Completed,
+                false => ItemStatus::Failed,
+            };
+            out.push(sink.complete(open, envelope_status));
+            appender.push(out)
+        }
+        // Run by the client: finished when its answer comes (see `requests.rs`).
+        Filed::Dynamic { .. } | Filed::Done => Ok(()),
+    }
+}
+
+/// The completion of a command from how its run ended.
+fn finish_command(
+    mut open: OpenItem,
+    ran: Result<shell::ShellOutcome, shell::ShellError>,
+    sink: &ItemSink,
+) -> ServerNotification {
+    let (status, output, code, duration) = match ran {
+        Ok(outcome) => {
+            let mut output = outcome.aggregated_output.clone();
+            let status = match outcome.end {
+                ShellEnd::Exited { code: 0 } => CommandExecutionStatus::Completed,
+                ShellEnd::Exited { .. }
+                | ShellEnd::Signaled { .. }
+                | ShellEnd::TimedOut { .. }
+                | ShellEnd::Cancelled => CommandExecutionStatus::Failed,
+            };
+            if let (
+                ShellEnd::TimedOut { .. } | ShellEnd::Cancelled | ShellEnd::Signaled { .. },
+                Some(reason),
+            ) = (outcome.end, outcome.failure_reason())
+            {
+                if !output.is_empty() && !output.ends_with('\n') {
+                    output.push('\n');
+                }
+                output.push_str(&format!("[{reason}]"));
+            }
+            let duration = outcome.duration.as_millis() as i64;
+            (status, output, outcome.exit_code, duration)
+        }
+        Err(error) => (CommandExecutionStatus::Failed, error.to_string(), None, 0),
+    };
+    if let ThreadItem::CommandExecution {
+        status: s,
+        aggregated_output,
+        exit_code,
+        duration_ms,
+        ..
+    } = &mut open.item
+    {
+        *s = status;
+        *aggregated_output = Some(output);
+        *exit_code = code;
+        *duration_ms = Some(duration);
+    }
+    let envelope = match status {
+        CommandExecutionStatus::Completed => ItemStatus::Completed,
+        CommandExecutionStatus::Failed
+        | CommandExecutionStatus::InProgress
+        | CommandExecutionStatus::Declined => ItemStatus::Failed,
+    };
+    sink.complete(open, envelope)
+}
+
+fn finish_patch(
+    mut open: OpenItem,
+    applied: Result<Vec<FileUpdateChange>, apply_patch::PatchError>,
+    sink: &ItemSink,
+) -> ServerNotification {
+    let (status, envelope) = match &applied {
+        Ok(_) => (PatchApplyStatus::Completed, ItemStatus::Completed),
+        Err(error) => {
+            tracing::warn!(%error, item = open.id(), "applying a patch failed");
+            (PatchApplyStatus::Failed, ItemStatus::Failed)
+        }
+    };
+    if let ThreadItem::FileChange {
+        status: s, changes, ..
+    } = &mut open.item
+    {
+        *s = status;
+        if let Ok(applied) = applied {
+            *changes = applied;
+        }
+    }
+    sink.complete(open, envelope)
+}
+
+/// The item a tool added on the side, with the tool's call as its parent.
+fn emitted_item(emission: ToolEmission, sink: &ItemSink) -> Vec<ServerNotification> {
+    let id = new_item_id();
+    let item = match emission.kind {
+        EmissionKind::Message { text } => ThreadItem::agent_message(id, text),
+        EmissionKind::Component { name, props } => ThreadItem::Component { id, name, props },
+        EmissionKind::Status { text } => ThreadItem::Status { id, text },
+        EmissionKind::Context { text } => ThreadItem::Context { id, text },
+    };
+    sink.whole(item, Some(emission.parent_item_id), None)
+}
+
+/// Completes an item that will not run: declined by a person or refused
+/// by the policy (`reason` goes to the model for a refusal).
+pub(crate) fn decline(
+    filed: Filed,
+    reason: Option<String>,
+    sink: &ItemSink,
+) -> Vec<ServerNotification> {
+    match filed {
+        Filed::Shell { mut open, .. } => {
+            if let ThreadItem::CommandExecution {
+                status,
+                aggregated_output,
+                ..
+            } = &mut open.item
+            {
+                *status = CommandExecutionStatus::Declined;
+                *aggregated_output = reason;
+            }
+            vec![sink.complete(open, ItemStatus::Declined)]
+        }
+        Filed::Patch { mut open, .. } => {
+            if let ThreadItem::FileChange { status, .. } = &mut open.item {
+                *status = PatchApplyStatus::Declined;
+            }
+            vec![sink.complete(open, ItemStatus::Declined)]
+        }
+        Filed::Function { mut open, .. } => {
+            if let ThreadItem::FunctionCall { status, output, .. } = &mut open.item {
+                *status = FunctionCallStatus::Declined;
+                *output = reason;
+            }
+            vec![sink.complete(open, ItemStatus::Declined)]
+        }
+        Filed::Dynamic { mut open, .. } => {
+            if let ThreadItem::DynamicToolCall {
+                status, success, ..
+            } = &mut open.item
+            {
+                *status = DynamicToolCallStatus::Failed;
+                *success = Some(false);
+            }
+            vec![sink.complete(open, ItemStatus::Declined)]
+        }
+        Filed::Done => Vec::new(),
+    }
+}

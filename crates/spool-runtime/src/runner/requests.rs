@@ -1,0 +1,298 @@
+//! Asking: which calls need a person, the durable requests that ask them,
+//! and what their answers do.
+//!
+//! A call the policy does not let through becomes a request in the store
+//! (`pending_requests`) before anyone is asked, together with the run
+//! state, so the question survives the process. The runner then asks its
+//! [`ClientRequests`] (a terminal prompt, a connected client); with nobody
+//! to ask, the run pauses and can be resumed later from the store or from
+//! an exported RunState. Answers are recorded in the store (which logs
+//! `serverRequest/resolved`) before they take effect.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+
+use spool_protocol::*;
+use spool_store::PendingRequest;
+use spool_tools::policy::{self, Grants, ToolRequest, Verdict};
+use spool_tools::shell;
+
+use super::file_call::{Filed, FiledCall};
+use crate::agent::Agent;
+use crate::now_ms;
+
+/// Who answers a run's requests while it runs (a terminal, a client
+/// connection). `None` means nobody can answer now: the run pauses.
+pub trait ClientRequests: Send + Sync {
+    fn ask<'a>(
+        &'a self,
+        request: &'a PendingRequest,
+    ) -> Pin<Box<dyn Future<Output = Option<ServerRequestAnswer>> + Send + 'a>>;
+}
+
+/// What the policy says about one filed call.
+pub(crate) enum Gate {
+    Run,
+    Refuse(String),
+    Ask(Box<PendingRequest>),
+}
+
+/// Applies the agent's policy to a filed call.
+pub(crate) fn gate(
+    filed: &FiledCall,
+    agent: &Agent,
+    grants: &Grants,
+    thread_id: &str,
+    turn_id: &str,
+) -> Gate {
+    let verdict = match &filed.filed {
+        Filed::Shell {
+            command,
+            escalation_requested,
+            ..
+        } => policy::decide(
+            agent.approval_policy,
+            agent.sandbox,
+            &agent.workspace_root,
+            ToolRequest::Shell {
+                argv: &command.argv,
+                cwd: &command.cwd,
+                escalation_requested: *escalation_requested,
+            },
+            grants,
+            shell::is_known_safe,
+        ),
+        Filed::Patch { paths, .. } => policy::decide(
+            agent.approval_policy,
+            agent.sandbox,
+            &agent.workspace_root,
+            ToolRequest::Patch { paths },
+            grants,
+            shell::is_known_safe,
+        ),
+        // The client runs its own tools and decides about them itself.
+        Filed::Function { .. } | Filed::Done => Verdict::Run,
+        Filed::Dynamic {
+            tool, arguments, ..
+        } => {
+            return Gate::Ask(Box::new(new_request(
+                ServerRequest::DynamicToolCall(DynamicToolCallParams {
+                    thread_id: thread_id.to_owned(),
+                    turn_id: turn_id.to_owned(),
+                    call_id: filed.call.call_id.clone(),
+                    namespace: tool.namespace.clone(),
+                    tool: tool.name.clone(),
+                    arguments: arguments.clone(),
+                }),
+                &filed.item_id,
+            )));
+        }
+    };
+    match verdict {
+        Verdict::Run => Gate::Run,
+        Verdict::Refuse { reason } => Gate::Refuse(reason),
+        Verdict::Ask { reason } => {
+            match approval_request(filed, &reason, agent, thread_id, turn_id) {
+                Some(request) => Gate::Ask(Box::new(request)),
+                None => Gate::Run,
+            }
+        }
+    }
+}
+
+fn new_request(request: ServerRequest, item_id: &str) -> PendingRequest {
+    PendingRequest {
+        request_id: uuid::Uuid::now_v7().to_string(),
+        thread_id: request.thread_id().to_owned(),
+        turn_id: request.turn_id().to_owned(),
+        item_id: item_id.to_owned(),
+        request,
+        created_at_ms: now_ms(),
+        answer: None,
+        resolved_at_ms: None,
+    }
+}
+
+fn approval_request(
+    filed: &FiledCall,
+    reason: &str,
+    agent: &Agent,
+    thread_id: &str,
+    turn_id: &str,
+) -> Option<PendingRequest> {
+    let request = match &filed.filed {
+        Filed::Shell { command, .. } => {
+            ServerRequest::CommandExecutionRequestApproval(CommandExecutionRequestApprovalParams {
+                thread_id: thread_id.to_owned(),
+                turn_id: turn_id.to_owned(),
+                item_id: filed.item_id.clone(),
+                approval_id: None,
+                reason: Some(reason.to_owned()),
+                network_approval_context: None,
+                command: Some(shell::format_command(&command.argv)),
+                cwd: Some(command.cwd.display().to_string()),
+                command_actions: Some(shell::command_actions(&command.argv)),
+                // The whole argv: accepting it as a rule allows exactly this
+                // command and its extensions. The session grant reads it back.
+                proposed_execpolicy_amendment: Some(ExecPolicyAmendment(command.argv.clone())),
+                proposed_network_policy_amendments: None,
+                available_decisions: None,
+            })
+        }
+        Filed::Patch { paths, .. } => {
+            ServerRequest::FileChangeRequestApproval(FileChangeRequestApprovalParams {
+                thread_id: thread_id.to_owned(),
+                turn_id: turn_id.to_owned(),
+                item_id: filed.item_id.clone(),
+                reason: Some(reason.to_owned()),
+                grant_root: Some(
+                    common_root(paths, &agent.workspace_root)
+                        .display()
+                        .to_string(),
+                ),
+            })
+        }
+        Filed::Function { .. } | Filed::Dynamic { .. } | Filed::Done => return None,
+    };
+    Some(new_request(request, &filed.item_id))
+}
+
+/// The deepest directory holding every path (what `acceptForSession`
+/// approves for a patch).
+fn common_root(paths: &[PathBuf], fallback: &Path) -> PathBuf {
+    let mut dirs = paths.iter().filter_map(|p| p.parent());
+    let Some(first) = dirs.next() else {
+        return fallback.to_owned();
+    };
+    let mut root = first.to_owned();
+    for dir in dirs {
+        while !dir.starts_with(&root) {
+            if !root.pop() {
+                return fallback.to_owned();
+            }
+        }
+    }
+    root
+}
+
+/// What an answer means for the call it answers.
+pub(crate) struct AnswerEffect {
+    pub run: bool,
+    pub interrupt_turn: bool,
+    /// A rule the person asked to keep (written to the rules file).
+    pub new_rule: Option<policy::Rule>,
+    /// For a client-run tool: its result.
+    pub dynamic: Option<DynamicToolCallResponse>,
+}
+
+/// Interprets `answer` for `request`, recording grants it gives. An answer
+/// of the wrong kind for the request (a file decision for a command, say)
+/// is treated as a decline, so a confused client never runs anything.
+pub(crate) fn apply_answer(
+    request: &PendingRequest,
+    answer: &ServerRequestAnswer,
+    grants: &mut Grants,
+) -> AnswerEffect {
+    let refuse = AnswerEffect {
+        run: false,
+        interrupt_turn: false,
+        new_rule: None,
+        dynamic: None,
+    };
+    match (&request.request, answer) {
+        (
+            ServerRequest::CommandExecutionRequestApproval(params),
+            ServerRequestAnswer::CommandExecution(response),
+        ) => {
+            let argv = params
+                .proposed_execpolicy_amendment
+                .as_ref()
+                .map(|amendment| amendment.0.clone())
+                .unwrap_or_default();
+            let cwd = PathBuf::from(params.cwd.clone().unwrap_or_default());
+            let decision = policy::ApprovalDecision::from(response.decision.clone());
+            let effect = decision.apply_to(
+                grants,
+                ToolRequest::Shell {
+                    argv: &argv,
+                    cwd: &cwd,
+                    escalation_requested: false,
+                },
+            );
+            AnswerEffect {
+                run: effect.run,
+                interrupt_turn: effect.interrupt_turn,
+                new_rule: effect.new_rule,
+                dynamic: None,
+            }
+        }
+        (
+            ServerRequest::FileChangeRequestApproval(params),
+            ServerRequestAnswer::FileChange(response),
+        ) => {
+            let root: Vec<PathBuf> = params.grant_root.iter().map(PathBuf::from).collect();
+            let decision = policy::ApprovalDecision::from(response.decision);
+            let effect = decision.apply_to(grants, ToolRequest::Patch { paths: &root });
+            AnswerEffect {
+                run: effect.run,
+                interrupt_turn: effect.interrupt_turn,
+                new_rule: effect.new_rule,
+                dynamic: None,
+            }
+        }
+        (ServerRequest::DynamicToolCall(_), ServerRequestAnswer::DynamicToolCall(response)) => {
+            AnswerEffect {
+                run: true,
+                interrupt_turn: false,
+                new_rule: None,
+                dynamic: Some(response.clone()),
+            }
+        }
+        (
+            ServerRequest::CommandExecutionRequestApproval(_)
+            | ServerRequest::FileChangeRequestApproval(_)
+            | ServerRequest::DynamicToolCall(_),
+            _,
+        ) => refuse,
+    }
+}
+
+/// Session grants a thread's earlier answers gave (`acceptForSession`),
+/// rebuilt from its answered requests so they outlive the process.
+pub(crate) fn replay_session_grants(requests: &[PendingRequest], grants: &mut Grants) {
+    for request in requests {
+        let Some(answer) = &request.answer else {
+            continue;
+        };
+        let Ok(answer) = serde_json::from_value::<ServerRequestAnswer>(answer.clone()) else {
+            continue;
+        };
+        let is_session = match &answer {
+            ServerRequestAnswer::CommandExecution(response) => matches!(
+                response.decision,
+                CommandExecutionApprovalDecision::AcceptForSession
+            ),
+            ServerRequestAnswer::FileChange(response) => matches!(
+                response.decision,
+                FileChangeApprovalDecision::AcceptForSession
+            ),
+            ServerRequestAnswer::DynamicToolCall(_) => false,
+        };
+        if is_session {
+            apply_answer(request, &answer, grants);
+        }
+    }
+}
+
+/// Parses a stored answer; an answer that no longer parses is a decline.
+pub(crate) fn stored_answer(request: &PendingRequest) -> Option<ServerRequestAnswer> {
+    let answer = request.answer.as_ref()?;
+    Some(
+        serde_json::from_value(answer.clone()).unwrap_or(ServerRequestAnswer::FileChange(
+            FileChangeRequestApprovalResponse {
+                decision: FileChangeApprovalDecision::Decline,
+            },
+        )),
+    )
+}

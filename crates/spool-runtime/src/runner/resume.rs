@@ -1,0 +1,270 @@
+//! Picking a paused run back up, in this process or another one.
+//!
+//! The RunState names what the run was waiting on (its interruptions) and
+//! which calls already ran (the ledger); the store holds the items and the
+//! requests with any answers given meanwhile. Resuming:
+//!
+//! 1. checks the state against the agent graph being resumed (fail closed:
+//!    an interruption naming an agent or tool that is not there is an
+//!    error, never a guess);
+//! 2. finishes calls a crash left executed but not completed as failed,
+//!    without running them again, and closes other items the crash left
+//!    open;
+//! 3. rebuilds each waiting call from its ledger entry and its item, and
+//!    hands them to the loop, which answers them (stored answer, or the
+//!    client) and goes on. No model call is made or counted until every
+//!    request is answered.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use spool_core::run_state::RunState;
+use spool_protocol::*;
+use spool_store::{Appended, Appender, Store, StoreError};
+use tokio::sync::{mpsc, watch};
+
+use super::drive::{Run, load_grants, open_item};
+use super::file_call::{Filed, FiledCall, Prepared, prepare};
+use super::items::{ItemSink, OpenItem};
+use super::{RunError, Runner};
+use crate::agent::{Agent, AgentSet};
+use crate::now_ms;
+use crate::output_mapper::ModelCall;
+
+const NOT_RERUN: &str = "the process running this call stopped before it finished; \
+    it was not run again";
+
+pub(crate) async fn reopen<'r, S: Store + Clone + 'static>(
+    runner: &'r Runner<S>,
+    agent: Arc<Agent>,
+    state: RunState,
+    events: &mpsc::UnboundedSender<Appended>,
+    interrupt: watch::Receiver<bool>,
+) -> Result<Run<'r, S>, RunError> {
+    let agents = AgentSet::new(agent);
+    state.check_against(&agents)?;
+    let thread_id = state.thread_id.clone();
+    let turn_id = state.turn_id.clone();
+    let turns = runner.store.turns(&thread_id).await?;
+    let Some(turn) = turns
+        .iter()
+        .find(|t| t.id == turn_id && t.status == TurnStatus::InProgress)
+    else {
+        return Err(RunError::StateNotOpen {
+            state_thread: thread_id,
+            state_turn: turn_id,
+        });
+    };
+    let started_at_ms = turn.started_at.unwrap_or_default() * 1000;
+    let agent = agents
+        .get(&state.current_agent)
+        .cloned()
+        .ok_or_else(|| StoreError::UnknownThread(thread_id.clone()))?;
+    let sink = ItemSink {
+        thread_id: thread_id.clone(),
+        turn_id: turn_id.clone(),
+        agent: agent.name.clone(),
+        step: state.step,
+    };
+    let appender = Appender::spawn(runner.store.clone(), &thread_id, events.clone());
+    let records = runner
+        .store
+        .items(&thread_id, spool_core::View::All)
+        .await?;
+    let open: Vec<OpenItem> = records
+        .iter()
+        .filter(|r| r.turn_id == turn_id && r.envelope.status == ItemStatus::InProgress)
+        .map(open_item)
+        .collect();
+    let waiting_items: HashSet<&str> = state
+        .interruptions
+        .iter()
+        .map(|i| i.item_id.as_str())
+        .collect();
+
+    // What a crash left behind: never re-run, never left open.
+    let mut closing = Vec::new();
+    for item in &open {
+        if waiting_items.contains(item.id()) {
+            continue;
+        }
+        let executed = state
+            .calls
+            .iter()
+            .any(|c| c.item_id == item.id() && c.executed && !c.completed);
+        closing.push(abandon(item.clone(), executed, &sink));
+    }
+    appender.push(closing)?;
+
+    let mut waiting = Vec::new();
+    let mut state = state;
+    for interruption in state.interruptions.clone() {
+        let Some(request) = runner
+            .store
+            .request(&thread_id, &interruption.request_id)
+            .await?
+        else {
+            return Err(StoreError::UnknownRequest {
+                thread_id: thread_id.clone(),
+                request_id: interruption.request_id.clone(),
+            }
+            .into());
+        };
+        let Some(record) = state
+            .calls
+            .iter()
+            .find(|c| c.call_id == interruption.call_id)
+            .cloned()
+        else {
+            continue;
+        };
+        let Some(item) = open
+            .iter()
+            .find(|o| o.id() == interruption.item_id)
+            .cloned()
+        else {
+            // Finished meanwhile (another resumer): nothing to wait for.
+            state
+                .interruptions
+                .retain(|i| i.request_id != interruption.request_id);
+            continue;
+        };
+        let raw = item.envelope.provider_data.clone().unwrap_or_else(|| {
+            serde_json::json!({"type": "function_call", "call_id": record.call_id,
+                "name": record.tool.name, "arguments": record.arguments})
+        });
+        let call = ModelCall {
+            call_id: record.call_id.clone(),
+            name: record.tool.name.clone(),
+            arguments: record.arguments.clone(),
+            raw,
+        };
+        let tool_agent = agents
+            .get(&record.tool.agent)
+            .cloned()
+            .unwrap_or(agent.clone());
+        match refile(prepare(&call, &tool_agent, &agents), item) {
+            Ok(filed) => waiting.push((
+                request,
+                FiledCall {
+                    call,
+                    tool: record.tool.clone(),
+                    item_id: interruption.item_id.clone(),
+                    filed,
+                    handoff: None,
+                },
+            )),
+            Err(failed) => {
+                let (item, message) = *failed;
+                appender.push(vec![fail(item, &message, &sink)])?;
+                state
+                    .interruptions
+                    .retain(|i| i.request_id != interruption.request_id);
+            }
+        }
+    }
+    let grants = load_grants(runner, &thread_id).await?;
+    Ok(Run {
+        runner,
+        agent_key: state.current_agent.clone(),
+        agents,
+        agent,
+        state,
+        sink,
+        appender,
+        grants,
+        interrupt,
+        persisted: true,
+        started_at_ms,
+        usage: None,
+        final_text: None,
+        waiting,
+        next_agent: None,
+    })
+}
+
+/// A waiting call rebuilt around its existing item.
+fn refile(prepared: Prepared, open: OpenItem) -> Result<Filed, Box<(OpenItem, String)>> {
+    match prepared {
+        Prepared::Shell {
+            command,
+            escalation_requested,
+        } => Ok(Filed::Shell {
+            open,
+            command,
+            escalation_requested,
+        }),
+        Prepared::Patch { patch, paths, .. } => Ok(Filed::Patch { open, patch, paths }),
+        Prepared::Function(tool) => Ok(Filed::Function { open, tool }),
+        Prepared::Dynamic { tool, arguments } => Ok(Filed::Dynamic {
+            open,
+            tool,
+            arguments,
+        }),
+        Prepared::Invalid(message) => Err(Box::new((open, message))),
+        Prepared::Plan(_) | Prepared::Image(_) | Prepared::Handoff(..) => Err(Box::new((
+            open,
+            "this call does not wait on a request".to_owned(),
+        ))),
+    }
+}
+
+/// Closes an item a crash left open: a tool that may have run is failed
+/// with why it was not run again; anything else ends `incomplete`.
+fn abandon(mut open: OpenItem, executed: bool, sink: &ItemSink) -> ServerNotification {
+    if executed {
+        return fail(open, NOT_RERUN, sink);
+    }
+    let _ = now_ms();
+    stop_kind_status(&mut open.item);
+    sink.complete(open, ItemStatus::Incomplete)
+}
+
+fn fail(mut open: OpenItem, message: &str, sink: &ItemSink) -> ServerNotification {
+    match &mut open.item {
+        ThreadItem::CommandExecution {
+            status,
+            aggregated_output,
+            ..
+        } => {
+            *status = CommandExecutionStatus::Failed;
+            *aggregated_output = Some(message.to_owned());
+        }
+        ThreadItem::FunctionCall { status, output, .. } => {
+            *status = FunctionCallStatus::Failed;
+            *output = Some(message.to_owned());
+        }
+        item => stop_kind_status(item),
+    }
+    sink.complete(open, ItemStatus::Failed)
+}
+
+/// A tool item's own status, moved off `inProgress` (Codex's per-kind
+/// statuses have no "incomplete").
+fn stop_kind_status(item: &mut ThreadItem) {
+    match item {
+        ThreadItem::CommandExecution { status, .. } => *status = CommandExecutionStatus::Failed,
+        ThreadItem::FileChange { status, .. } => *status = PatchApplyStatus::Failed,
+        ThreadItem::FunctionCall { status, .. } => *status = FunctionCallStatus::Failed,
+        ThreadItem::DynamicToolCall { status, .. } => *status = DynamicToolCallStatus::Failed,
+        ThreadItem::McpToolCall { status, .. } => *status = McpToolCallStatus::Failed,
+        ThreadItem::UserMessage { .. }
+        | ThreadItem::AgentMessage { .. }
+        | ThreadItem::Reasoning { .. }
+        | ThreadItem::Plan { .. }
+        | ThreadItem::WebSearch { .. }
+        | ThreadItem::ImageView { .. }
+        | ThreadItem::EnteredReviewMode { .. }
+        | ThreadItem::ExitedReviewMode { .. }
+        | ThreadItem::ContextCompaction { .. }
+        | ThreadItem::Handoff { .. }
+        | ThreadItem::Component { .. }
+        | ThreadItem::Container { .. }
+        | ThreadItem::Status { .. }
+        | ThreadItem::StateChange { .. }
+        | ThreadItem::ResourceChange { .. }
+        | ThreadItem::StepError { .. }
+        | ThreadItem::Error { .. }
+        | ThreadItem::Context { .. } => {}
+    }
+}
