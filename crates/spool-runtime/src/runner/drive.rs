@@ -9,6 +9,7 @@ use spool_core::run_state::{
     AgentKey, ApprovalRecord, CallRecord, Interruption, InterruptionKind, RunState,
 };
 use spool_model::{ModelEvent, ModelRequest};
+use spool_protocol::responses::ResponseItem;
 use spool_protocol::*;
 use spool_store::{Appended, Appender, PendingRequest, Store, StoreError};
 use spool_tools::policy::{Grants, Rule, RulesFile};
@@ -399,10 +400,11 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
         }
         // The items must be committed before the request that names them.
         self.appender.sync().await?;
+        let snapshot = self.snapshot().await?;
         for (request, _) in &asks {
             self.runner
                 .store
-                .open_request(request.clone(), Some(self.state.to_json()))
+                .open_request(request.clone(), Some(snapshot.clone()))
                 .await?;
         }
         self.persisted = true;
@@ -565,27 +567,40 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
             return Ok(());
         }
         self.appender.sync().await?;
+        let snapshot = self.snapshot().await?;
         self.runner
             .store
-            .save_run_state(
-                &self.state.thread_id,
-                &self.state.turn_id,
-                self.state.to_json(),
-            )
+            .save_run_state(&self.state.thread_id, &self.state.turn_id, snapshot)
             .await?;
         Ok(())
     }
 
+    /// The run state as JSON, its `input` brought up to date first: the
+    /// history the model saw plus what it has not seen yet (tool outputs
+    /// not yet sent), from the store (synced by the caller).
+    async fn snapshot(&mut self) -> Result<String, RunError> {
+        let view = self
+            .runner
+            .store
+            .llm_view(
+                &self.state.thread_id,
+                LlmViewOptions {
+                    token_budget: self.runner.history_token_budget,
+                    ..LlmViewOptions::default()
+                },
+            )
+            .await?;
+        set_input(&mut self.state, &view.input);
+        Ok(self.state.to_json())
+    }
+
     /// Stops here, waiting on a person; everything so far is durable.
-    async fn pause(self) -> Result<RunResult, RunError> {
+    async fn pause(mut self) -> Result<RunResult, RunError> {
         self.appender.sync().await?;
+        let snapshot = self.snapshot().await?;
         self.runner
             .store
-            .save_run_state(
-                &self.state.thread_id,
-                &self.state.turn_id,
-                self.state.to_json(),
-            )
+            .save_run_state(&self.state.thread_id, &self.state.turn_id, snapshot)
             .await?;
         let Run {
             runner,
@@ -651,7 +666,7 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
 
 async fn result<S: Store>(
     runner: &Runner<S>,
-    state: RunState,
+    mut state: RunState,
     status: TurnStatus,
     error: Option<TurnError>,
     final_output: Option<String>,
@@ -668,6 +683,7 @@ async fn result<S: Store>(
         .llm_view(&state.thread_id, LlmViewOptions::default())
         .await?
         .input;
+    set_input(&mut state, &input_list);
     Ok(RunResult {
         thread_id: state.thread_id.clone(),
         turn_id: state.turn_id.clone(),
@@ -678,6 +694,18 @@ async fn result<S: Store>(
         state,
         input_list,
     })
+}
+
+/// Sets the state's `input` to `input` (the thread's model view). The
+/// model has seen at most all of it: a view packed under a budget can be
+/// shorter than the one the last model call got, and the snapshot must
+/// stay valid (`acknowledgedInputCount <= input.len()`).
+fn set_input(state: &mut RunState, input: &[ResponseItem]) {
+    state.input = input
+        .iter()
+        .map(|item| serde_json::to_value(item).unwrap_or_default())
+        .collect();
+    state.acknowledged_input_count = state.acknowledged_input_count.min(state.input.len());
 }
 
 /// The grants a run starts with: the rules file's rules and the thread's

@@ -262,10 +262,11 @@ pub(crate) fn apply_answer(
 /// rebuilt from its answered requests so they outlive the process.
 pub(crate) fn replay_session_grants(requests: &[PendingRequest], grants: &mut Grants) {
     for request in requests {
-        let Some(answer) = &request.answer else {
-            continue;
-        };
-        let Ok(answer) = serde_json::from_value::<ServerRequestAnswer>(answer.clone()) else {
+        let Some(answer) = request
+            .answer
+            .as_ref()
+            .and_then(|a| parse_answer(request, a))
+        else {
             continue;
         };
         let is_session = match &answer {
@@ -289,10 +290,32 @@ pub(crate) fn replay_session_grants(requests: &[PendingRequest], grants: &mut Gr
 pub(crate) fn stored_answer(request: &PendingRequest) -> Option<ServerRequestAnswer> {
     let answer = request.answer.as_ref()?;
     Some(
-        serde_json::from_value(answer.clone()).unwrap_or(ServerRequestAnswer::FileChange(
+        parse_answer(request, answer).unwrap_or(ServerRequestAnswer::FileChange(
             FileChangeRequestApprovalResponse {
                 decision: FileChangeApprovalDecision::Decline,
             },
         )),
     )
+}
+
+/// An answer as the kind its request expects. `ServerRequestAnswer` is
+/// untagged, and a file change answer (`{"decision": "accept"}`) is also a
+/// valid command answer: parsed without its request, it would come back as
+/// the wrong kind, which `apply_answer` treats as a decline.
+fn parse_answer(
+    request: &PendingRequest,
+    answer: &serde_json::Value,
+) -> Option<ServerRequestAnswer> {
+    let answer = answer.clone();
+    match &request.request {
+        ServerRequest::CommandExecutionRequestApproval(_) => serde_json::from_value(answer)
+            .ok()
+            .map(ServerRequestAnswer::CommandExecution),
+        ServerRequest::FileChangeRequestApproval(_) => serde_json::from_value(answer)
+            .ok()
+            .map(ServerRequestAnswer::FileChange),
+        ServerRequest::DynamicToolCall(_) => serde_json::from_value(answer)
+            .ok()
+            .map(ServerRequestAnswer::DynamicToolCall),
+    }
 }
