@@ -260,10 +260,30 @@ fn command_execution_without_a_provider_call_gets_a_shell_call() {
     let arguments: Value = serde_json::from_str(input[0]["arguments"].as_str().unwrap()).unwrap();
     assert_eq!(arguments, json!({"command": "ls -a", "workdir": "/repo"}));
     assert_eq!(input[1]["output"], "Exit code: 2\nOutput:\n.\n..\n");
-    let declined = convert_one(command(CommandExecutionStatus::Declined, None));
+    // A person's decline leaves no output; a refusal by the policy records
+    // its reason there, and the model is told that reason.
+    let mut declined = command(CommandExecutionStatus::Declined, None);
+    if let ThreadItem::CommandExecution {
+        aggregated_output, ..
+    } = &mut declined
+    {
+        *aggregated_output = None;
+    }
+    let declined = convert_one(declined);
     assert_eq!(
         declined[1]["output"],
         "The user declined to run this command."
+    );
+    let mut refused = command(CommandExecutionStatus::Declined, None);
+    if let ThreadItem::CommandExecution {
+        aggregated_output, ..
+    } = &mut refused
+    {
+        *aggregated_output = Some("Not run: outside the sandbox".to_owned());
+    }
+    assert_eq!(
+        convert_one(refused)[1]["output"],
+        "Not run: outside the sandbox"
     );
 }
 

@@ -89,7 +89,9 @@ fn tool_output(record: &ItemRecord) -> Option<String> {
         ThreadItem::FunctionCall { status, output, .. } => match status {
             FunctionCallStatus::Completed => Some(output.clone().unwrap_or_default()),
             FunctionCallStatus::Failed => Some(output.clone().unwrap_or_else(|| FAILED.into())),
-            FunctionCallStatus::Declined => Some(DECLINED.into()),
+            // A refusal by the policy carries its reason; a person's
+            // decline does not.
+            FunctionCallStatus::Declined => Some(output.clone().unwrap_or_else(|| DECLINED.into())),
             FunctionCallStatus::InProgress => unfinished(envelope),
         },
         ThreadItem::CommandExecution {
@@ -101,9 +103,11 @@ fn tool_output(record: &ItemRecord) -> Option<String> {
             CommandExecutionStatus::Completed | CommandExecutionStatus::Failed => Some(
                 command_output(*status, aggregated_output.as_deref(), *exit_code),
             ),
-            CommandExecutionStatus::Declined => {
-                Some("The user declined to run this command.".into())
-            }
+            CommandExecutionStatus::Declined => Some(
+                aggregated_output
+                    .clone()
+                    .unwrap_or_else(|| "The user declined to run this command.".into()),
+            ),
             CommandExecutionStatus::InProgress => unfinished(envelope),
         },
         ThreadItem::FileChange {
