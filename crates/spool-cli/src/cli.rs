@@ -24,6 +24,9 @@ pub struct Cli {
 pub enum Command {
     /// Run one turn: send the prompt, stream the reply, persist every item.
     Run(RunArgs),
+    /// Resume a thread's run paused on an approval (asking again on the
+    /// terminal).
+    Resume(ResumeArgs),
     /// Inspect stored threads.
     #[command(subcommand)]
     Threads(ThreadsCommand),
@@ -52,6 +55,41 @@ pub struct RunArgs {
     /// Print the time to the first token and the total time to stderr.
     #[arg(long)]
     pub timings: bool,
+    #[command(flatten)]
+    pub agent: AgentArgs,
+}
+
+/// What the agent may do, and what needs a person first.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AgentArgs {
+    /// Tools the agent may call, comma-separated (default: none).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub tools: Vec<ToolArg>,
+    /// When to ask before a tool runs: untrusted, on-failure, on-request, never.
+    #[arg(long, default_value = "on-request")]
+    pub approval_policy: spool_protocol::AskForApproval,
+    /// What tools may do unasked: read-only, workspace-write, danger-full-access.
+    #[arg(long, default_value = "workspace-write")]
+    pub sandbox: spool_protocol::SandboxMode,
+    /// Most model calls in one turn.
+    #[arg(long, default_value_t = 10)]
+    pub max_turns: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ToolArg {
+    Shell,
+    ApplyPatch,
+    UpdatePlan,
+    ViewImage,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ResumeArgs {
+    /// The thread whose paused run to resume.
+    pub thread: String,
+    #[command(flatten)]
+    pub agent: AgentArgs,
 }
 
 #[derive(Debug, Subcommand)]

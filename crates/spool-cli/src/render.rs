@@ -2,7 +2,7 @@
 
 use spool_core::ItemRecord;
 use spool_protocol::responses::{ContentItem, KnownResponseItem, ResponseItem};
-use spool_protocol::{ItemStatus, ThreadItem, UserInput};
+use spool_protocol::{ItemStatus, PatchChangeKind, ThreadItem, UserInput};
 
 /// One block of text per item: a `[kind]` label and its content.
 pub fn item(record: &ItemRecord) -> String {
@@ -24,29 +24,13 @@ pub fn item(record: &ItemRecord) -> String {
             },
         ),
         ThreadItem::Plan { text, .. } => ("plan", text.clone()),
-        ThreadItem::CommandExecution {
-            command,
-            exit_code,
-            aggregated_output,
-            ..
-        } => (
-            "command",
-            format!(
-                "$ {command}{}\n{}",
-                exit_code
-                    .map(|c| format!("  (exit {c})"))
-                    .unwrap_or_default(),
-                aggregated_output.as_deref().unwrap_or("")
-            ),
-        ),
-        ThreadItem::FileChange { changes, .. } => (
-            "fileChange",
-            changes
-                .iter()
-                .map(|c| c.path.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-        ),
+        ThreadItem::CommandExecution { .. } | ThreadItem::FileChange { .. } => {
+            let label = match &record.item {
+                ThreadItem::CommandExecution { .. } => "command",
+                _ => "fileChange",
+            };
+            (label, tool_summary(&record.item))
+        }
         ThreadItem::McpToolCall {
             server,
             tool,
@@ -149,4 +133,84 @@ pub fn input_item(item: &ResponseItem) -> String {
         ResponseItem::Known(KnownResponseItem::WebSearchCall { .. }) => "[web_search_call]".into(),
         ResponseItem::Other(v) => format!("[other] {v}"),
     }
+}
+
+/// How many lines of a command's output a summary shows.
+const OUTPUT_TAIL_LINES: usize = 12;
+
+/// A tool item in a few lines: a command with its exit code and the tail
+/// of its output; a patch as one line per file with its added and removed
+/// line counts.
+pub fn tool_summary(item: &ThreadItem) -> String {
+    match item {
+        ThreadItem::CommandExecution {
+            command,
+            exit_code,
+            aggregated_output,
+            status,
+            ..
+        } => {
+            let end = match (exit_code, status) {
+                (Some(code), _) => format!("exit {code}"),
+                (None, status) => format!("{status:?}").to_lowercase(),
+            };
+            let output = aggregated_output.as_deref().unwrap_or("");
+            let lines: Vec<&str> = output.lines().collect();
+            let skipped = lines.len().saturating_sub(OUTPUT_TAIL_LINES);
+            let mut text = format!("$ {command}  ({end})");
+            if skipped > 0 {
+                text.push_str(&format!("\n  … {skipped} earlier lines"));
+            }
+            for line in &lines[skipped..] {
+                text.push_str("\n  ");
+                text.push_str(line);
+            }
+            text
+        }
+        ThreadItem::FileChange {
+            changes, status, ..
+        } => {
+            let mut text = format!("patch ({})", format!("{status:?}").to_lowercase());
+            for change in changes {
+                let (added, removed) = diff_counts(&change.diff);
+                let mark = match &change.kind {
+                    PatchChangeKind::Add => "A".to_owned(),
+                    PatchChangeKind::Delete => "D".to_owned(),
+                    PatchChangeKind::Update { move_path: None } => "M".to_owned(),
+                    PatchChangeKind::Update {
+                        move_path: Some(to),
+                    } => format!("R → {to}"),
+                };
+                text.push_str(&format!("\n  {mark} {} (+{added} -{removed})", change.path));
+            }
+            text
+        }
+        ThreadItem::FunctionCall {
+            name,
+            status,
+            output,
+            ..
+        } => format!(
+            "{name} ({}) {}",
+            format!("{status:?}").to_lowercase(),
+            output.as_deref().unwrap_or("")
+        ),
+        ThreadItem::Plan { text, .. } => format!("plan\n{text}"),
+        other => format!("{:?}", other.kind()),
+    }
+}
+
+/// Lines added and removed in a unified diff (headers not counted).
+fn diff_counts(diff: &str) -> (usize, usize) {
+    diff.lines().fold((0, 0), |(added, removed), line| {
+        if line.starts_with("+++") || line.starts_with("---") {
+            (added, removed)
+        } else if line.starts_with('+') {
+            (added + 1, removed)
+        } else if line.starts_with('-') {
+            (added, removed + 1)
+        } else {
+            (added, removed)
+        }
+    })
 }

@@ -1,3 +1,4 @@
+pub mod approve;
 pub mod bench;
 pub mod run;
 pub mod threads;

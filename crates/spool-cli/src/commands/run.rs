@@ -7,12 +7,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use spool_model::{ChatProvider, ModelProvider, ProviderConfig, ResponsesProvider};
-use spool_protocol::{CodexErrorInfo, ServerNotification, TurnError, TurnStatus, UserInput};
-use spool_runtime::{TurnOptions, run_turn};
+use spool_protocol::{CodexErrorInfo, ServerNotification, ThreadItem, TurnError, UserInput};
+use spool_runtime::{Agent, ModelSettings, RunResult, RunStatus, Runner, ShellTool, Tool};
 use spool_store::{Appended, NewThread, SqliteStore, Store};
 use tokio::sync::{mpsc, watch};
 
-use crate::cli::RunArgs;
+use super::approve::TerminalApprover;
+use crate::cli::{AgentArgs, ResumeArgs, RunArgs, ToolArg};
 use crate::config::WireApi;
 use crate::provider_choice::ChosenProvider;
 
@@ -43,15 +44,20 @@ pub async fn run(store: SqliteStore, chosen: ChosenProvider, args: RunArgs) -> a
             store.create_thread(new).await?.thread.id
         }
     };
-    let provider = build_provider(&chosen);
-    let options = TurnOptions {
+    let provider: Arc<dyn ModelProvider> = Arc::from(build_provider(&chosen));
+    let mut agent = agent_of(&args.agent)?;
+    agent.instructions = args.instructions.clone().or(chosen.instructions.clone());
+    agent.model = ModelSettings {
         model: chosen.model.clone(),
-        instructions: args.instructions.clone().or(chosen.instructions.clone()),
-        history_token_budget: args.history_tokens,
-        agent: "assistant".to_owned(),
-        max_output_tokens: args.max_output_tokens,
         temperature: chosen.temperature,
+        max_output_tokens: args.max_output_tokens,
+        parallel_tool_calls: false,
     };
+    let mut runner = Runner::new(store.clone(), provider)
+        .with_max_turns(args.agent.max_turns)
+        .with_client(Arc::new(TerminalApprover));
+    runner.history_token_budget = args.history_tokens;
+    runner.rules_file = Some(rules_file()?);
 
     let (stop_tx, stop_rx) = watch::channel(false);
     tokio::spawn(async move {
@@ -60,30 +66,98 @@ pub async fn run(store: SqliteStore, chosen: ChosenProvider, args: RunArgs) -> a
         }
     });
     let (tx, rx) = mpsc::unbounded_channel();
-    let store = Arc::new(store);
     let turn = {
-        let store = Arc::clone(&store);
         let thread_id = thread_id.clone();
+        let agent = Arc::new(agent);
         tokio::spawn(async move {
             let input = vec![UserInput::text(args.prompt)];
-            run_turn(
-                &*store,
-                provider.as_ref(),
-                &thread_id,
-                input,
-                &options,
-                &tx,
-                stop_rx,
-            )
-            .await
+            runner
+                .run_streamed(agent, &thread_id, input, &tx, stop_rx)
+                .await
         })
     };
     let started = Instant::now();
     let first_token = print_stream(rx).await;
     let outcome = turn.await.context("the turn task panicked")??;
     store.flush().await?;
+    report(
+        &outcome,
+        &thread_id,
+        started,
+        first_token,
+        args.timings,
+        &chosen,
+    )
+}
 
-    if args.timings {
+/// `spool resume`: picks up a run paused on an approval (asking again on
+/// the terminal), with the agent settings given.
+pub async fn resume(
+    store: SqliteStore,
+    chosen: ChosenProvider,
+    args: ResumeArgs,
+) -> anyhow::Result<i32> {
+    let provider: Arc<dyn ModelProvider> = Arc::from(build_provider(&chosen));
+    let mut agent = agent_of(&args.agent)?;
+    agent.instructions = chosen.instructions.clone();
+    agent.model = ModelSettings {
+        model: chosen.model.clone(),
+        temperature: chosen.temperature,
+        max_output_tokens: None,
+        parallel_tool_calls: false,
+    };
+    let mut runner = Runner::new(store.clone(), provider)
+        .with_max_turns(args.agent.max_turns)
+        .with_client(Arc::new(TerminalApprover));
+    runner.rules_file = Some(rules_file()?);
+    let (_stop, stop_rx) = watch::channel(false);
+    let (tx, rx) = mpsc::unbounded_channel();
+    let thread_id = args.thread.clone();
+    let turn = tokio::spawn(async move {
+        runner
+            .resume(Arc::new(agent), &thread_id, &tx, stop_rx)
+            .await
+    });
+    let started = Instant::now();
+    let first_token = print_stream(rx).await;
+    let outcome = turn.await.context("the resume task panicked")??;
+    store.flush().await?;
+    report(&outcome, &args.thread, started, first_token, false, &chosen)
+}
+
+/// The agent `spool run` drives: the tools asked for, in the working
+/// directory, under the given policy.
+pub fn agent_of(args: &AgentArgs) -> anyhow::Result<Agent> {
+    let cwd = std::env::current_dir().context("the working directory")?;
+    let mut agent = Agent::new("assistant", cwd).with_policy(args.approval_policy, args.sandbox);
+    for tool in &args.tools {
+        agent.tools.push(match tool {
+            ToolArg::Shell => Tool::Shell(ShellTool::default()),
+            ToolArg::ApplyPatch => Tool::ApplyPatch,
+            ToolArg::UpdatePlan => Tool::UpdatePlan,
+            ToolArg::ViewImage => Tool::ViewImage,
+        });
+    }
+    Ok(agent)
+}
+
+/// Where accepted "always allow" rules are kept, for review.
+pub fn rules_file() -> anyhow::Result<std::path::PathBuf> {
+    Ok(crate::home::spool_home()?
+        .join("rules")
+        .join("default.rules"))
+}
+
+/// Prints how the turn ended; the exit code.
+fn report(
+    outcome: &RunResult,
+    thread_id: &str,
+    started: Instant,
+    first_token: Option<Duration>,
+    timings: bool,
+    chosen: &ChosenProvider,
+) -> anyhow::Result<i32> {
+    if timings {
         let first = first_token.map_or("none".to_owned(), |d| format!("{} ms", d.as_millis()));
         eprintln!(
             "timings: first token {first}, total {} ms",
@@ -92,6 +166,7 @@ pub async fn run(store: SqliteStore, chosen: ChosenProvider, args: RunArgs) -> a
     }
     let usage = outcome
         .usage
+        .as_ref()
         .map(|u| {
             format!(
                 " · tokens: input {}, output {}, total {}",
@@ -99,19 +174,23 @@ pub async fn run(store: SqliteStore, chosen: ChosenProvider, args: RunArgs) -> a
             )
         })
         .unwrap_or_default();
-    eprintln!(
-        "thread {thread_id} · turn {}{usage}",
-        outcome.status.as_str()
-    );
+    let status = match outcome.status {
+        RunStatus::Completed => "completed",
+        RunStatus::Interrupted => "interrupted",
+        RunStatus::Failed => "failed",
+        RunStatus::Paused => "paused",
+    };
+    eprintln!("thread {thread_id} · turn {status}{usage}");
     match outcome.status {
-        TurnStatus::Completed => Ok(0),
-        TurnStatus::Interrupted => {
+        RunStatus::Completed => Ok(0),
+        RunStatus::Interrupted => {
             eprintln!("spool: interrupted");
             Ok(EXIT_INTERRUPTED)
         }
-        TurnStatus::Failed => {
+        RunStatus::Failed => {
             let error = outcome
                 .error
+                .clone()
                 .unwrap_or_else(|| TurnError::new("the turn failed", None));
             // No HTTP status at all: nothing answered.
             let unreachable = matches!(
@@ -131,7 +210,12 @@ pub async fn run(store: SqliteStore, chosen: ChosenProvider, args: RunArgs) -> a
             };
             bail!("{}{hint}", one_line(&error.message))
         }
-        TurnStatus::InProgress => bail!("the turn ended without completing"),
+        RunStatus::Paused => {
+            eprintln!(
+                "spool: paused, waiting on an approval; continue with `spool resume {thread_id}`"
+            );
+            Ok(0)
+        }
     }
 }
 
@@ -171,9 +255,17 @@ async fn print_stream(mut rx: mpsc::UnboundedReceiver<Appended>) -> Option<Durat
                 let _ = write!(stdout, "{}", d.delta);
                 let _ = stdout.flush();
             }
+            ServerNotification::ItemStarted(n) => {
+                if let ThreadItem::CommandExecution { command, .. } = &n.item {
+                    spinner.suspend(|| eprintln!("$ {command}"));
+                }
+            }
+            ServerNotification::ItemCompleted(n) if is_tool(&n.item) => {
+                spinner.suspend(|| eprintln!("{}", crate::render::tool_summary(&n.item)));
+            }
             ServerNotification::ItemCompleted(n) => {
                 // The completed text is authoritative; print what the deltas missed.
-                if let spool_protocol::ThreadItem::AgentMessage { text, .. } = &n.item {
+                if let ThreadItem::AgentMessage { text, .. } = &n.item {
                     if let Some(rest) = text.strip_prefix(streamed.as_str()) {
                         let _ = write!(stdout, "{rest}");
                     } else {
@@ -189,6 +281,16 @@ async fn print_stream(mut rx: mpsc::UnboundedReceiver<Appended>) -> Option<Durat
     }
     spinner.finish_and_clear();
     first_token
+}
+
+fn is_tool(item: &ThreadItem) -> bool {
+    matches!(
+        item,
+        ThreadItem::CommandExecution { .. }
+            | ThreadItem::FileChange { .. }
+            | ThreadItem::FunctionCall { .. }
+            | ThreadItem::Plan { .. }
+    )
 }
 
 fn one_line(message: &str) -> String {

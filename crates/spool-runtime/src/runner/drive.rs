@@ -635,6 +635,28 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
                     turn_id: turn_id.clone(),
                 })])?;
         }
+        if let Some(last) = run.usage {
+            // The thread's total: every earlier turn's usage plus this one.
+            let mut total = TokenUsageBreakdown::default();
+            for turn in run.runner.store.turns(&thread_id).await? {
+                if let Some(usage) = &turn.token_usage {
+                    total.add(usage);
+                }
+            }
+            total.add(&last);
+            run.appender
+                .push(vec![ServerNotification::ThreadTokenUsageUpdated(
+                    ThreadTokenUsageUpdatedNotification {
+                        thread_id: thread_id.clone(),
+                        turn_id: turn_id.clone(),
+                        token_usage: ThreadTokenUsage {
+                            total,
+                            last,
+                            model_context_window: None,
+                        },
+                    },
+                )])?;
+        }
         let completed_at_ms = now_ms();
         let mut turn = Turn::new(turn_id.clone(), status);
         turn.error = error.clone();
@@ -654,13 +676,16 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
             state,
             final_text,
             persisted,
+            usage,
             ..
         } = run;
         appender.finish().await?;
         if persisted {
             runner.store.clear_run_state(&thread_id, &turn_id).await?;
         }
-        result(runner, state, status, error, final_text).await
+        let mut result = result(runner, state, status, error, final_text).await?;
+        result.usage = usage;
+        Ok(result)
     }
 }
 
@@ -693,6 +718,7 @@ async fn result<S: Store>(
         final_output,
         state,
         input_list,
+        usage: None,
     })
 }
 

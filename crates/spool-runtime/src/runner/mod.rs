@@ -81,6 +81,8 @@ pub struct RunResult {
     pub turn_id: String,
     pub status: RunStatus,
     pub error: Option<TurnError>,
+    /// Tokens this run's model calls used (summed over its steps).
+    pub usage: Option<spool_protocol::TokenUsageBreakdown>,
     pub(crate) items: Vec<ItemRecord>,
     pub(crate) final_output: Option<String>,
     pub(crate) state: RunState,

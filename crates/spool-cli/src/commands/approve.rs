@@ -1,0 +1,164 @@
+//! Approvals on the terminal: show what a tool wants to do, ask, answer.
+//!
+//! When standard input is not a terminal nobody can be asked, so every
+//! request is declined with a message saying why (the model is told the
+//! call was declined and the turn goes on). A client-run tool has no
+//! client here and fails the same way.
+
+use std::future::Future;
+use std::io::{BufRead, IsTerminal, Write};
+use std::pin::Pin;
+
+use spool_protocol::*;
+use spool_runtime::ClientRequests;
+use spool_store::PendingRequest;
+
+pub struct TerminalApprover;
+
+impl ClientRequests for TerminalApprover {
+    fn ask<'a>(
+        &'a self,
+        request: &'a PendingRequest,
+    ) -> Pin<Box<dyn Future<Output = Option<ServerRequestAnswer>> + Send + 'a>> {
+        Box::pin(async move {
+            let request = request.request.clone();
+            let interactive = std::io::stdin().is_terminal();
+            let answer = tokio::task::spawn_blocking(move || match interactive {
+                true => prompt(&request),
+                false => not_a_terminal(&request),
+            })
+            .await;
+            answer.ok()
+        })
+    }
+}
+
+fn not_a_terminal(request: &ServerRequest) -> ServerRequestAnswer {
+    eprintln!(
+        "spool: declined {} — it needs approval and standard input is not a terminal \
+         (run interactively, or choose --approval-policy/--sandbox that allow it)",
+        what(request)
+    );
+    decline(request)
+}
+
+fn what(request: &ServerRequest) -> String {
+    match request {
+        ServerRequest::CommandExecutionRequestApproval(p) => {
+            format!("the command `{}`", p.command.clone().unwrap_or_default())
+        }
+        ServerRequest::FileChangeRequestApproval(p) => format!(
+            "file changes under {}",
+            p.grant_root.clone().unwrap_or_default()
+        ),
+        ServerRequest::DynamicToolCall(p) => format!("the client tool `{}`", p.tool),
+    }
+}
+
+fn decline(request: &ServerRequest) -> ServerRequestAnswer {
+    match request {
+        ServerRequest::CommandExecutionRequestApproval(_) => {
+            ServerRequestAnswer::CommandExecution(CommandExecutionRequestApprovalResponse {
+                decision: CommandExecutionApprovalDecision::Decline,
+            })
+        }
+        ServerRequest::FileChangeRequestApproval(_) => {
+            ServerRequestAnswer::FileChange(FileChangeRequestApprovalResponse {
+                decision: FileChangeApprovalDecision::Decline,
+            })
+        }
+        ServerRequest::DynamicToolCall(_) => {
+            ServerRequestAnswer::DynamicToolCall(DynamicToolCallResponse {
+                content_items: vec![DynamicToolCallOutputContentItem::InputText {
+                    text: "no client is connected to run this tool".to_owned(),
+                }],
+                success: false,
+            })
+        }
+    }
+}
+
+/// Asks on the terminal until the answer is one of the choices.
+fn prompt(request: &ServerRequest) -> ServerRequestAnswer {
+    let mut stderr = std::io::stderr();
+    match request {
+        ServerRequest::CommandExecutionRequestApproval(p) => {
+            let _ = writeln!(
+                stderr,
+                "\nThe agent wants to run:\n  $ {}",
+                p.command.clone().unwrap_or_default()
+            );
+            if let Some(cwd) = &p.cwd {
+                let _ = writeln!(stderr, "  in {cwd}");
+            }
+            if let Some(reason) = &p.reason {
+                let _ = writeln!(stderr, "  ({reason})");
+            }
+        }
+        ServerRequest::FileChangeRequestApproval(p) => {
+            let _ = writeln!(
+                stderr,
+                "\nThe agent wants to change files under {}",
+                p.grant_root.clone().unwrap_or_default()
+            );
+            if let Some(reason) = &p.reason {
+                let _ = writeln!(stderr, "  ({reason})");
+            }
+        }
+        ServerRequest::DynamicToolCall(_) => return not_a_terminal(request),
+    }
+    let stdin = std::io::stdin();
+    loop {
+        let _ = write!(
+            stderr,
+            "[a]ccept, accept for this [s]ession, [d]ecline, [c]ancel the turn: "
+        );
+        let _ = stderr.flush();
+        let mut line = String::new();
+        if stdin.lock().read_line(&mut line).unwrap_or(0) == 0 {
+            return decline(request);
+        }
+        let choice = match line.trim() {
+            "a" | "accept" | "y" | "yes" => Choice::Accept,
+            "s" | "session" => Choice::Session,
+            "d" | "decline" | "n" | "no" => Choice::Decline,
+            "c" | "cancel" => Choice::Cancel,
+            _ => continue,
+        };
+        return answer(request, choice);
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Choice {
+    Accept,
+    Session,
+    Decline,
+    Cancel,
+}
+
+fn answer(request: &ServerRequest, choice: Choice) -> ServerRequestAnswer {
+    match request {
+        ServerRequest::CommandExecutionRequestApproval(_) => {
+            ServerRequestAnswer::CommandExecution(CommandExecutionRequestApprovalResponse {
+                decision: match choice {
+                    Choice::Accept => CommandExecutionApprovalDecision::Accept,
+                    Choice::Session => CommandExecutionApprovalDecision::AcceptForSession,
+                    Choice::Decline => CommandExecutionApprovalDecision::Decline,
+                    Choice::Cancel => CommandExecutionApprovalDecision::Cancel,
+                },
+            })
+        }
+        ServerRequest::FileChangeRequestApproval(_) => {
+            ServerRequestAnswer::FileChange(FileChangeRequestApprovalResponse {
+                decision: match choice {
+                    Choice::Accept => FileChangeApprovalDecision::Accept,
+                    Choice::Session => FileChangeApprovalDecision::AcceptForSession,
+                    Choice::Decline => FileChangeApprovalDecision::Decline,
+                    Choice::Cancel => FileChangeApprovalDecision::Cancel,
+                },
+            })
+        }
+        ServerRequest::DynamicToolCall(_) => decline(request),
+    }
+}
