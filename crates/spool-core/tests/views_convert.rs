@@ -495,10 +495,6 @@ fn compaction_replaces_everything_before_it() {
 #[test]
 fn ui_and_bookkeeping_items_produce_nothing() {
     let items = [
-        ThreadItem::ImageView {
-            id: "1".into(),
-            path: "/tmp/a.png".into(),
-        },
         ThreadItem::Component {
             id: "2".into(),
             name: "Card".into(),
@@ -555,4 +551,42 @@ fn records_outside_the_model_audience_are_left_out() {
     let mut hidden = record("t", 1, user("u", "secret"));
     hidden.envelope.audience = spool_protocol::Audience::CLIENT_ONLY;
     assert!(convert(&[hidden, record("t", 2, agent("a", "ok"))]).len() == 1);
+}
+
+#[test]
+fn a_viewed_image_goes_to_the_model_as_its_call_output_and_image_input() {
+    let r = with_provider(
+        record(
+            "t",
+            1,
+            ThreadItem::ImageView {
+                id: "img".into(),
+                path: "/w/a.png".into(),
+            },
+        ),
+        json!({"type": "function_call", "call_id": "call_7", "name": "view_image",
+               "arguments": "{\"path\":\"a.png\"}", "imageUrl": "data:image/png;base64,AAAA"}),
+    );
+    assert_eq!(
+        convert(&[r]),
+        [
+            json!({"type": "function_call", "call_id": "call_7", "name": "view_image",
+                   "arguments": "{\"path\":\"a.png\"}"}),
+            json!({"type": "function_call_output", "call_id": "call_7",
+                   "output": "Attached the image /w/a.png."}),
+            json!({"type": "message", "role": "user", "content": [
+                {"type": "input_text", "text": "Image /w/a.png:"},
+                {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}]}),
+        ]
+    );
+    // Without a recorded image or call there is nothing to send.
+    let bare = record(
+        "t",
+        1,
+        ThreadItem::ImageView {
+            id: "img".into(),
+            path: "/w/a.png".into(),
+        },
+    );
+    assert!(convert(&[bare]).is_empty());
 }

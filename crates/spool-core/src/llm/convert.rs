@@ -60,10 +60,10 @@ pub(crate) fn yields_model_input(kind: ItemKind) -> bool {
         | ItemKind::ContextCompaction
         | ItemKind::FunctionCall
         | ItemKind::Handoff
+        | ItemKind::ImageView
         | ItemKind::Context => true,
         // The reasons are in `convert`.
-        ItemKind::ImageView
-        | ItemKind::Component
+        ItemKind::Component
         | ItemKind::Container
         | ItemKind::Status
         | ItemKind::StateChange
@@ -126,10 +126,7 @@ pub(crate) fn convert(record: &ItemRecord, policy: ReasoningIdPolicy, out: &mut 
                 ));
             }
         }
-        // The image lives on disk and this crate does no I/O; the path alone
-        // tells the model nothing. The runtime attaches viewed images when
-        // it builds a request.
-        ThreadItem::ImageView { .. } => {}
+        ThreadItem::ImageView { path, .. } => tools::image_view(record, path, out),
         // Presentation for the UI: the model gets the same facts from the
         // messages and tool outputs around them.
         ThreadItem::Component { .. } | ThreadItem::Container { .. } => {}

@@ -72,6 +72,7 @@ use crate::record::ItemRecord;
 pub use convert::{COMPACTION_PREFIX, INPUT_ITEM_KEY, in_view, is_cut_point, raw_input_item};
 pub use pack::{Offered, Packer, count_turns};
 pub use sanitize::{ToolSide, tool_side};
+pub use tools::IMAGE_URL_KEY;
 
 /// What happens to the provider ids of reasoning items.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -370,3 +370,55 @@ fn function_style(name: &str) -> String {
         })
         .collect()
 }
+
+/// Where the runtime keeps a viewed image (a `data:` URL) in the item's
+/// `providerData`, next to the call that asked for it: this crate does no
+/// I/O, so the image is read when the tool runs, not when a view is built.
+pub const IMAGE_URL_KEY: &str = "imageUrl";
+
+/// An `imageView`: the call that asked for it and its output (when the
+/// model asked), then the image itself as user input, which is how the
+/// model API takes images.
+pub(super) fn image_view(record: &ItemRecord, path: &str, out: &mut Vec<ResponseItem>) {
+    if record.envelope.status == ItemStatus::InProgress {
+        return;
+    }
+    let data = record.envelope.provider_data.as_ref();
+    let image_url = data
+        .and_then(|d| d.get(IMAGE_URL_KEY))
+        .and_then(Value::as_str);
+    if let Some(call) = provider::recorded_call(data) {
+        let output = match image_url {
+            Some(_) => format!("Attached the image {path}."),
+            None => format!("The image {path} could not be attached."),
+        };
+        out.push(ResponseItem::Known(KnownResponseItem::FunctionCall {
+            id: None,
+            call_id: call.call_id.clone(),
+            name: call.name.unwrap_or_else(|| "view_image".to_owned()),
+            arguments: call.arguments.unwrap_or_else(|| "{}".to_owned()),
+            status: None,
+        }));
+        out.push(ResponseItem::Known(KnownResponseItem::FunctionCallOutput {
+            call_id: call.call_id,
+            output,
+        }));
+    }
+    if let Some(url) = image_url {
+        out.push(ResponseItem::Known(KnownResponseItem::Message {
+            id: None,
+            role: "user".to_owned(),
+            content: vec![
+                spool_protocol::responses::ContentItem::InputText {
+                    text: format!("Image {path}:"),
+                },
+                spool_protocol::responses::ContentItem::InputImage {
+                    image_url: Some(url.to_owned()),
+                    file_id: None,
+                    detail: None,
+                },
+            ],
+            status: None,
+        }));
+    }
+}

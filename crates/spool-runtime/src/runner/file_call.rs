@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
+use spool_core::llm::IMAGE_URL_KEY;
 use spool_core::run_state::{AgentKey, ToolKey};
 use spool_protocol::*;
 use spool_tools::apply_patch::{self, Patch};
@@ -219,15 +220,25 @@ pub(crate) fn file_call(
             out.push(sink.complete(open, ItemStatus::Completed));
             (Filed::Done, id)
         }
-        Prepared::Image(path) => {
-            let id = new_item_id();
-            let item = ThreadItem::ImageView {
-                id: id.clone(),
-                path: path.display().to_string(),
-            };
-            out.extend(sink.whole(item, None, raw));
-            (Filed::Done, id)
-        }
+        Prepared::Image(path) => match image_data_url(&path) {
+            Ok(url) => {
+                let id = new_item_id();
+                let item = ThreadItem::ImageView {
+                    id: id.clone(),
+                    path: path.display().to_string(),
+                };
+                let mut data = call.raw.clone();
+                if let Some(object) = data.as_object_mut() {
+                    object.insert(IMAGE_URL_KEY.to_owned(), Value::String(url));
+                }
+                out.extend(sink.whole(item, None, Some(data)));
+                (Filed::Done, id)
+            }
+            Err(message) => {
+                let id = failed_call(&call, message, sink, out);
+                (Filed::Done, id)
+            }
+        },
         Prepared::Handoff(key, target) => {
             let id = new_item_id();
             let item = ThreadItem::Handoff {
@@ -445,4 +456,69 @@ fn handoff_target(name: &str, agent: &Agent, agents: &AgentSet) -> Option<(Agent
         let key = agents.key_of(target)?;
         (AgentSet::handoff_tool_name(key) == name).then(|| (key.clone(), target.clone()))
     })
+}
+
+/// Largest image `view_image` attaches (model APIs refuse larger ones).
+const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
+
+/// The image as a `data:` URL, the form the model API takes inline.
+fn image_data_url(path: &Path) -> Result<String, String> {
+    let size = std::fs::metadata(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+        .len();
+    if size > MAX_IMAGE_BYTES {
+        return Err(format!(
+            "{} is {size} bytes; images over {MAX_IMAGE_BYTES} bytes are not attached",
+            path.display()
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mime = match path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        Some("png") => "image/png",
+        Some("jpg" | "jpeg") => "image/jpeg",
+        Some("gif") => "image/gif",
+        _ => "image/webp",
+    };
+    Ok(format!("data:{mime};base64,{}", base64(&bytes)))
+}
+
+/// Standard base64 with padding.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
+            match i <= chunk.len() {
+                true => out.push(char::from(ALPHABET[((n >> shift) & 63) as usize])),
+                false => out.push('='),
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::base64;
+
+    #[test]
+    fn base64_matches_the_standard_alphabet_and_padding() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+        assert_eq!(base64(&[0xff, 0xfe, 0x00]), "//4A");
+    }
 }
