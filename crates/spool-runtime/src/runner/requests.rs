@@ -46,6 +46,29 @@ pub(crate) fn gate(
     thread_id: &str,
     turn_id: &str,
 ) -> Gate {
+    // A command that names a host (a URL in its arguments) needs network
+    // access to it: the network rules speak first.
+    if let Filed::Shell { command, .. } = &filed.filed {
+        for (host, protocol) in hosts_in(&command.argv) {
+            let verdict = policy::decide(
+                agent.approval_policy,
+                agent.sandbox,
+                &agent.workspace_root,
+                ToolRequest::Network { host: &host },
+                grants,
+                shell::is_known_safe,
+            );
+            match verdict {
+                Verdict::Run => {}
+                Verdict::Refuse { reason } => return Gate::Refuse(reason),
+                Verdict::Ask { reason } => {
+                    return Gate::Ask(Box::new(network_request(
+                        filed, command, &host, &protocol, &reason, thread_id, turn_id,
+                    )));
+                }
+            }
+        }
+    }
     let verdict = match &filed.filed {
         Filed::Shell {
             command,
@@ -99,6 +122,76 @@ pub(crate) fn gate(
             }
         }
     }
+}
+
+/// The hosts a command's arguments name as URLs (`scheme://host[:port]/…`),
+/// each once, with the URL's scheme.
+fn hosts_in(argv: &[String]) -> Vec<(String, String)> {
+    let mut hosts: Vec<(String, String)> = Vec::new();
+    for word in argv.iter().flat_map(|arg| arg.split_whitespace()) {
+        let Some((scheme, rest)) = word.split_once("://") else {
+            continue;
+        };
+        if scheme.is_empty()
+            || !scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '+')
+        {
+            continue;
+        }
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        let host_port = authority.rsplit('@').next().unwrap_or_default();
+        let host = host_port
+            .split(':')
+            .next()
+            .unwrap_or_default()
+            .trim_matches(|c| c == '\'' || c == '"')
+            .to_ascii_lowercase();
+        if !host.is_empty() && !hosts.iter().any(|(h, _)| *h == host) {
+            hosts.push((host, scheme.to_ascii_lowercase()));
+        }
+    }
+    hosts
+}
+
+/// A command approval about network access to `host`.
+fn network_request(
+    filed: &FiledCall,
+    command: &spool_tools::shell::ShellCommand,
+    host: &str,
+    protocol: &str,
+    reason: &str,
+    thread_id: &str,
+    turn_id: &str,
+) -> PendingRequest {
+    let request =
+        ServerRequest::CommandExecutionRequestApproval(CommandExecutionRequestApprovalParams {
+            thread_id: thread_id.to_owned(),
+            turn_id: turn_id.to_owned(),
+            item_id: filed.item_id.clone(),
+            approval_id: None,
+            reason: Some(format!("network access to {host}: {reason}")),
+            network_approval_context: Some(NetworkApprovalContext {
+                host: host.to_owned(),
+                protocol: protocol.to_owned(),
+            }),
+            command: Some(shell::format_command(&command.argv)),
+            cwd: Some(command.cwd.display().to_string()),
+            command_actions: Some(shell::command_actions(&command.argv)),
+            proposed_execpolicy_amendment: Some(ExecPolicyAmendment(command.argv.clone())),
+            proposed_network_policy_amendments: Some(vec![
+                NetworkPolicyAmendment {
+                    host: host.to_owned(),
+                    action: NetworkPolicyRuleAction::Allow,
+                },
+                NetworkPolicyAmendment {
+                    host: host.to_owned(),
+                    action: NetworkPolicyRuleAction::Deny,
+                },
+            ]),
+            available_decisions: None,
+        });
+    new_request(request, &filed.item_id)
 }
 
 fn new_request(request: ServerRequest, item_id: &str) -> PendingRequest {
@@ -212,14 +305,18 @@ pub(crate) fn apply_answer(
                 .unwrap_or_default();
             let cwd = PathBuf::from(params.cwd.clone().unwrap_or_default());
             let decision = policy::ApprovalDecision::from(response.decision.clone());
-            let effect = decision.apply_to(
-                grants,
-                ToolRequest::Shell {
+            // A network approval grants the host; a command approval the argv.
+            let asked = match &params.network_approval_context {
+                Some(context) => ToolRequest::Network {
+                    host: &context.host,
+                },
+                None => ToolRequest::Shell {
                     argv: &argv,
                     cwd: &cwd,
                     escalation_requested: false,
                 },
-            );
+            };
+            let effect = decision.apply_to(grants, asked);
             AnswerEffect {
                 run: effect.run,
                 interrupt_turn: effect.interrupt_turn,
