@@ -12,7 +12,7 @@
 //! What is pending is committed first, so the pop's transaction holds only
 //! the pop and its answer means "durable".
 
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 use spool_core::ItemRecord;
 use spool_protocol::{ItemRemovedNotification, ServerNotification};
 
@@ -29,7 +29,7 @@ const NEWEST_IN_VIEW: &str = concat!(
     " FROM items WHERE thread_id = ?1 AND llm = 1 ORDER BY ordinal DESC LIMIT 1"
 );
 
-const LAST_SEQ: &str = "SELECT last_seq FROM threads WHERE id = ?1";
+const LAST_SEQ: &str = "SELECT max(seq) FROM events WHERE thread_id = ?1";
 
 impl Writer {
     /// Removes and returns the newest item in the model's view of a thread
@@ -47,10 +47,10 @@ impl Writer {
 
     fn pop_in_transaction(&mut self, thread_id: &str) -> Result<Option<ItemRecord>, StoreError> {
         let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
+        // `max` answers NULL for a thread without events: an unknown one.
         let last_seq: Option<i64> = tx
             .prepare_cached(LAST_SEQ)?
-            .query_row((thread_id,), |row| row.get(0))
-            .optional()?;
+            .query_row((thread_id,), |row| row.get(0))?;
         let Some(last_seq) = last_seq else {
             return Err(StoreError::UnknownThread(thread_id.to_owned()));
         };
