@@ -84,6 +84,35 @@ use crate::sqlite::schema::open_reader;
 const THREADS_IN_PROGRESS: &str =
     "SELECT DISTINCT thread_id FROM turns WHERE status = 'inProgress' ORDER BY thread_id";
 
+/// Raises each thread's `updated_at_ms` to the time of its newest event
+/// where it lags: the writer writes it lazily (`writer/batch.rs`) and
+/// always before it stops, so only a crash leaves it behind, by less than
+/// `UPDATED_AT_LAG_MS`. One probe of each thread's newest event, and
+/// writes only for rows that lag.
+const REPAIR_UPDATED_AT: &str = "UPDATE threads SET updated_at_ms = newest.at_ms FROM (\
+     SELECT t.id, (SELECT at_ms FROM events WHERE thread_id = t.id ORDER BY seq DESC LIMIT 1) \
+     AS at_ms FROM threads t) AS newest \
+     WHERE threads.id = newest.id AND threads.updated_at_ms < newest.at_ms";
+
+/// Repairs what a crash can leave behind in the thread rows (see
+/// [`REPAIR_UPDATED_AT`]). Runs on the writer's connection of an open that
+/// is alone, before the writer starts.
+pub(crate) fn repair_updated_at(
+    conn: &rusqlite::Connection,
+    path: &Path,
+) -> Result<(), StoreError> {
+    let repaired = conn
+        .execute(REPAIR_UPDATED_AT, ())
+        .map_err(|source| StoreError::Open {
+            path: path.to_owned(),
+            source,
+        })?;
+    if repaired > 0 {
+        tracing::info!(threads = repaired, path = %path.display(), "repaired updated_at after a crash");
+    }
+    Ok(())
+}
+
 /// A failure to open or lock the sidecar file, as a [`StoreError::Open`] of
 /// the database carrying SQLite's own code for it (`SQLITE_CANTOPEN`,
 /// `SQLITE_IOERR_LOCK`), since `StoreError` has no variant for a lock.

@@ -220,7 +220,10 @@ async fn a_version_1_file_migrates_with_its_view_columns_filled() {
         assert!(view.turns_omitted > 0);
         view
     };
-    // Take the file back to version 1.
+    // Take the file back to version 1: its columns and index names (the
+    // tables keep the storage of the current version, which the
+    // migrations copy from as they would from version 1's; `upgrade.rs`
+    // upgrades a file written by version 2 itself).
     raw(dir.path())
         .execute_batch(
             "DROP TABLE pending_requests;
@@ -229,6 +232,10 @@ async fn a_version_1_file_migrates_with_its_view_columns_filled() {
              ALTER TABLE items DROP COLUMN input_item;
              ALTER TABLE items DROP COLUMN llm;
              ALTER TABLE turns DROP COLUMN view_rank;
+             DROP INDEX turns_by_id;
+             CREATE UNIQUE INDEX turns_v1_key ON turns (thread_id, turn_id);
+             CREATE UNIQUE INDEX turns_by_ordinal ON turns (thread_id, ordinal);
+             ALTER TABLE threads ADD COLUMN last_seq INTEGER NOT NULL DEFAULT 0;
              PRAGMA user_version = 1;",
         )
         .unwrap();

@@ -211,3 +211,53 @@ async fn views_select_items_and_the_model_view_caches_token_counts() {
     assert!(again.computed_token_counts.is_empty());
     assert_eq!(again.total_tokens, view.total_tokens);
 }
+
+/// `threads.updated_at_ms` and the time of the thread's newest event.
+fn updated_and_newest(dir: &std::path::Path, thread: &str) -> (i64, i64) {
+    raw(dir)
+        .query_row(
+            "SELECT updated_at_ms, (SELECT max(at_ms) FROM events WHERE thread_id = ?1) \
+             FROM threads WHERE id = ?1",
+            [thread],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn updated_at_lags_by_under_a_second_and_is_exact_after_close_or_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let t = new_thread(&store, false).await;
+    for n in 0..20 {
+        let turn = format!("turn-{n}");
+        let events = vec![turn_started(&t, &turn), turn_completed(&t, &turn)];
+        store.append(&t, events).await.unwrap();
+        // While the store runs, the row lags by less than a second.
+        let (updated, newest) = updated_and_newest(dir.path(), &t);
+        assert!(
+            updated <= newest && newest - updated < 1_000,
+            "{updated} {newest}"
+        );
+    }
+    // Closing writes it exactly.
+    store.close().await.unwrap();
+    drop(store);
+    let (updated, newest) = updated_and_newest(dir.path(), &t);
+    assert_eq!(updated, newest);
+
+    // A crash can leave it behind (by less than a second); the next open
+    // that is alone takes it from the log.
+    raw(dir.path())
+        .execute(
+            "UPDATE threads SET updated_at_ms = updated_at_ms - 900 WHERE id = ?1",
+            [&t],
+        )
+        .unwrap();
+    let store = open(dir.path());
+    let (updated, newest) = updated_and_newest(dir.path(), &t);
+    assert_eq!(updated, newest);
+    let listed = store.thread(&t).await.unwrap().unwrap();
+    assert_eq!(listed.thread.updated_at, newest.div_euclid(1000));
+    assert_eq!(listed.last_seq, 41);
+}

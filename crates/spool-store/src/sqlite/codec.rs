@@ -29,11 +29,13 @@ macro_rules! turn_columns {
         "seq, turn_id, ordinal, status, error, started_at, completed_at, duration_ms, token_usage"
     };
 }
-/// Columns [`decode_thread`] reads, in order.
+/// Columns [`decode_thread`] reads, in order (from `threads`). The last
+/// seq is the newest event's, found on the primary key of `events`.
 macro_rules! thread_columns {
     () => {
         "id, name, preview, model_provider, model, cwd, cli_version, history_mode, dev_mode, \
-         forked_from_id, archived, created_at_ms, updated_at_ms, last_seq"
+         forked_from_id, archived, created_at_ms, updated_at_ms, \
+         (SELECT max(seq) FROM events WHERE events.thread_id = threads.id)"
     };
 }
 /// Columns [`decode_event`] reads, in order.

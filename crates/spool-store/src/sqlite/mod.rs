@@ -86,6 +86,9 @@ impl SqliteStore {
         // recovers turns left in progress, and others wait for it.
         let lock = recovery::StoreLock::acquire(&path)?;
         let conn = schema::open_writer(&path, &options)?;
+        if lock.alone() {
+            recovery::repair_updated_at(&conn, &path)?;
+        }
         let (requests, writer) = writer::spawn(conn, &options)?;
         tracing::debug!(path = %path.display(), "store opened");
         let store = SqliteStore {

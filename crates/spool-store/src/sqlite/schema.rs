@@ -33,6 +33,10 @@ const MIGRATIONS: &[Migration] = &[
         version: 3,
         sql: V3_PENDING_REQUESTS_AND_RUN_STATES,
     },
+    Migration {
+        version: 4,
+        sql: V4_FEWER_PAGES_PER_COMMIT,
+    },
 ];
 
 /// The schema version this build writes (the number of migrations).
@@ -180,6 +184,88 @@ UPDATE turns SET view_rank = ranked.view_rank FROM (
     ) h ON h.thread_id = t.thread_id AND h.turn_id = t.turn_id
 ) AS ranked
 WHERE turns.thread_id = ranked.thread_id AND turns.turn_id = ranked.turn_id;
+";
+
+/// Version 4: fewer b-trees written per commit (every b-tree an insert
+/// touches is at least one more page in the WAL and one more write).
+///
+/// - `threads.last_seq` is gone: it is `max(seq)` of the thread's events
+///   (one probe of their primary key), so a commit no longer rewrites the
+///   thread row for it. `updated_at_ms` is written lazily (see
+///   `writer/batch.rs`), and name, preview and archived only when they
+///   change, so most commits leave the thread row and its two indexes
+///   alone.
+/// - `turns` is `WITHOUT ROWID`, keyed `(thread_id, ordinal)` (how turns
+///   are read), with a unique index on `(thread_id, turn_id)`: two b-trees
+///   instead of three. Turn rows are small.
+/// - `items` keeps its shape (rows of a kilobyte and more are stored best
+///   in a rowid table); it is copied only because its foreign key names
+///   `turns`.
+/// - `events` keeps its shape: as `WITHOUT ROWID` it dirtied more pages,
+///   not fewer (appending to an index b-tree splits pages in half and
+///   rebalances neighbours, where a rowid table starts a fresh page).
+///
+/// Tables are copied, not altered: `turns` is renamed first, which points
+/// the foreign key of `items` at the old copy, so both are rebuilt and the
+/// old ones dropped child first.
+const V4_FEWER_PAGES_PER_COMMIT: &str = "
+ALTER TABLE items RENAME TO items_v2;
+ALTER TABLE turns RENAME TO turns_v2;
+DROP INDEX items_by_ordinal;
+DROP INDEX items_open;
+DROP INDEX items_compactions;
+DROP INDEX turns_by_ordinal;
+DROP INDEX turns_open;
+
+CREATE TABLE turns (
+    thread_id    TEXT NOT NULL REFERENCES threads (id),
+    turn_id      TEXT NOT NULL,
+    ordinal      INTEGER NOT NULL,
+    seq          INTEGER NOT NULL,
+    status       TEXT NOT NULL,
+    error        TEXT,
+    started_at   INTEGER,
+    completed_at INTEGER,
+    duration_ms  INTEGER,
+    token_usage  TEXT,
+    view_rank    INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (thread_id, ordinal)
+) STRICT, WITHOUT ROWID;
+INSERT INTO turns (thread_id, turn_id, ordinal, seq, status, error, started_at, completed_at,
+                   duration_ms, token_usage, view_rank)
+    SELECT thread_id, turn_id, ordinal, seq, status, error, started_at, completed_at,
+           duration_ms, token_usage, view_rank FROM turns_v2 ORDER BY thread_id, ordinal;
+CREATE UNIQUE INDEX turns_by_id ON turns (thread_id, turn_id);
+CREATE INDEX turns_open ON turns (thread_id) WHERE status = 'inProgress';
+
+CREATE TABLE items (
+    thread_id   TEXT NOT NULL,
+    item_id     TEXT NOT NULL,
+    turn_id     TEXT NOT NULL,
+    ordinal     INTEGER NOT NULL,
+    seq         INTEGER NOT NULL,
+    kind        TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    item        TEXT NOT NULL,
+    envelope    TEXT NOT NULL,
+    token_count INTEGER,
+    input_item  TEXT,
+    llm         INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (thread_id, item_id),
+    FOREIGN KEY (thread_id, turn_id) REFERENCES turns (thread_id, turn_id)
+) STRICT;
+INSERT INTO items (thread_id, item_id, turn_id, ordinal, seq, kind, status, item, envelope,
+                   token_count, input_item, llm)
+    SELECT thread_id, item_id, turn_id, ordinal, seq, kind, status, item, envelope,
+           token_count, input_item, llm FROM items_v2 ORDER BY thread_id, ordinal;
+CREATE UNIQUE INDEX items_by_ordinal ON items (thread_id, ordinal);
+CREATE INDEX items_open ON items (thread_id) WHERE status = 'inProgress';
+CREATE INDEX items_compactions ON items (thread_id, ordinal) WHERE kind = 'contextCompaction';
+
+DROP TABLE items_v2;
+DROP TABLE turns_v2;
+
+ALTER TABLE threads DROP COLUMN last_seq;
 ";
 
 /// Opens the writer's connection, sets it up and brings the schema up to

@@ -52,7 +52,9 @@ pub fn read_before(db: &Path) -> Before {
         return Before::default();
     }
     let last_seq = conn
-        .prepare("SELECT id, last_seq FROM threads")
+        .prepare(
+            "SELECT id, (SELECT max(seq) FROM events WHERE thread_id = threads.id) FROM threads",
+        )
         .unwrap()
         .query_map([], |row| Ok((row.get(0)?, row.get::<_, i64>(1)? as u64)))
         .unwrap()

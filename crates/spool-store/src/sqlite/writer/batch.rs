@@ -20,14 +20,24 @@ use crate::sqlite::codec::{encode, encode_envelope, sql_int};
 
 const INSERT_THREAD: &str = "INSERT INTO threads (id, name, preview, model_provider, model, \
      cwd, cli_version, history_mode, dev_mode, forked_from_id, archived, created_at_ms, \
-     updated_at_ms, last_seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
+     updated_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
 
-const UPDATE_THREAD: &str = "UPDATE threads SET last_seq = ?2, \
-     updated_at_ms = max(updated_at_ms, ?3), \
-     name = CASE WHEN ?4 THEN ?5 ELSE name END, \
-     preview = coalesce(?6, preview), \
-     archived = (archived OR ?7) \
+/// Name, preview and archived: only when an event changed one of them (an
+/// `UPDATE` naming `archived` rewrites the `threads_by_created` entry).
+const UPDATE_THREAD_SETTINGS: &str = "UPDATE threads SET \
+     name = CASE WHEN ?2 THEN ?3 ELSE name END, \
+     preview = coalesce(?4, preview), \
+     archived = (archived OR ?5) \
      WHERE id = ?1";
+
+const UPDATE_UPDATED_AT: &str =
+    "UPDATE threads SET updated_at_ms = ?2 WHERE id = ?1 AND updated_at_ms < ?2";
+
+/// How far `threads.updated_at_ms` may lag behind the thread's newest
+/// event before a commit writes it. Writing it at every commit would
+/// rewrite the thread row and its `threads_by_updated` entry (two pages of
+/// the WAL) per commit; `Thread::updated_at` is in seconds anyway.
+pub(super) const UPDATED_AT_LAG_MS: i64 = 1_000;
 
 const INSERT_EVENT: &str = "INSERT INTO events (thread_id, seq, method, item_id, at_ms, payload) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
@@ -119,7 +129,6 @@ pub(super) fn write_thread(
             record.archived,
             pending.created_at_ms,
             pending.created_at_ms,
-            sql_int(record.last_seq),
         ))?;
     }
 
@@ -218,18 +227,39 @@ pub(super) fn write_thread(
     }
     update_view_ranks(conn, thread_id, touched)?;
 
-    let (set_name, name) = match &pending.name {
-        Some(name) => (true, name.as_deref()),
-        None => (false, None),
-    };
-    conn.prepare_cached(UPDATE_THREAD)?.execute((
-        thread_id,
-        sql_int(state.reducer.last_seq()),
-        pending.updated_at_ms,
-        set_name,
-        name,
-        pending.preview.as_deref(),
-        pending.archived,
-    ))?;
+    write_thread_row(conn, thread_id, state)
+}
+
+/// The thread row: its settings if an event changed them, and
+/// `updated_at_ms` if it lags by [`UPDATED_AT_LAG_MS`] or more, or must be
+/// flushed (see `ThreadState::flush_updated_at`).
+fn write_thread_row(
+    conn: &Connection,
+    thread_id: &str,
+    state: &mut ThreadState,
+) -> Result<(), StoreError> {
+    let pending = &state.pending;
+    if pending.name.is_some() || pending.preview.is_some() || pending.archived {
+        let (set_name, name) = match &pending.name {
+            Some(name) => (true, name.as_deref()),
+            None => (false, None),
+        };
+        conn.prepare_cached(UPDATE_THREAD_SETTINGS)?.execute((
+            thread_id,
+            set_name,
+            name,
+            pending.preview.as_deref(),
+            pending.archived,
+        ))?;
+    }
+    let lag = state
+        .updated_at_ms
+        .saturating_sub(state.stored_updated_at_ms);
+    if state.updated_at_stale() && (lag >= UPDATED_AT_LAG_MS || state.flush_updated_at) {
+        conn.prepare_cached(UPDATE_UPDATED_AT)?
+            .execute((thread_id, state.updated_at_ms))?;
+        state.stored_updated_at_ms = state.updated_at_ms;
+    }
+    state.flush_updated_at = false;
     Ok(())
 }

@@ -220,6 +220,7 @@ impl Writer {
             }
         }
         // Every handle on the store is gone: make what was accepted durable.
+        self.flush_updated_at(false);
         let _ = self.commit();
         tracing::debug!("store writer stopped");
     }
@@ -262,6 +263,7 @@ impl Writer {
                 }
             }
             Request::Close { reply } => {
+                self.flush_updated_at(false);
                 let result = self.commit().map_err(StoreError::Commit);
                 let _ = reply.send(result);
                 return Flow::Stop;
@@ -359,6 +361,11 @@ impl Writer {
     /// gets the error and the states of the batch's threads are dropped, to
     /// be reloaded from what is committed.
     fn commit(&mut self) -> Result<(), Arc<StoreError>> {
+        if self.threads.len() > self.cached_threads {
+            // Idle threads are dropped after this commit: first write what
+            // they owe the thread row.
+            self.flush_updated_at(true);
+        }
         if self.batch.is_empty() {
             self.answer_waiters();
             return Ok(());
@@ -393,6 +400,23 @@ impl Writer {
             self.threads.retain(|_, state| !state.is_idle());
         }
         Ok(())
+    }
+
+    /// Has the next commit write `threads.updated_at_ms` of every cached
+    /// thread (or of the idle ones only) where it lags, however little:
+    /// before the store closes or the states are dropped, so the lag never
+    /// outlives this writer but in a crash (which the next open that is
+    /// alone repairs, see `recovery.rs`).
+    fn flush_updated_at(&mut self, only_idle: bool) {
+        for (thread_id, state) in &mut self.threads {
+            if !state.updated_at_stale() || (only_idle && state.reducer.active_turn().is_some()) {
+                continue;
+            }
+            if state.pending.is_empty() {
+                self.batch.dirty_threads.push(thread_id.clone());
+            }
+            state.flush_updated_at = true;
+        }
     }
 
     /// Answers every waiter with success and starts a new batch.

@@ -191,10 +191,10 @@ pub(super) fn fresh_state<'a>(
     threads: &'a mut Threads,
     thread_id: &str,
 ) -> Result<&'a mut ThreadState, StoreError> {
+    // `max` answers NULL for a thread without events: an unknown one.
     let last_seq: Option<i64> = tx
-        .prepare_cached("SELECT last_seq FROM threads WHERE id = ?1")?
-        .query_row((thread_id,), |row| row.get(0))
-        .optional()?;
+        .prepare_cached("SELECT max(seq) FROM events WHERE thread_id = ?1")?
+        .query_row((thread_id,), |row| row.get(0))?;
     let Some(last_seq) = last_seq else {
         return Err(StoreError::UnknownThread(thread_id.to_owned()));
     };

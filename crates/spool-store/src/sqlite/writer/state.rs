@@ -30,6 +30,15 @@ pub(super) struct ThreadState {
     dev_mode: bool,
     has_preview: bool,
     pub(super) pending: Pending,
+    /// `at_ms` of the newest accepted event (`i64::MIN`: none since the
+    /// state was loaded).
+    pub(super) updated_at_ms: i64,
+    /// What `threads.updated_at_ms` holds as far as this writer knows
+    /// (`i64::MIN`: unknown, so the next chance writes it).
+    pub(super) stored_updated_at_ms: i64,
+    /// Write `updated_at_ms` with the next commit however little it lags
+    /// (the store closes, or the state is about to be dropped).
+    pub(super) flush_updated_at: bool,
 }
 
 /// What the next commit writes for a thread.
@@ -45,7 +54,6 @@ pub(super) struct Pending {
     pub(super) name: Option<Option<String>>,
     pub(super) preview: Option<String>,
     pub(super) archived: bool,
-    pub(super) updated_at_ms: i64,
 }
 
 impl Pending {
@@ -100,7 +108,6 @@ impl ThreadState {
                 item_id: None,
                 json: started_json,
             }],
-            updated_at_ms: at_ms,
             ..Pending::default()
         };
         ThreadState {
@@ -112,6 +119,10 @@ impl ThreadState {
                 created_at_ms: at_ms,
                 ..pending
             },
+            // The inserted row says `updated_at_ms = created_at_ms`.
+            updated_at_ms: at_ms,
+            stored_updated_at_ms: at_ms,
+            flush_updated_at: false,
         }
     }
 
@@ -127,13 +138,21 @@ impl ThreadState {
             dev_mode: thread.dev_mode,
             has_preview: !thread.thread.preview.is_empty(),
             pending: Pending::default(),
+            updated_at_ms: i64::MIN,
+            stored_updated_at_ms: i64::MIN,
+            flush_updated_at: false,
         }))
     }
 
     /// Whether the thread has nothing in progress, so dropping its state
     /// loses nothing that reloading would not restore cheaply.
     pub(super) fn is_idle(&self) -> bool {
-        self.pending.is_empty() && self.reducer.active_turn().is_none()
+        self.pending.is_empty() && self.reducer.active_turn().is_none() && !self.updated_at_stale()
+    }
+
+    /// Whether `threads.updated_at_ms` is behind the newest event.
+    pub(super) fn updated_at_stale(&self) -> bool {
+        self.updated_at_ms > self.stored_updated_at_ms
     }
 
     /// Checks every notification of one append and, if all pass, records
@@ -402,7 +421,7 @@ impl ThreadState {
     /// Notes an accepted event for the next commit.
     fn record(&mut self, event: &ThreadEvent, json: String) {
         let pending = &mut self.pending;
-        pending.updated_at_ms = event.at_ms;
+        self.updated_at_ms = self.updated_at_ms.max(event.at_ms);
         match &event.payload {
             ServerNotification::ItemStarted(n) if !self.has_preview => {
                 if let Some(preview) = user_text(&n.item) {
