@@ -80,3 +80,38 @@ async fn an_exported_state_resumes_and_a_changed_graph_is_refused() {
     assert_eq!(f.server.requests().len(), 2);
     assert!(resumed.interruptions().is_empty());
 }
+
+#[tokio::test]
+async fn a_run_that_never_finishes_stops_at_max_turns_with_a_clear_error() {
+    let looping: Vec<_> = (0..3)
+        .map(|n| {
+            calls_response(
+                &format!("r{n}"),
+                &[(&format!("call_{n}"), "shell", json!({"command": ["true"]}))],
+            )
+        })
+        .collect();
+    let f = Fixture::new(looping).await;
+    let agent = f
+        .agent("looper")
+        .with_tool(Tool::Shell(ShellTool::default()))
+        .with_policy(ApprovalPolicy::Never, SandboxMode::DangerFullAccess);
+    let runner = f.runner().with_max_turns(2);
+    let outcome = runner
+        .run(
+            Arc::new(agent),
+            &f.thread_id,
+            vec![spool_protocol::UserInput::text("loop")],
+        )
+        .await;
+    assert!(
+        matches!(outcome, Err(RunError::MaxTurnsExceeded { max_turns: 2 })),
+        "{outcome:?}"
+    );
+    assert_eq!(f.server.requests().len(), 2, "no third model call");
+    // The turn is on record as failed, with the reason.
+    let turns = f.store.turns(&f.thread_id).await.unwrap();
+    assert_eq!(turns[0].status, spool_protocol::TurnStatus::Failed);
+    let message = turns[0].error.as_ref().unwrap().message.clone();
+    assert!(message.contains("max_turns = 2"), "{message}");
+}
