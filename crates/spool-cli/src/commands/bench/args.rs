@@ -9,6 +9,26 @@ pub enum BenchCommand {
     /// Time the store on the workloads of issue 3; JSON on stdout, progress
     /// on stderr. Build with `--release` for numbers worth keeping.
     Store(BenchStoreArgs),
+    /// Time the agent loop's own overhead per model call (issue 4), with a
+    /// scripted provider that answers at once; JSON on stdout, progress on
+    /// stderr. Build with `--release` for numbers worth keeping.
+    Runner(BenchRunnerArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BenchRunnerArgs {
+    /// Model calls answered with a tool call in the one turn (a last call
+    /// answers with text); one step is the time from one model request to
+    /// the next.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..100_000))]
+    pub steps: u32,
+    /// Runs per durability, each on a fresh store file; the median of the
+    /// runs' statistics is reported.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
+    /// Where the temporary store files go (default: the system temp dir).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]

@@ -4,12 +4,16 @@
 //!
 //! `bench/compare_agents_sdk.sh` runs (a)–(d) against the Agents SDK's
 //! `SQLiteSession` with the same items and sets the two side by side.
+//!
+//! `spool bench runner` (`runner.rs`): the agent loop's own overhead per
+//! model call, with a provider that answers at once (issue 4).
 
 mod args;
 mod floor;
 mod items;
 mod log_workloads;
 mod report;
+mod runner;
 mod session_workloads;
 mod workloads;
 
@@ -30,6 +34,7 @@ const FLOOR_FACTOR: f64 = 1.2;
 pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
     match command {
         BenchCommand::Store(args) => store(args).await,
+        BenchCommand::Runner(args) => runner::runner(args).await,
     }
 }
 

@@ -1,0 +1,390 @@
+//! `spool bench runner`: the agent loop's own overhead per model call
+//! (issue 4), with a provider that answers at once.
+//!
+//! One run is one turn of `steps + 1` model calls on a fresh store: each of
+//! the first `steps` responses is one call to an in-process function tool
+//! that returns a short string, the last one a short text. A step is the
+//! time from one model request to the next (the provider notes the instant
+//! of every `stream` call): reading the response's stream, logging its
+//! items, filing and running the call, logging its output, and reading
+//! the thread's history back for the next request. Whatever the scripted
+//! provider costs is in it too, so the figure is an upper bound. The turn
+//! runs in a task on the runtime, as `spool run` drives it.
+//!
+//! The target excludes the store's fsync, so the headline runs open the
+//! store with `Durability::Normal`; the same turn with `Durability::Full`
+//! is reported beside it (`with_fsync`) for context.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, ensure};
+use serde::Serialize;
+use serde_json::json;
+use spool_model::{ModelProvider, ModelRequest, ModelStream, ScriptedProvider};
+use spool_protocol::{FunctionCallStatus, ThreadItem, UserInput};
+use spool_runtime::{Agent, RunStatus, Runner, Tool};
+use spool_store::{Durability, NewThread, SqliteStore, Store, StoreOptions};
+use spool_tools::function::FunctionTool;
+
+use super::args::BenchRunnerArgs;
+use super::report::{Machine, median};
+
+/// Issue 4: the runner's overhead per model call, excluding fsync.
+const TARGET_US: f64 = 200.0;
+const TOOL: &str = "noop";
+const TOOL_OUTPUT: &str = "ok";
+const FINAL_TEXT: &str = "Done.";
+const AGGREGATE: &str = "each statistic is taken over the steps of one run; the figure \
+                         reported is the median of that statistic over the runs";
+
+#[derive(Debug, Serialize)]
+struct Report {
+    workload: &'static str,
+    description: String,
+    steps: usize,
+    runs: usize,
+    aggregate: &'static str,
+    target_us: f64,
+    /// The headline: `Durability::Normal` (no fsync per commit).
+    #[serde(flatten)]
+    normal: Figures,
+    /// The same turn with an fsync per commit, for context (not judged).
+    with_fsync: Figures,
+    machine: Machine,
+}
+
+/// One durability's figures, in microseconds per step.
+#[derive(Debug, Serialize)]
+struct Figures {
+    durability: &'static str,
+    median_us: f64,
+    p90_us: f64,
+    mean_us: f64,
+    holds: bool,
+    /// The median of the first and of the last tenth of the steps: how
+    /// much a step costs more as the turn's history grows.
+    first_tenth_median_us: f64,
+    last_tenth_median_us: f64,
+    /// Each run's median step, in the order they ran.
+    runs_median_us: Vec<f64>,
+    /// Each run's whole turn (from `Runner::run` to its result), ms.
+    runs_turn_ms: Vec<f64>,
+}
+
+/// The statistics of one run.
+#[derive(Debug, Clone, Copy)]
+struct RunStats {
+    median_us: f64,
+    p90_us: f64,
+    mean_us: f64,
+    first_tenth_median_us: f64,
+    last_tenth_median_us: f64,
+    turn_ms: f64,
+}
+
+pub async fn runner(args: BenchRunnerArgs) -> anyhow::Result<()> {
+    let steps = args.steps as usize;
+    let runs = args.runs as usize;
+    let dir = args.dir.unwrap_or_else(std::env::temp_dir);
+    ensure!(dir.is_dir(), "--dir {}: not a directory", dir.display());
+    let machine = Machine::probe();
+    if machine.build_profile == "debug" {
+        eprintln!("warning: this is a debug build; use --release for numbers worth keeping");
+    }
+    let description = format!(
+        "one turn of {} model calls on a fresh SQLite store: {steps} answered at once with one \
+         call to an in-process function tool (returns {TOOL_OUTPUT:?}), the last with a short \
+         text; one step = from one model request to the next (scripted provider included)",
+        steps + 1
+    );
+    eprintln!("runner: {description}");
+
+    let normal = figures(&dir, Durability::Normal, steps, runs).await?;
+    let with_fsync = figures(&dir, Durability::Full, steps, runs).await?;
+    let report = Report {
+        workload: "runner_step",
+        description,
+        steps,
+        runs,
+        aggregate: AGGREGATE,
+        target_us: TARGET_US,
+        normal,
+        with_fsync,
+        machine,
+    };
+    let mut stdout = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut stdout, &report)?;
+    writeln!(stdout)?;
+    Ok(())
+}
+
+/// `runs` runs at `durability`, summed up.
+async fn figures(
+    dir: &Path,
+    durability: Durability,
+    steps: usize,
+    runs: usize,
+) -> anyhow::Result<Figures> {
+    let name = durability_name(durability);
+    let mut all = Vec::with_capacity(runs);
+    for run in 1..=runs {
+        // A fresh directory, hence a fresh store file, for every run;
+        // removed when dropped, also on error.
+        let tmp = tempfile::Builder::new()
+            .prefix("spool-bench-runner-")
+            .tempdir_in(dir)
+            .with_context(|| format!("cannot create a directory in {}", dir.display()))?;
+        let stats = run_once(tmp.path(), durability, steps)
+            .await
+            .with_context(|| format!("durability {name}, run {run}"))?;
+        eprintln!(
+            "    {name} run {run}/{runs}: median {:.1} µs, p90 {:.1} µs, mean {:.1} µs per step \
+             (first tenth {:.1}, last tenth {:.1}); turn {:.1} ms",
+            stats.median_us,
+            stats.p90_us,
+            stats.mean_us,
+            stats.first_tenth_median_us,
+            stats.last_tenth_median_us,
+            stats.turn_ms
+        );
+        all.push(stats);
+    }
+    let over_runs =
+        |f: fn(&RunStats) -> f64| tenths(median(&all.iter().map(f).collect::<Vec<_>>()));
+    let median_us = over_runs(|s| s.median_us);
+    eprintln!(
+        "    {name}: median {median_us:.1} µs per step (target {TARGET_US} µs: {})",
+        if median_us <= TARGET_US {
+            "holds"
+        } else {
+            "MISSED"
+        }
+    );
+    Ok(Figures {
+        durability: name,
+        median_us,
+        p90_us: over_runs(|s| s.p90_us),
+        mean_us: over_runs(|s| s.mean_us),
+        holds: median_us <= TARGET_US,
+        first_tenth_median_us: over_runs(|s| s.first_tenth_median_us),
+        last_tenth_median_us: over_runs(|s| s.last_tenth_median_us),
+        runs_median_us: all.iter().map(|s| tenths(s.median_us)).collect(),
+        runs_turn_ms: all.iter().map(|s| tenths(s.turn_ms)).collect(),
+    })
+}
+
+/// One turn of `steps` tool steps and a final answer, in `dir`.
+async fn run_once(dir: &Path, durability: Durability, steps: usize) -> anyhow::Result<RunStats> {
+    let options = StoreOptions {
+        durability,
+        ..StoreOptions::default()
+    };
+    let store = SqliteStore::open(dir.join("spool.db"), options)?;
+    let workspace = dir.join("workspace");
+    std::fs::create_dir_all(&workspace)?;
+    let thread = store
+        .create_thread(NewThread::new("bench", workspace.display().to_string()))
+        .await?;
+    let thread_id = thread.thread.id;
+
+    let mut scripts: Vec<_> = (0..steps)
+        .map(|k| {
+            ScriptedProvider::function_call_response(
+                &format!("resp_{k}"),
+                &format!("call_{k}"),
+                TOOL,
+                "{}",
+            )
+        })
+        .collect();
+    scripts.push(ScriptedProvider::text_response(
+        &format!("resp_{steps}"),
+        &[FINAL_TEXT],
+    ));
+    let scripted = ScriptedProvider::new(scripts);
+    let provider = Arc::new(Clocked::new(scripted.clone()));
+    let tool = FunctionTool::new(
+        TOOL,
+        "Does nothing and says so.",
+        json!({"type": "object", "properties": {}}),
+        |_, _| async { Ok(TOOL_OUTPUT.to_owned()) },
+    )?;
+    let agent = Agent::new("bench", &workspace)
+        .with_model("scripted")
+        .with_tool(Tool::Function(tool));
+    let max_turns = u32::try_from(steps + 1)?;
+    let runner = Runner::new(store.clone(), provider.clone()).with_max_turns(max_turns);
+
+    // On a runtime worker, as `spool run` drives its turn (not on the
+    // thread that blocks on the runtime).
+    let turn_thread = thread_id.clone();
+    let (result, turn) = tokio::spawn(async move {
+        let start = Instant::now();
+        let result = runner
+            .run(
+                Arc::new(agent),
+                &turn_thread,
+                vec![UserInput::text("Call the tool until told otherwise.")],
+            )
+            .await;
+        (result, start.elapsed())
+    })
+    .await
+    .context("the turn's task panicked")?;
+    let result = result?;
+
+    // What was timed really happened: every call ran, the answer came.
+    ensure!(
+        result.status == RunStatus::Completed,
+        "the turn ended {:?}: {:?}",
+        result.status,
+        result.error
+    );
+    ensure!(
+        result.final_output() == Some(FINAL_TEXT),
+        "the final answer is {:?}",
+        result.final_output()
+    );
+    ensure!(scripted.remaining() == 0, "scripted responses left over");
+    let completed_calls = result
+        .items()
+        .iter()
+        .filter(|r| {
+            matches!(&r.item, ThreadItem::FunctionCall {
+                status: FunctionCallStatus::Completed,
+                output: Some(output),
+                ..
+            } if output == TOOL_OUTPUT)
+        })
+        .count();
+    ensure!(
+        completed_calls == steps,
+        "{completed_calls} of {steps} tool calls completed"
+    );
+    store.close().await?;
+
+    let calls = provider.calls();
+    ensure!(
+        calls.len() == steps + 1,
+        "{} model calls, not {}",
+        calls.len(),
+        steps + 1
+    );
+    // Request k carried the whole turn so far: the user's message and
+    // every earlier call with its output.
+    for (k, &(_, input)) in calls.iter().enumerate() {
+        ensure!(
+            input == 1 + 2 * k,
+            "request {k}'s history holds {input} items, not {}",
+            1 + 2 * k
+        );
+    }
+    let step_us: Vec<f64> = calls
+        .windows(2)
+        .map(|w| micros(w[1].0.duration_since(w[0].0)))
+        .collect();
+    Ok(stats(&step_us, turn))
+}
+
+fn stats(step_us: &[f64], turn: Duration) -> RunStats {
+    let tenth = step_us.len().div_ceil(10);
+    RunStats {
+        median_us: median(step_us),
+        p90_us: percentile(step_us, 0.9),
+        mean_us: step_us.iter().sum::<f64>() / step_us.len() as f64,
+        first_tenth_median_us: median(&step_us[..tenth]),
+        last_tenth_median_us: median(&step_us[step_us.len() - tenth..]),
+        turn_ms: turn.as_secs_f64() * 1000.0,
+    }
+}
+
+/// The nearest-rank percentile (`p` in 0..=1).
+fn percentile(values: &[f64], p: f64) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (p * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Rounded to one decimal: finer digits are noise.
+fn tenths(value: f64) -> f64 {
+    (value * 10.0).round() / 10.0
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn durability_name(durability: Durability) -> &'static str {
+    match durability {
+        Durability::Full => "full",
+        Durability::Normal => "normal",
+    }
+}
+
+/// A provider that notes when each request is made (and how long its
+/// history is), then hands it to the scripted one.
+struct Clocked {
+    inner: ScriptedProvider,
+    calls: Mutex<Vec<(Instant, usize)>>,
+}
+
+impl Clocked {
+    fn new(inner: ScriptedProvider) -> Self {
+        Clocked {
+            inner,
+            calls: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn calls(&self) -> Vec<(Instant, usize)> {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl ModelProvider for Clocked {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn stream(&self, request: ModelRequest) -> ModelStream {
+        let now = Instant::now();
+        self.calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((now, request.input.len()));
+        self.inner.stream(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentile() {
+        let values: Vec<f64> = (1..=10).map(f64::from).collect();
+        assert_eq!(percentile(&values, 0.9), 9.0);
+        assert_eq!(percentile(&values, 1.0), 10.0);
+        assert_eq!(percentile(&[5.0], 0.9), 5.0);
+        assert!(percentile(&[], 0.9).is_nan());
+    }
+
+    #[test]
+    fn stats_of_a_growing_run() {
+        let steps: Vec<f64> = (1..=20).map(f64::from).collect();
+        let s = stats(&steps, Duration::from_millis(3));
+        assert_eq!(s.median_us, 10.5);
+        assert_eq!(s.p90_us, 18.0);
+        assert_eq!(s.mean_us, 10.5);
+        assert_eq!(s.first_tenth_median_us, 1.5);
+        assert_eq!(s.last_tenth_median_us, 19.5);
+        assert_eq!(s.turn_ms, 3.0);
+    }
+}
