@@ -36,6 +36,13 @@ use crate::types::{
     ThreadRecord,
 };
 
+/// Model views of up to this many input items are read on the caller's
+/// task (a few hundred microseconds at most).
+const INLINE_VIEW_ITEMS: usize = 512;
+/// Threads whose last view size is remembered; past it the memory starts
+/// over (a hint, not a cache of data).
+const MAX_VIEW_SIZES: usize = 4_096;
+
 /// The SQLite store. Cheap to clone: clones share the writer and readers.
 /// The writer stops, after committing what it accepted, when [`Store::close`]
 /// is called or the last clone is dropped.
@@ -49,6 +56,9 @@ struct Inner {
     requests: Option<Sender<Request>>,
     writer: Option<JoinHandle<()>>,
     readers: Arc<ReaderPool>,
+    /// Input items of each thread's last model view: small views are read
+    /// on the caller's task (see `llm_view`).
+    view_sizes: std::sync::Mutex<std::collections::HashMap<String, usize>>,
     /// Held for the store's lifetime (see `crate::recovery`). A field, so it
     /// is released only after `drop` below has joined the writer: a new
     /// opener must not recover turns whose deltas are still being committed.
@@ -94,6 +104,7 @@ impl SqliteStore {
         let store = SqliteStore {
             inner: Arc::new(Inner {
                 readers: Arc::new(ReaderPool::new(path.clone(), options.clone())),
+                view_sizes: std::sync::Mutex::default(),
                 path,
                 requests: Some(requests),
                 writer: Some(writer),
@@ -316,12 +327,37 @@ impl Store for SqliteStore {
         thread_id: &str,
         options: LlmViewOptions,
     ) -> Result<LlmView, StoreError> {
-        // Reading and packing (which may count tokens) both run off the
-        // async runtime.
-        let id = thread_id.to_owned();
-        let (view, counts) = self
-            .read(move |conn| llm_read::read_llm_view(conn, &id, options))
-            .await?;
+        // A view known to be small is read here: the hop to a blocking
+        // thread and back costs more than the read (the agent loop reads
+        // one before every model call). Others, and a thread's first, are
+        // read and packed (which may count tokens) off the async runtime.
+        let known_small = self
+            .inner
+            .view_sizes
+            .lock()
+            .map(|sizes| {
+                sizes
+                    .get(thread_id)
+                    .is_some_and(|&n| n <= INLINE_VIEW_ITEMS)
+            })
+            .unwrap_or(false);
+        let (view, counts) = match known_small {
+            true => self
+                .inner
+                .readers
+                .with(|conn| llm_read::read_llm_view(conn, thread_id, options))?,
+            false => {
+                let id = thread_id.to_owned();
+                self.read(move |conn| llm_read::read_llm_view(conn, &id, options))
+                    .await?
+            }
+        };
+        if let Ok(mut sizes) = self.inner.view_sizes.lock() {
+            if sizes.len() >= MAX_VIEW_SIZES {
+                sizes.clear();
+            }
+            sizes.insert(thread_id.to_owned(), view.input.len());
+        }
         if !counts.is_empty() {
             // A cache, so fire and forget: committed with the next batch.
             self.send(Request::CacheTokenCounts {
