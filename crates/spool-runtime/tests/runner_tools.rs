@@ -533,3 +533,51 @@ async fn what_a_tool_emits_becomes_items_under_its_call_and_status_is_streamed_n
             .contains("the user prefers metric units")
     );
 }
+
+#[tokio::test]
+async fn what_a_tool_emits_is_streamed_while_it_still_runs() {
+    let f = Fixture::new(vec![
+        calls_response("r1", &[("call_1", "slow", json!({}))]),
+        message_response("r2", &["Done."]),
+    ])
+    .await;
+    // The tool returns only once the test has seen its status streamed:
+    // buffering emissions until the tool returns would deadlock.
+    let release = Arc::new(tokio::sync::Notify::new());
+    let released = release.clone();
+    let slow = function("slow", empty_schema(), move |_, ctx| {
+        let released = released.clone();
+        async move {
+            ctx.emit_status("still working");
+            released.notified().await;
+            Ok("finished".to_owned())
+        }
+    });
+    let runner = f.runner();
+    let agent = Arc::new(f.agent("worker").with_tool(slow));
+    let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
+    let (_stop, interrupt) = tokio::sync::watch::channel(false);
+    let thread_id = f.thread_id.clone();
+    let run = tokio::spawn(async move {
+        let input = vec![UserInput::text("go")];
+        runner
+            .run_streamed(agent, &thread_id, input, &events, interrupt)
+            .await
+    });
+    let saw_status = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(event) = received.recv().await {
+            if let Appended::Transient(ServerNotification::ItemCompleted(n)) = &event
+                && matches!(&n.item, ThreadItem::Status { text, .. } if text == "still working")
+            {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .expect("the status arrived while the tool ran");
+    assert!(saw_status);
+    release.notify_one();
+    let result = run.await.unwrap().unwrap();
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+}

@@ -66,7 +66,18 @@ pub(crate) async fn run_filed(
             };
             let context = ToolContext::new(open.id(), call_id, emissions);
             let started = Instant::now();
-            let outcome = tool.invoke(&arguments, context).await;
+            // What the tool emits while it runs is logged (and streamed) as
+            // it comes, not when the tool returns.
+            let invoke = tool.invoke(&arguments, context);
+            tokio::pin!(invoke);
+            let outcome = loop {
+                tokio::select! {
+                    outcome = &mut invoke => break outcome,
+                    Some(emission) = received.recv() => {
+                        appender.push(emitted_item(emission, sink))?;
+                    }
+                }
+            };
             let mut out = Vec::new();
             while let Ok(emission) = received.try_recv() {
                 out.extend(emitted_item(emission, sink));
