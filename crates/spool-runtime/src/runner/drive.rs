@@ -3,23 +3,19 @@
 use std::sync::Arc;
 
 use futures_util::StreamExt;
-use spool_core::View;
 use spool_core::llm::LlmViewOptions;
-use spool_core::run_state::{
-    AgentKey, ApprovalRecord, CallRecord, Interruption, InterruptionKind, RunState,
-};
+use spool_core::run_state::{AgentKey, CallRecord, RunState};
 use spool_model::{ModelEvent, ModelRequest};
-use spool_protocol::responses::ResponseItem;
 use spool_protocol::*;
-use spool_store::{Appended, Appender, PendingRequest, Store, StoreError};
-use spool_tools::policy::{Grants, Rule, RulesFile};
+use spool_store::{Appended, Appender, PendingRequest, Store};
+use spool_tools::policy::{Grants, RulesFile};
 use tokio::sync::{mpsc, watch};
 
 use super::execute::{decline, run_filed};
 use super::file_call::{Filed, FiledCall, file_call, prepare};
 use super::items::{ItemSink, OpenItem};
-use super::requests::{Gate, apply_answer, gate, replay_session_grants, stored_answer};
-use super::{RunError, RunResult, RunStatus, Runner};
+use super::requests::{Gate, gate, replay_session_grants};
+use super::{RunError, RunResult, Runner};
 use crate::agent::{Agent, AgentSet};
 use crate::now_ms;
 use crate::output_mapper::{ModelCall, OutputMapper, new_item_id};
@@ -54,7 +50,7 @@ enum StepEnd {
 }
 
 /// Where answering the waiting requests left the run.
-enum Settled {
+pub(super) enum Settled {
     Done,
     Paused,
     Cancelled,
@@ -348,7 +344,7 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
     }
 
     /// Runs calls concurrently; each one's outcome is logged as it ends.
-    async fn run_calls(&mut self, calls: Vec<FiledCall>) -> Result<(), RunError> {
+    pub(super) async fn run_calls(&mut self, calls: Vec<FiledCall>) -> Result<(), RunError> {
         if calls.is_empty() {
             return Ok(());
         }
@@ -382,356 +378,16 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
         Ok(())
     }
 
-    /// Makes the requests durable (with the run state) before anyone is
-    /// asked.
-    async fn open_requests(
-        &mut self,
-        asks: Vec<(PendingRequest, FiledCall)>,
-    ) -> Result<(), RunError> {
-        for (request, filed) in &asks {
-            self.state.interruptions.push(Interruption {
-                request_id: request.request_id.clone(),
-                call_id: filed.call.call_id.clone(),
-                tool: filed.tool.clone(),
-                item_id: filed.item_id.clone(),
-                kind: interruption_kind(&request.request),
-                summary: summary(&request.request),
-            });
-        }
-        // The items must be committed before the request that names them.
-        self.appender.sync().await?;
-        let snapshot = self.snapshot().await?;
-        for (request, _) in &asks {
-            self.runner
-                .store
-                .open_request(request.clone(), Some(snapshot.clone()))
-                .await?;
-        }
-        self.persisted = true;
-        self.waiting = asks;
-        Ok(())
-    }
-
-    /// Answers the waiting requests in order: from the store if answered
-    /// already, else from the client; stops (paused) at the first one
-    /// nobody answers.
-    async fn settle_waiting(&mut self) -> Result<Settled, RunError> {
-        let waiting = std::mem::take(&mut self.waiting);
-        let mut rest = waiting.into_iter();
-        while let Some((request, filed)) = rest.next() {
-            let Some(answer) = self.answer_for(&request).await? else {
-                self.waiting.push((request, filed));
-                self.waiting.extend(rest);
-                return Ok(Settled::Paused);
-            };
-            let effect = apply_answer(&request, &answer, &mut self.grants);
-            if let Some(rule) = effect.new_rule {
-                self.keep_rule(rule)?;
-            }
-            self.state
-                .interruptions
-                .retain(|i| i.request_id != request.request_id);
-            self.state.approvals.push(ApprovalRecord {
-                request_id: request.request_id.clone(),
-                call_id: filed.call.call_id.clone(),
-                tool: filed.tool.clone(),
-                decision: serde_json::to_value(&answer).unwrap_or_default(),
-            });
-            let call_id = filed.call.call_id.clone();
-            match (effect.dynamic, effect.run) {
-                (Some(response), _) => {
-                    self.mark_done(&call_id);
-                    let done = finish_dynamic(filed.filed, response, &self.sink);
-                    self.appender.push(done)?;
-                    self.save_state().await?;
-                }
-                (None, true) => self.run_calls(vec![filed]).await?,
-                (None, false) => {
-                    self.mark_done(&call_id);
-                    self.appender.push(decline(filed.filed, None, &self.sink))?;
-                    self.save_state().await?;
-                }
-            }
-            if effect.interrupt_turn {
-                for (request, filed) in rest {
-                    self.cancel_request(request, filed).await?;
-                }
-                return Ok(Settled::Cancelled);
-            }
-        }
-        Ok(Settled::Done)
-    }
-
-    async fn answer_for(
-        &self,
-        request: &PendingRequest,
-    ) -> Result<Option<ServerRequestAnswer>, RunError> {
-        let thread_id = &self.state.thread_id;
-        let stored = self
-            .runner
-            .store
-            .request(thread_id, &request.request_id)
-            .await?;
-        if let Some(answer) = stored.as_ref().and_then(stored_answer) {
-            return Ok(Some(answer));
-        }
-        let Some(client) = &self.runner.client else {
-            return Ok(None);
-        };
-        let Some(answer) = client.ask(request).await else {
-            return Ok(None);
-        };
-        let json = serde_json::to_value(&answer).unwrap_or_default();
-        match self
-            .runner
-            .store
-            .resolve_request(thread_id, &request.request_id, json)
-            .await
-        {
-            Ok(_) => Ok(Some(answer)),
-            // Answered elsewhere meanwhile: the first answer stands.
-            Err(StoreError::RequestAlreadyResolved { .. }) => {
-                let stored = self
-                    .runner
-                    .store
-                    .request(thread_id, &request.request_id)
-                    .await?;
-                Ok(stored.as_ref().and_then(stored_answer))
-            }
-            Err(error) => Err(error.into()),
-        }
-    }
-
-    /// A request left when the turn is cancelled: answered `cancel` (so it
-    /// is not asked again) and its item declined.
-    async fn cancel_request(
-        &mut self,
-        request: PendingRequest,
-        filed: FiledCall,
-    ) -> Result<(), RunError> {
-        let cancel = match &request.request {
-            ServerRequest::FileChangeRequestApproval(_) => {
-                serde_json::json!({"decision": "cancel"})
-            }
-            ServerRequest::CommandExecutionRequestApproval(_) => {
-                serde_json::json!({"decision": "cancel"})
-            }
-            ServerRequest::DynamicToolCall(_) => {
-                serde_json::json!({"contentItems": [{"type": "inputText", "text": "cancelled"}], "success": false})
-            }
-        };
-        match self
-            .runner
-            .store
-            .resolve_request(&self.state.thread_id, &request.request_id, cancel)
-            .await
-        {
-            Ok(_) | Err(StoreError::RequestAlreadyResolved { .. }) => {}
-            Err(error) => return Err(error.into()),
-        }
-        self.state
-            .interruptions
-            .retain(|i| i.request_id != request.request_id);
-        self.mark_done(&filed.call.call_id);
-        self.appender.push(decline(filed.filed, None, &self.sink))?;
-        Ok(())
-    }
-
-    fn keep_rule(&mut self, rule: Rule) -> Result<(), RunError> {
-        let scoped = match rule {
-            Rule::Exec(rule) => Rule::Exec(rule.for_thread(self.state.thread_id.clone())),
-            Rule::Network(rule) => Rule::Network(rule.for_thread(self.state.thread_id.clone())),
-        };
-        self.grants.add_rule(scoped.clone());
-        if let Some(path) = &self.runner.rules_file {
-            RulesFile::append(path, &scoped)?;
-        }
-        Ok(())
-    }
-
-    fn record_mut(&mut self, call_id: &str) -> Option<&mut CallRecord> {
+    pub(super) fn record_mut(&mut self, call_id: &str) -> Option<&mut CallRecord> {
         self.state.calls.iter_mut().find(|c| c.call_id == call_id)
     }
 
-    fn mark_done(&mut self, call_id: &str) {
+    pub(super) fn mark_done(&mut self, call_id: &str) {
         if let Some(record) = self.record_mut(call_id) {
             record.executed = true;
             record.completed = true;
         }
     }
-
-    /// Saves the run state, once the turn has one (it gets one when it
-    /// first waits on a request).
-    async fn save_state(&mut self) -> Result<(), RunError> {
-        if !self.persisted {
-            return Ok(());
-        }
-        self.appender.sync().await?;
-        let snapshot = self.snapshot().await?;
-        self.runner
-            .store
-            .save_run_state(&self.state.thread_id, &self.state.turn_id, snapshot)
-            .await?;
-        Ok(())
-    }
-
-    /// The run state as JSON, its `input` brought up to date first: the
-    /// history the model saw plus what it has not seen yet (tool outputs
-    /// not yet sent), from the store (synced by the caller).
-    async fn snapshot(&mut self) -> Result<String, RunError> {
-        let view = self
-            .runner
-            .store
-            .llm_view(
-                &self.state.thread_id,
-                LlmViewOptions {
-                    token_budget: self.runner.history_token_budget,
-                    ..LlmViewOptions::default()
-                },
-            )
-            .await?;
-        set_input(&mut self.state, &view.input);
-        Ok(self.state.to_json())
-    }
-
-    /// Stops here, waiting on a person; everything so far is durable.
-    async fn pause(mut self) -> Result<RunResult, RunError> {
-        self.appender.sync().await?;
-        let snapshot = self.snapshot().await?;
-        self.runner
-            .store
-            .save_run_state(&self.state.thread_id, &self.state.turn_id, snapshot)
-            .await?;
-        let Run {
-            runner,
-            appender,
-            state,
-            final_text,
-            ..
-        } = self;
-        appender.finish().await?;
-        result(runner, state, TurnStatus::InProgress, None, final_text).await
-    }
-
-    /// Ends the turn with `status`.
-    async fn finish(
-        self,
-        status: TurnStatus,
-        error: Option<TurnError>,
-    ) -> Result<RunResult, RunError> {
-        let thread_id = self.state.thread_id.clone();
-        let turn_id = self.state.turn_id.clone();
-        // Calls still waiting will never run: decline them.
-        let mut run = self;
-        for (request, filed) in std::mem::take(&mut run.waiting) {
-            run.cancel_request(request, filed).await?;
-        }
-        if let Some(error) = &error {
-            run.appender
-                .push(vec![ServerNotification::Error(ErrorNotification {
-                    error: error.clone(),
-                    will_retry: false,
-                    thread_id: thread_id.clone(),
-                    turn_id: turn_id.clone(),
-                })])?;
-        }
-        if let Some(last) = run.usage {
-            // The thread's total: every earlier turn's usage plus this one.
-            let mut total = TokenUsageBreakdown::default();
-            for turn in run.runner.store.turns(&thread_id).await? {
-                if let Some(usage) = &turn.token_usage {
-                    total.add(usage);
-                }
-            }
-            total.add(&last);
-            run.appender
-                .push(vec![ServerNotification::ThreadTokenUsageUpdated(
-                    ThreadTokenUsageUpdatedNotification {
-                        thread_id: thread_id.clone(),
-                        turn_id: turn_id.clone(),
-                        token_usage: ThreadTokenUsage {
-                            total,
-                            last,
-                            model_context_window: None,
-                        },
-                    },
-                )])?;
-        }
-        let completed_at_ms = now_ms();
-        let mut turn = Turn::new(turn_id.clone(), status);
-        turn.error = error.clone();
-        turn.started_at = Some(run.started_at_ms / 1000);
-        turn.completed_at = Some(completed_at_ms / 1000);
-        turn.duration_ms = Some(completed_at_ms - run.started_at_ms);
-        turn.token_usage = run.usage;
-        run.appender.push(vec![ServerNotification::TurnCompleted(
-            TurnCompletedNotification {
-                thread_id: thread_id.clone(),
-                turn,
-            },
-        )])?;
-        let Run {
-            runner,
-            appender,
-            state,
-            final_text,
-            persisted,
-            usage,
-            ..
-        } = run;
-        appender.finish().await?;
-        if persisted {
-            runner.store.clear_run_state(&thread_id, &turn_id).await?;
-        }
-        let mut result = result(runner, state, status, error, final_text).await?;
-        result.usage = usage;
-        Ok(result)
-    }
-}
-
-async fn result<S: Store>(
-    runner: &Runner<S>,
-    mut state: RunState,
-    status: TurnStatus,
-    error: Option<TurnError>,
-    final_output: Option<String>,
-) -> Result<RunResult, RunError> {
-    let items = runner
-        .store
-        .items(&state.thread_id, View::All)
-        .await?
-        .into_iter()
-        .filter(|record| record.turn_id == state.turn_id)
-        .collect();
-    let input_list = runner
-        .store
-        .llm_view(&state.thread_id, LlmViewOptions::default())
-        .await?
-        .input;
-    set_input(&mut state, &input_list);
-    Ok(RunResult {
-        thread_id: state.thread_id.clone(),
-        turn_id: state.turn_id.clone(),
-        status: RunStatus::of(status),
-        error,
-        items,
-        final_output,
-        state,
-        input_list,
-        usage: None,
-    })
-}
-
-/// Sets the state's `input` to `input` (the thread's model view). The
-/// model has seen at most all of it: a view packed under a budget can be
-/// shorter than the one the last model call got, and the snapshot must
-/// stay valid (`acknowledgedInputCount <= input.len()`).
-fn set_input(state: &mut RunState, input: &[ResponseItem]) {
-    state.input = input
-        .iter()
-        .map(|item| serde_json::to_value(item).unwrap_or_default())
-        .collect();
-    state.acknowledged_input_count = state.acknowledged_input_count.min(state.input.len());
 }
 
 /// The grants a run starts with: the rules file's rules and the thread's
@@ -747,61 +403,6 @@ pub(crate) async fn load_grants<S: Store>(
     let requests = runner.store.requests(thread_id).await?;
     replay_session_grants(&requests, &mut grants);
     Ok(grants)
-}
-
-fn interruption_kind(request: &ServerRequest) -> InterruptionKind {
-    match request {
-        ServerRequest::CommandExecutionRequestApproval(_) => InterruptionKind::CommandExecution,
-        ServerRequest::FileChangeRequestApproval(_) => InterruptionKind::FileChange,
-        ServerRequest::DynamicToolCall(_) => InterruptionKind::DynamicToolCall,
-    }
-}
-
-/// What a person is shown about a request.
-fn summary(request: &ServerRequest) -> String {
-    match request {
-        ServerRequest::CommandExecutionRequestApproval(params) => {
-            params.command.clone().unwrap_or_default()
-        }
-        ServerRequest::FileChangeRequestApproval(params) => format!(
-            "file changes under {}",
-            params.grant_root.clone().unwrap_or_default()
-        ),
-        ServerRequest::DynamicToolCall(params) => format!("client tool {}", params.tool),
-    }
-}
-
-/// Completes a client-run tool's item with its answer.
-fn finish_dynamic(
-    filed: Filed,
-    response: DynamicToolCallResponse,
-    sink: &ItemSink,
-) -> Vec<ServerNotification> {
-    let Filed::Dynamic { mut open, .. } = filed else {
-        return Vec::new();
-    };
-    let status = match response.success {
-        true => DynamicToolCallStatus::Completed,
-        false => DynamicToolCallStatus::Failed,
-    };
-    if let ThreadItem::DynamicToolCall {
-        status: s,
-        content_items,
-        success,
-        duration_ms,
-        ..
-    } = &mut open.item
-    {
-        *s = status;
-        *content_items = Some(response.content_items);
-        *success = Some(response.success);
-        *duration_ms = Some(now_ms() - open.envelope.started_at_ms);
-    }
-    let envelope = match response.success {
-        true => ItemStatus::Completed,
-        false => ItemStatus::Failed,
-    };
-    vec![sink.complete(open, envelope)]
 }
 
 /// An item rebuilt from its record (resume).

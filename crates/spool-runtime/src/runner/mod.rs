@@ -17,11 +17,13 @@
 //! See `docs/internals/run-state.md` and `docs/internals/approvals.md`.
 
 mod drive;
+mod ending;
 mod execute;
 mod file_call;
 mod items;
 mod requests;
 mod resume;
+mod waiting;
 
 use std::path::PathBuf;
 use std::sync::Arc;
