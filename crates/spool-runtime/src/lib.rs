@@ -6,6 +6,7 @@ pub mod agent;
 pub mod output_mapper;
 pub mod runner;
 pub mod turn;
+mod usage;
 
 pub use agent::{Agent, AgentSet, DynamicTool, ModelSettings, ShellTool, Tool};
 pub use runner::{ClientRequests, RunError, RunResult, RunStatus, Runner};

@@ -186,24 +186,9 @@ pub async fn run_turn<S: Store + Clone + 'static>(
         ResponseEnd::Interrupted => (TurnStatus::Interrupted, None, None),
     };
     if let Some(last) = usage {
-        let mut total = TokenUsageBreakdown::default();
-        for turn in store.turns(thread_id).await? {
-            if let Some(usage) = &turn.token_usage {
-                total.add(usage);
-            }
-        }
-        total.add(&last);
-        emit(vec![ServerNotification::ThreadTokenUsageUpdated(
-            ThreadTokenUsageUpdatedNotification {
-                thread_id: thread_id.to_owned(),
-                turn_id: turn_id.clone(),
-                token_usage: ThreadTokenUsage {
-                    total,
-                    last,
-                    model_context_window: None,
-                },
-            },
-        )])?;
+        emit(vec![
+            crate::usage::token_usage_update(store, thread_id, &turn_id, last).await?,
+        ])?;
     }
     let completed_at_ms = now_ms();
     emit(vec![ServerNotification::TurnCompleted(

@@ -24,6 +24,7 @@ use spool_protocol::{ItemEnvelope, ItemStatus, ServerNotification, ThreadEvent, 
 use crate::record::{ItemRecord, TurnRecord};
 pub use delta::apply_delta;
 pub use error::ReduceError;
+pub use recovery::stopped;
 
 /// What an applied event changed.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -68,7 +68,9 @@ impl ThreadReducer {
 
 /// The item as it stands, with a kind status that says it did not finish
 /// (Codex's per-kind statuses have no "incomplete", so tools read `failed`).
-fn stopped(mut item: ThreadItem) -> ThreadItem {
+/// Shared with the runtime, which closes what a crash left open the same
+/// way on resume.
+pub fn stopped(mut item: ThreadItem) -> ThreadItem {
     match &mut item {
         ThreadItem::CommandExecution { status, .. } => {
             if *status == CommandExecutionStatus::InProgress {

@@ -6,6 +6,7 @@ use futures_util::StreamExt;
 use spool_core::llm::LlmViewOptions;
 use spool_core::run_state::{AgentKey, CallRecord, RunState};
 use spool_model::{ModelEvent, ModelRequest};
+use spool_protocol::responses::ResponseItem;
 use spool_protocol::*;
 use spool_store::{Appended, Appender, PendingRequest, Store};
 use spool_tools::policy::{Grants, RulesFile};
@@ -180,21 +181,26 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
         }
     }
 
+    /// The thread's model history, as the next call gets it (committed
+    /// events only: sync the appender first).
+    pub(super) async fn history(&self) -> Result<Vec<ResponseItem>, RunError> {
+        let options = LlmViewOptions {
+            token_budget: self.runner.history_token_budget,
+            ..LlmViewOptions::default()
+        };
+        let view = self
+            .runner
+            .store
+            .llm_view(&self.state.thread_id, options)
+            .await?;
+        Ok(view.input)
+    }
+
     /// One model call with the thread's history.
     async fn model_step(&mut self) -> Result<StepEnd, RunError> {
         // The history read below must see everything logged so far.
         self.appender.sync().await?;
-        let view = self
-            .runner
-            .store
-            .llm_view(
-                &self.state.thread_id,
-                LlmViewOptions {
-                    token_budget: self.runner.history_token_budget,
-                    ..LlmViewOptions::default()
-                },
-            )
-            .await?;
+        let history = self.history().await?;
         let mut tools: Vec<_> = self.agent.tools.iter().map(|tool| tool.spec()).collect();
         for target in &self.agent.handoffs {
             if let Some(key) = self.agents.key_of(target) {
@@ -208,11 +214,11 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
                 });
             }
         }
-        self.state.acknowledged_input_count = view.input.len();
+        self.state.acknowledged_input_count = history.len();
         let request = ModelRequest {
             model: self.agent.model.model.clone(),
             instructions: self.agent.instructions.clone(),
-            input: view.input,
+            input: history,
             tools,
             previous_response_id: None,
             parallel_tool_calls: self.agent.model.parallel_tool_calls,

@@ -32,18 +32,8 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
     /// history the model saw plus what it has not seen yet (tool outputs
     /// not yet sent), from the store (synced by the caller).
     pub(super) async fn snapshot(&mut self) -> Result<String, RunError> {
-        let view = self
-            .runner
-            .store
-            .llm_view(
-                &self.state.thread_id,
-                LlmViewOptions {
-                    token_budget: self.runner.history_token_budget,
-                    ..LlmViewOptions::default()
-                },
-            )
-            .await?;
-        set_input(&mut self.state, &view.input);
+        let input = self.history().await?;
+        set_input(&mut self.state, &input);
         Ok(self.state.to_json())
     }
 
@@ -89,26 +79,10 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
                 })])?;
         }
         if let Some(last) = run.usage {
-            // The thread's total: every earlier turn's usage plus this one.
-            let mut total = TokenUsageBreakdown::default();
-            for turn in run.runner.store.turns(&thread_id).await? {
-                if let Some(usage) = &turn.token_usage {
-                    total.add(usage);
-                }
-            }
-            total.add(&last);
-            run.appender
-                .push(vec![ServerNotification::ThreadTokenUsageUpdated(
-                    ThreadTokenUsageUpdatedNotification {
-                        thread_id: thread_id.clone(),
-                        turn_id: turn_id.clone(),
-                        token_usage: ThreadTokenUsage {
-                            total,
-                            last,
-                            model_context_window: None,
-                        },
-                    },
-                )])?;
+            let update =
+                crate::usage::token_usage_update(&run.runner.store, &thread_id, &turn_id, last)
+                    .await?;
+            run.appender.push(vec![update])?;
         }
         let completed_at_ms = now_ms();
         let mut turn = Turn::new(turn_id.clone(), status);

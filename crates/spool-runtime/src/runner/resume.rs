@@ -18,6 +18,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use spool_core::reducer::stopped;
 use spool_core::run_state::RunState;
 use spool_protocol::*;
 use spool_store::{Appended, Appender, Store, StoreError};
@@ -216,7 +217,7 @@ fn abandon(mut open: OpenItem, executed: bool, sink: &ItemSink) -> ServerNotific
         return fail(open, NOT_RERUN, sink);
     }
     let _ = now_ms();
-    stop_kind_status(&mut open.item);
+    open.item = stopped(open.item);
     sink.complete(open, ItemStatus::Incomplete)
 }
 
@@ -234,37 +235,7 @@ fn fail(mut open: OpenItem, message: &str, sink: &ItemSink) -> ServerNotificatio
             *status = FunctionCallStatus::Failed;
             *output = Some(message.to_owned());
         }
-        item => stop_kind_status(item),
+        item => *item = stopped(item.clone()),
     }
     sink.complete(open, ItemStatus::Failed)
-}
-
-/// A tool item's own status, moved off `inProgress` (Codex's per-kind
-/// statuses have no "incomplete").
-fn stop_kind_status(item: &mut ThreadItem) {
-    match item {
-        ThreadItem::CommandExecution { status, .. } => *status = CommandExecutionStatus::Failed,
-        ThreadItem::FileChange { status, .. } => *status = PatchApplyStatus::Failed,
-        ThreadItem::FunctionCall { status, .. } => *status = FunctionCallStatus::Failed,
-        ThreadItem::DynamicToolCall { status, .. } => *status = DynamicToolCallStatus::Failed,
-        ThreadItem::McpToolCall { status, .. } => *status = McpToolCallStatus::Failed,
-        ThreadItem::UserMessage { .. }
-        | ThreadItem::AgentMessage { .. }
-        | ThreadItem::Reasoning { .. }
-        | ThreadItem::Plan { .. }
-        | ThreadItem::WebSearch { .. }
-        | ThreadItem::ImageView { .. }
-        | ThreadItem::EnteredReviewMode { .. }
-        | ThreadItem::ExitedReviewMode { .. }
-        | ThreadItem::ContextCompaction { .. }
-        | ThreadItem::Handoff { .. }
-        | ThreadItem::Component { .. }
-        | ThreadItem::Container { .. }
-        | ThreadItem::Status { .. }
-        | ThreadItem::StateChange { .. }
-        | ThreadItem::ResourceChange { .. }
-        | ThreadItem::StepError { .. }
-        | ThreadItem::Error { .. }
-        | ThreadItem::Context { .. } => {}
-    }
 }
