@@ -79,8 +79,12 @@ pub struct AgentArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ToolArg {
     Shell,
+    /// Spelled as the model calls it.
+    #[value(name = "apply_patch")]
     ApplyPatch,
+    #[value(name = "update_plan")]
     UpdatePlan,
+    #[value(name = "view_image")]
     ViewImage,
 }
 

@@ -98,3 +98,77 @@ async fn a_bad_policy_name_is_a_clear_error() {
         "{stderr}"
     );
 }
+
+/// Runs `spool ARGS` on a pseudo-terminal (util-linux `script`), typing
+/// `typed` into it; returns everything the terminal showed.
+async fn spool_on_a_terminal(home: &Home, model_url: &str, args: &[&str], typed: &str) -> String {
+    let mut command = vec![env!("CARGO_BIN_EXE_spool").to_owned()];
+    command.extend(args.iter().map(|a| format!("'{a}'")));
+    let mut child = tokio::process::Command::new("script")
+        .args(["-qec", &command.join(" "), "/dev/null"])
+        .current_dir(home.path())
+        .env("SPOOL_HOME", home.path())
+        .env("SPOOL_LOCAL_MODEL_URL", model_url)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("SPOOL_STORE")
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("script(1) runs");
+    use tokio::io::AsyncWriteExt;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(typed.as_bytes()).await.unwrap();
+    let out = child.wait_with_output().await.unwrap();
+    drop(stdin);
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test]
+async fn on_a_terminal_a_patch_is_shown_as_a_diff_and_applied_when_accepted() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        panic!("util-linux `script` is needed for the terminal test");
+    }
+    let patch = "*** Begin Patch\n*** Add File: hello.txt\n+hello from the agent\n*** End Patch\n";
+    let server = ScriptedServer::with_responses([
+        calls_response(
+            "r1",
+            &[("call_1", "apply_patch", json!({ "input": patch }))],
+        ),
+        answer("Added."),
+    ])
+    .await
+    .unwrap();
+    let home = Home::new();
+    let shown = spool_on_a_terminal(
+        &home,
+        &server.url(),
+        &[
+            "run",
+            "--tools",
+            "apply_patch",
+            "--sandbox",
+            "read-only",
+            "add a file",
+        ],
+        "a\n",
+    )
+    .await;
+    assert!(shown.contains("wants to change files"), "{shown}");
+    assert!(
+        shown.contains("+hello from the agent"),
+        "the diff was shown: {shown}"
+    );
+    assert!(shown.contains("[a]ccept"), "{shown}");
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("hello.txt")).unwrap(),
+        "hello from the agent\n"
+    );
+}

@@ -11,9 +11,13 @@ use std::pin::Pin;
 
 use spool_protocol::*;
 use spool_runtime::ClientRequests;
-use spool_store::PendingRequest;
+use spool_store::{PendingRequest, SqliteStore, Store};
 
-pub struct TerminalApprover;
+/// Asks on the terminal; reads the store for what a request is about
+/// (a patch's diff).
+pub struct TerminalApprover {
+    pub store: SqliteStore,
+}
 
 impl ClientRequests for TerminalApprover {
     fn ask<'a>(
@@ -21,10 +25,11 @@ impl ClientRequests for TerminalApprover {
         request: &'a PendingRequest,
     ) -> Pin<Box<dyn Future<Output = Option<ServerRequestAnswer>> + Send + 'a>> {
         Box::pin(async move {
+            let changes = self.changes_of(request).await;
             let request = request.request.clone();
             let interactive = std::io::stdin().is_terminal();
             let answer = tokio::task::spawn_blocking(move || match interactive {
-                true => prompt(&request),
+                true => prompt(&request, &changes),
                 false => not_a_terminal(&request),
             })
             .await;
@@ -32,6 +37,32 @@ impl ClientRequests for TerminalApprover {
         })
     }
 }
+
+impl TerminalApprover {
+    /// The file changes a patch approval is about (its item's diffs).
+    async fn changes_of(&self, request: &PendingRequest) -> Vec<FileUpdateChange> {
+        let ServerRequest::FileChangeRequestApproval(_) = &request.request else {
+            return Vec::new();
+        };
+        let items = self
+            .store
+            .items(&request.thread_id, spool_core::View::All)
+            .await
+            .unwrap_or_default();
+        items
+            .into_iter()
+            .find_map(|record| match record.item {
+                ThreadItem::FileChange { id, changes, .. } if id == request.item_id => {
+                    Some(changes)
+                }
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// Most diff lines shown before asking.
+const MAX_DIFF_LINES: usize = 200;
 
 fn not_a_terminal(request: &ServerRequest) -> ServerRequestAnswer {
     eprintln!(
@@ -79,7 +110,7 @@ fn decline(request: &ServerRequest) -> ServerRequestAnswer {
 }
 
 /// Asks on the terminal until the answer is one of the choices.
-fn prompt(request: &ServerRequest) -> ServerRequestAnswer {
+fn prompt(request: &ServerRequest, changes: &[FileUpdateChange]) -> ServerRequestAnswer {
     let mut stderr = std::io::stderr();
     match request {
         ServerRequest::CommandExecutionRequestApproval(p) => {
@@ -103,6 +134,13 @@ fn prompt(request: &ServerRequest) -> ServerRequestAnswer {
             );
             if let Some(reason) = &p.reason {
                 let _ = writeln!(stderr, "  ({reason})");
+            }
+            let lines: Vec<&str> = changes.iter().flat_map(|c| c.diff.lines()).collect();
+            for line in lines.iter().take(MAX_DIFF_LINES) {
+                let _ = writeln!(stderr, "  {line}");
+            }
+            if lines.len() > MAX_DIFF_LINES {
+                let _ = writeln!(stderr, "  … {} more lines", lines.len() - MAX_DIFF_LINES);
             }
         }
         ServerRequest::DynamicToolCall(_) => return not_a_terminal(request),

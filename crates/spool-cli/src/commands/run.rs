@@ -55,7 +55,9 @@ pub async fn run(store: SqliteStore, chosen: ChosenProvider, args: RunArgs) -> a
     };
     let mut runner = Runner::new(store.clone(), provider)
         .with_max_turns(args.agent.max_turns)
-        .with_client(Arc::new(TerminalApprover));
+        .with_client(Arc::new(TerminalApprover {
+            store: store.clone(),
+        }));
     runner.history_token_budget = args.history_tokens;
     runner.rules_file = Some(rules_file()?);
 
@@ -108,7 +110,9 @@ pub async fn resume(
     };
     let mut runner = Runner::new(store.clone(), provider)
         .with_max_turns(args.agent.max_turns)
-        .with_client(Arc::new(TerminalApprover));
+        .with_client(Arc::new(TerminalApprover {
+            store: store.clone(),
+        }));
     runner.rules_file = Some(rules_file()?);
     let (_stop, stop_rx) = watch::channel(false);
     let (tx, rx) = mpsc::unbounded_channel();
