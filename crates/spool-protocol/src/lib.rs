@@ -5,6 +5,7 @@
 //! `JsonSchema`; `schema::all_schemas` is what `schema/` is generated from.
 
 pub mod approvals;
+pub mod client_requests;
 pub mod envelope;
 pub mod event;
 pub mod items;
@@ -16,6 +17,7 @@ pub mod thread;
 pub mod user_input;
 
 pub use approvals::*;
+pub use client_requests::*;
 pub use envelope::{Audience, ItemEnvelope, ItemStatus, Provenance, WorkPhase};
 pub use event::{EventPayload, ThreadEvent};
 pub use items::*;

@@ -114,8 +114,80 @@ pub fn all_schemas() -> Vec<(&'static str, Value)> {
         ("JsonRpcResponse", schema_of::<JsonRpcResponse>()),
         ("JsonRpcError", schema_of::<JsonRpcError>()),
     ];
+    out.extend(client_request_schemas());
     out.extend(crate::responses::schemas());
     out
+}
+
+/// The client → server requests: the tagged union, then each method's
+/// params and result.
+fn client_request_schemas() -> Vec<(&'static str, Value)> {
+    use crate::client_requests::*;
+    vec![
+        ("ClientRequest", schema_of::<ClientRequest>()),
+        ("InitializeParams", schema_of::<InitializeParams>()),
+        ("InitializeResponse", schema_of::<InitializeResponse>()),
+        ("ThreadStartParams", schema_of::<ThreadStartParams>()),
+        ("ThreadStartResponse", schema_of::<ThreadStartResponse>()),
+        ("ThreadResumeParams", schema_of::<ThreadResumeParams>()),
+        ("ThreadResumeResponse", schema_of::<ThreadResumeResponse>()),
+        ("ThreadForkParams", schema_of::<ThreadForkParams>()),
+        ("ThreadForkResponse", schema_of::<ThreadForkResponse>()),
+        ("ThreadListParams", schema_of::<ThreadListParams>()),
+        ("ThreadListResponse", schema_of::<ThreadListResponse>()),
+        ("ThreadReadParams", schema_of::<ThreadReadParams>()),
+        ("ThreadReadResponse", schema_of::<ThreadReadResponse>()),
+        (
+            "ThreadTurnsListParams",
+            schema_of::<ThreadTurnsListParams>(),
+        ),
+        (
+            "ThreadTurnsListResponse",
+            schema_of::<ThreadTurnsListResponse>(),
+        ),
+        (
+            "ThreadItemsListParams",
+            schema_of::<ThreadItemsListParams>(),
+        ),
+        (
+            "ThreadItemsListResponse",
+            schema_of::<ThreadItemsListResponse>(),
+        ),
+        ("ThreadArchiveParams", schema_of::<ThreadArchiveParams>()),
+        (
+            "ThreadArchiveResponse",
+            schema_of::<ThreadArchiveResponse>(),
+        ),
+        (
+            "ThreadUnarchiveParams",
+            schema_of::<ThreadUnarchiveParams>(),
+        ),
+        (
+            "ThreadUnarchiveResponse",
+            schema_of::<ThreadUnarchiveResponse>(),
+        ),
+        ("ThreadSetNameParams", schema_of::<ThreadSetNameParams>()),
+        (
+            "ThreadSetNameResponse",
+            schema_of::<ThreadSetNameResponse>(),
+        ),
+        ("ThreadRevertParams", schema_of::<ThreadRevertParams>()),
+        ("ThreadRevertResponse", schema_of::<ThreadRevertResponse>()),
+        ("ThreadRollbackParams", schema_of::<ThreadRollbackParams>()),
+        (
+            "ThreadRollbackResponse",
+            schema_of::<ThreadRollbackResponse>(),
+        ),
+        ("TurnStartParams", schema_of::<TurnStartParams>()),
+        ("TurnStartResponse", schema_of::<TurnStartResponse>()),
+        ("TurnSteerParams", schema_of::<TurnSteerParams>()),
+        ("TurnSteerResponse", schema_of::<TurnSteerResponse>()),
+        ("TurnInterruptParams", schema_of::<TurnInterruptParams>()),
+        (
+            "TurnInterruptResponse",
+            schema_of::<TurnInterruptResponse>(),
+        ),
+    ]
 }
 
 /// The text written to `schema/<stem>.json`.
