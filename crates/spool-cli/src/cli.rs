@@ -27,6 +27,8 @@ pub enum Command {
     /// Resume a thread's run paused on an approval (asking again on the
     /// terminal).
     Resume(ResumeArgs),
+    /// Serve Codex app-server v2 JSON-RPC to clients (stdio for now).
+    Serve(ServeArgs),
     /// Inspect stored threads.
     #[command(subcommand)]
     Threads(ThreadsCommand),
@@ -86,6 +88,16 @@ pub enum ToolArg {
     UpdatePlan,
     #[value(name = "view_image")]
     ViewImage,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Where to listen: `stdio://` (one JSON message per line).
+    #[arg(long, default_value = "stdio://")]
+    pub listen: Vec<String>,
+    /// Defaults for threads that do not set their own.
+    #[command(flatten)]
+    pub agent: AgentArgs,
 }
 
 #[derive(Debug, clap::Args)]

@@ -64,6 +64,15 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
                 provider_choice::choose(&cli.provider, &config, &|k| std::env::var(k).ok())?;
             commands::run::run(store, chosen, args).await
         }
+        Command::Serve(args) => {
+            let store = open_store()?;
+            let home = home::spool_home()?;
+            let cwd = std::env::current_dir()?;
+            let config = config::ConfigFile::load_layered(&home, &cwd)?;
+            let chosen =
+                provider_choice::choose(&cli.provider, &config, &|k| std::env::var(k).ok())?;
+            commands::serve::serve(store, chosen, args).await
+        }
         Command::Resume(args) => {
             let store = open_store()?;
             let home = home::spool_home()?;

@@ -46,8 +46,8 @@ pub use session::Session;
 pub use sqlite::SqliteStore;
 pub use sqlite::schema::SCHEMA_VERSION;
 pub use types::{
-    Appended, InputItems, NewThread, PendingRequest, StoredRunState, ThreadListQuery, ThreadPage,
-    ThreadRecord, ThreadSortKey,
+    Appended, InputItems, NewThread, PendingRequest, ResolvedRequest, StoredRunState,
+    ThreadListQuery, ThreadPage, ThreadRecord, ThreadSortKey,
 };
 
 /// A thread store: the log of every thread and its projections.
@@ -177,7 +177,7 @@ pub trait Store: Send + Sync {
         thread_id: &str,
         request_id: &str,
         answer: serde_json::Value,
-    ) -> impl Future<Output = Result<PendingRequest, StoreError>> + Send;
+    ) -> impl Future<Output = Result<ResolvedRequest, StoreError>> + Send;
 
     /// The thread's requests still waiting for an answer, oldest first.
     fn open_requests(

@@ -149,6 +149,14 @@ pub struct PendingRequest {
     pub resolved_at_ms: Option<i64>,
 }
 
+/// An answered request and the `serverRequest/resolved` event its answer
+/// logged (stream it to the thread's watchers).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedRequest {
+    pub request: PendingRequest,
+    pub event: ThreadEvent,
+}
+
 /// The RunState JSON of a turn that can be resumed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredRunState {

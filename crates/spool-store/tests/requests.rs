@@ -65,8 +65,12 @@ async fn a_request_is_answered_once_and_its_resolution_is_logged() {
         .resolve_request(&thread, "req-1", json!({"decision": "accept"}))
         .await
         .unwrap();
-    assert_eq!(resolved.answer, Some(json!({"decision": "accept"})));
-    assert!(resolved.resolved_at_ms.is_some());
+    assert_eq!(resolved.request.answer, Some(json!({"decision": "accept"})));
+    assert!(resolved.request.resolved_at_ms.is_some());
+    assert!(matches!(
+        &resolved.event.payload,
+        ServerNotification::ServerRequestResolved(n) if n.request_id.to_string() == "req-1"
+    ));
     assert!(store.open_requests(&thread).await.unwrap().is_empty());
 
     let again = store

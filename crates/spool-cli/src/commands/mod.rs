@@ -1,4 +1,5 @@
 pub mod approve;
 pub mod bench;
 pub mod run;
+pub mod serve;
 pub mod threads;

@@ -223,7 +223,7 @@ fn report(
     }
 }
 
-fn build_provider(chosen: &ChosenProvider) -> Box<dyn ModelProvider> {
+pub fn build_provider(chosen: &ChosenProvider) -> Box<dyn ModelProvider> {
     let mut config = ProviderConfig::new(&chosen.name, &chosen.base_url);
     if let Some(key) = &chosen.api_key {
         config = config.with_api_key(key);

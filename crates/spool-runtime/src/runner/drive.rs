@@ -29,6 +29,8 @@ pub(crate) struct Run<'r, S> {
     pub state: RunState,
     pub sink: ItemSink,
     pub appender: Appender,
+    /// Where events the store logs outside the appender (resolutions) go.
+    pub events: mpsc::UnboundedSender<Appended>,
     pub grants: Grants,
     pub interrupt: watch::Receiver<bool>,
     /// The turn has a saved run state: tool runs are marked in it first.
@@ -130,6 +132,7 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
             agent,
             state,
             appender,
+            events: events.clone(),
             grants,
             interrupt,
             persisted: false,

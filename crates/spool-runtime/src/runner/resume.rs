@@ -173,6 +173,7 @@ pub(crate) async fn reopen<'r, S: Store + Clone + 'static>(
         state,
         sink,
         appender,
+        events: events.clone(),
         grants,
         interrupt,
         persisted: true,

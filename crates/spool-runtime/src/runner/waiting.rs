@@ -3,7 +3,7 @@
 
 use spool_core::run_state::{ApprovalRecord, Interruption, InterruptionKind};
 use spool_protocol::*;
-use spool_store::{PendingRequest, Store, StoreError};
+use spool_store::{Appended, PendingRequest, Store, StoreError};
 use spool_tools::policy::{Rule, RulesFile};
 
 use super::RunError;
@@ -121,7 +121,11 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
             .resolve_request(thread_id, &request.request_id, json)
             .await
         {
-            Ok(_) => Ok(Some(answer)),
+            Ok(resolved) => {
+                // Logged by the store itself: stream it like the rest.
+                let _ = self.events.send(Appended::Logged(resolved.event));
+                Ok(Some(answer))
+            }
             // Answered elsewhere meanwhile: the first answer stands.
             Err(StoreError::RequestAlreadyResolved { .. }) => {
                 let stored = self
@@ -153,13 +157,18 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
                 serde_json::json!({"contentItems": [{"type": "inputText", "text": "cancelled"}], "success": false})
             }
         };
+        // What was pushed before goes out before the resolution.
+        self.appender.sync().await?;
         match self
             .runner
             .store
             .resolve_request(&self.state.thread_id, &request.request_id, cancel)
             .await
         {
-            Ok(_) | Err(StoreError::RequestAlreadyResolved { .. }) => {}
+            Ok(resolved) => {
+                let _ = self.events.send(Appended::Logged(resolved.event));
+            }
+            Err(StoreError::RequestAlreadyResolved { .. }) => {}
             Err(error) => return Err(error.into()),
         }
         self.state

@@ -32,8 +32,8 @@ use crate::options::StoreOptions;
 use crate::recovery;
 use crate::sqlite::codec::encode;
 use crate::types::{
-    Appended, InputItems, NewThread, PendingRequest, StoredRunState, ThreadListQuery, ThreadPage,
-    ThreadRecord,
+    Appended, InputItems, NewThread, PendingRequest, ResolvedRequest, StoredRunState,
+    ThreadListQuery, ThreadPage, ThreadRecord,
 };
 
 /// Model views of up to this many input items are read on the caller's
@@ -437,7 +437,7 @@ impl Store for SqliteStore {
         thread_id: &str,
         request_id: &str,
         answer: serde_json::Value,
-    ) -> Result<PendingRequest, StoreError> {
+    ) -> Result<ResolvedRequest, StoreError> {
         let (thread_id, request_id) = (thread_id.to_owned(), request_id.to_owned());
         self.ask(|reply| {
             Request::Requests(RequestOp::Resolve {

@@ -16,7 +16,7 @@ use super::{Incoming, Reply, Threads, Writer, batch, now_ms};
 use crate::error::StoreError;
 use crate::sqlite::codec::{encode, sql_int};
 use crate::sqlite::requests_read::decode_pending_request;
-use crate::types::PendingRequest;
+use crate::types::{Appended, PendingRequest, ResolvedRequest};
 
 /// What the writer is asked about requests and run states.
 pub(crate) enum RequestOp {
@@ -31,7 +31,7 @@ pub(crate) enum RequestOp {
         thread_id: String,
         request_id: String,
         answer: Value,
-        reply: Reply<PendingRequest>,
+        reply: Reply<ResolvedRequest>,
     },
     SaveRunState {
         thread_id: String,
@@ -136,7 +136,7 @@ fn resolve(
     thread_id: &str,
     request_id: &str,
     answer: Value,
-) -> Result<PendingRequest, StoreError> {
+) -> Result<ResolvedRequest, StoreError> {
     let found = tx
         .prepare_cached(SELECT_REQUEST)?
         .query_row((request_id, thread_id), |row| {
@@ -166,7 +166,7 @@ fn resolve(
         });
     let json = encode("notification", &notification)?;
     let state = fresh_state(tx, threads, thread_id)?;
-    state
+    let accepted = state
         .append(
             tx,
             thread_id,
@@ -181,7 +181,13 @@ fn resolve(
     state.committed();
     request.answer = Some(answer);
     request.resolved_at_ms = Some(at_ms);
-    Ok(request)
+    let Some(Appended::Logged(event)) = accepted.appended.into_iter().next() else {
+        return Err(StoreError::StateLost {
+            thread_id: thread_id.to_owned(),
+            reason: "serverRequest/resolved was not logged".to_owned(),
+        });
+    };
+    Ok(ResolvedRequest { request, event })
 }
 
 /// The thread's cached state, reloaded if it is not cached or another

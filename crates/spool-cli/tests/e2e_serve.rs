@@ -1,0 +1,316 @@
+//! `spool serve` over stdio as a Codex app-server client drives it: the
+//! handshake rules, error codes, a streamed turn with exactly one
+//! `turn/completed`, an approval answered by the client, and a resume by
+//! cursor in a new server process without gaps or duplicates.
+
+mod support;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use spool_testkit::ScriptedServer;
+use spool_testkit::responses_api::{calls_response, message_response};
+use support::*;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+/// A JSON-RPC client on a `spool serve` child process.
+struct Client {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Lines<BufReader<ChildStdout>>,
+    /// Everything received that was not a reply we waited for.
+    seen: Vec<Value>,
+}
+
+impl Client {
+    fn start(home: &Home, model_url: &str, extra: &[&str]) -> Client {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_spool"))
+            .arg("serve")
+            .args(extra)
+            .current_dir(home.path())
+            .env("SPOOL_HOME", home.path())
+            .env("SPOOL_LOCAL_MODEL_URL", model_url)
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("SPOOL_STORE")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spool serve starts");
+        let stdin = child.stdin.take().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        Client {
+            child,
+            stdin,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    async fn send(&mut self, message: Value) {
+        self.send_raw(&message.to_string()).await;
+    }
+
+    async fn send_raw(&mut self, line: &str) {
+        self.stdin.write_all(line.as_bytes()).await.unwrap();
+        self.stdin.write_all(b"\n").await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
+    async fn next(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(30), self.lines.next_line())
+            .await
+            .expect("the server answers within 30 s")
+            .unwrap()
+            .expect("the server is still there");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+    }
+
+    /// Sends a request and returns its reply (result or error object).
+    async fn call(&mut self, id: i64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        self.reply_to(json!(id)).await
+    }
+
+    async fn reply_to(&mut self, id: Value) -> Value {
+        loop {
+            let message = self.next().await;
+            if message.get("id") == Some(&id) && message.get("method").is_none() {
+                return message;
+            }
+            self.seen.push(message);
+        }
+    }
+
+    /// Reads until a message matches, keeping everything read.
+    async fn until(&mut self, matches: impl Fn(&Value) -> bool) -> Value {
+        if let Some(found) = self.seen.iter().find(|m| matches(m)) {
+            return found.clone();
+        }
+        loop {
+            let message = self.next().await;
+            self.seen.push(message.clone());
+            if matches(&message) {
+                return message;
+            }
+        }
+    }
+
+    async fn initialize(&mut self, capabilities: Value) -> Value {
+        let reply = self
+            .call(
+                0,
+                "initialize",
+                json!({"clientInfo": {"name": "test", "version": "1"}, "capabilities": capabilities}),
+            )
+            .await;
+        self.send(json!({"jsonrpc": "2.0", "method": "initialized"}))
+            .await;
+        reply
+    }
+
+    async fn close(mut self) {
+        drop(self.stdin);
+        let status = tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .expect("the server exits when its input ends")
+            .unwrap();
+        assert!(status.success(), "{status}");
+    }
+}
+
+fn method_of(message: &Value) -> &str {
+    message["method"].as_str().unwrap_or("")
+}
+
+#[tokio::test]
+async fn handshake_rules_and_error_codes() {
+    let home = Home::new();
+    let mut client = Client::start(&home, "http://127.0.0.1:9/v1", &[]);
+    let early = client.call(1, "thread/list", json!({})).await;
+    assert_eq!(early["error"]["code"], -32600);
+    assert_eq!(early["error"]["message"], "Not initialized");
+
+    let init = client.initialize(json!({})).await;
+    assert!(
+        init["result"]["userAgent"]
+            .as_str()
+            .unwrap()
+            .starts_with("spool/")
+    );
+    assert!(
+        init["result"].get("spool").is_none(),
+        "no opt-in, no spool fields"
+    );
+    let again = client
+        .call(
+            2,
+            "initialize",
+            json!({"clientInfo": {"name": "x", "version": "1"}}),
+        )
+        .await;
+    assert_eq!(again["error"]["message"], "Already initialized");
+
+    let unknown = client.call(3, "thread/teleport", json!({})).await;
+    assert_eq!(unknown["error"]["code"], -32601);
+    let bad = client.call(4, "turn/start", json!({"input": []})).await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("threadId"),
+        "{bad}"
+    );
+
+    client.send_raw("{not json").await;
+    let parse = client.next().await;
+    assert_eq!(parse["error"]["code"], -32700);
+    assert_eq!(parse["id"], Value::Null);
+
+    // Still serving after all of that.
+    let list = client.call(5, "thread/list", json!({})).await;
+    assert!(list["result"]["data"].is_array(), "{list}");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_turn_streams_and_completes_once_and_a_cursor_resume_has_no_gap_or_duplicate() {
+    let model = ScriptedServer::with_responses([message_response("r1", &["Hello", " there."])])
+        .await
+        .unwrap();
+    let home = Home::new();
+    let mut client = Client::start(&home, &model.url(), &[]);
+    client.initialize(json!({})).await;
+    let started = client.call(1, "thread/start", json!({})).await;
+    let thread_id = started["result"]["thread"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let turn = client
+        .call(
+            2,
+            "turn/start",
+            json!({"threadId": thread_id, "input": [{"type": "text", "text": "hi"}]}),
+        )
+        .await;
+    assert_eq!(turn["result"]["turn"]["status"], "inProgress", "{turn}");
+    client.until(|m| method_of(m) == "turn/completed").await;
+    let methods: Vec<&str> = client.seen.iter().map(method_of).collect();
+    assert!(methods.contains(&"thread/started"), "{methods:?}");
+    assert!(methods.contains(&"turn/started"), "{methods:?}");
+    assert_eq!(
+        methods.iter().filter(|m| **m == "turn/completed").count(),
+        1
+    );
+    let text: String = client
+        .seen
+        .iter()
+        .filter(|m| method_of(m) == "item/agentMessage/delta")
+        .map(|m| m["params"]["delta"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(text, "Hello there.");
+    // A Codex client that did not opt in sees no spool additions.
+    assert!(
+        client
+            .seen
+            .iter()
+            .all(|m| m["params"].get("envelope").is_none() && m["params"].get("seq").is_none()),
+        "{:?}",
+        client.seen
+    );
+    client.close().await;
+
+    // A new server process; a client that opted in to cursors resumes
+    // after seq 3 and gets every later event once, in order.
+    let mut client = Client::start(&home, &model.url(), &[]);
+    let init = client.initialize(json!({"spool": {"seq": true}})).await;
+    assert_eq!(init["result"]["spool"]["seq"], true, "{init}");
+    let resumed = client
+        .call(
+            1,
+            "thread/resume",
+            json!({"threadId": thread_id, "afterSeq": 3}),
+        )
+        .await;
+    assert!(resumed["result"]["thread"]["turns"].is_array(), "{resumed}");
+    let last = client.until(|m| method_of(m) == "turn/completed").await;
+    let seqs: Vec<u64> = client
+        .seen
+        .iter()
+        .filter_map(|m| m["params"]["seq"].as_u64())
+        .collect();
+    let expected: Vec<u64> = (4..=last["params"]["seq"].as_u64().unwrap()).collect();
+    assert_eq!(
+        seqs, expected,
+        "every event after the cursor, once, in order"
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn an_approval_is_asked_of_the_client_and_its_answer_runs_the_command() {
+    let model = ScriptedServer::with_responses([
+        calls_response(
+            "r1",
+            &[(
+                "call_1",
+                "shell",
+                json!({"command": ["touch", "approved.txt"]}),
+            )],
+        ),
+        message_response("r2", &["Done."]),
+    ])
+    .await
+    .unwrap();
+    let home = Home::new();
+    let mut client = Client::start(&home, &model.url(), &["--tools", "shell"]);
+    client.initialize(json!({})).await;
+    let started = client
+        .call(
+            1,
+            "thread/start",
+            json!({"approvalPolicy": "on-request", "sandbox": "workspace-write"}),
+        )
+        .await;
+    let thread_id = started["result"]["thread"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    client
+        .call(
+            2,
+            "turn/start",
+            json!({"threadId": thread_id, "input": [{"type": "text", "text": "make a file"}]}),
+        )
+        .await;
+    let request = client
+        .until(|m| method_of(m) == "item/commandExecution/requestApproval")
+        .await;
+    assert_eq!(
+        request["params"]["command"], "touch approved.txt",
+        "{request}"
+    );
+    assert!(
+        !home.path().join("approved.txt").exists(),
+        "not before the answer"
+    );
+    client
+        .send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"decision": "accept"}}))
+        .await;
+    let completed = client.until(|m| method_of(m) == "turn/completed").await;
+    assert_eq!(completed["params"]["turn"]["status"], "completed");
+    assert!(home.path().join("approved.txt").exists());
+    let resolved: Vec<&Value> = client
+        .seen
+        .iter()
+        .filter(|m| method_of(m) == "serverRequest/resolved")
+        .collect();
+    assert_eq!(resolved.len(), 1);
+    assert_eq!(resolved[0]["params"]["requestId"], request["id"]);
+    client.close().await;
+}

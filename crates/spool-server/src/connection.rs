@@ -1,0 +1,248 @@
+//! One client connection speaking JSON-RPC: messages in, replies,
+//! notifications and server requests out, over any line transport (stdio
+//! here; a WebSocket text frame is one line).
+//!
+//! Every request gets exactly one reply: a malformed message gets an error
+//! (`-32700` not JSON, `-32600` not a request), an unknown method `-32601`,
+//! bad params `-32602`, a failure inside `-32603`; requests are handled in
+//! the order they arrive. A reply to one of our requests (an approval)
+//! goes to the hub.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{Value, json};
+use spool_protocol::jsonrpc::{
+    JsonRpcError, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId,
+    error_codes,
+};
+use spool_protocol::*;
+use spool_store::PendingRequest;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+use crate::filter::{Capabilities, for_client};
+use crate::hub::{ConnectionId, Delivery, Hub};
+use crate::methods;
+
+static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
+
+/// What a connection knows about itself.
+pub(crate) struct ConnectionState {
+    pub id: ConnectionId,
+    pub initialized: bool,
+    pub capabilities: Capabilities,
+    /// Requests forwarded to this client and not answered yet: request id →
+    /// (thread, request).
+    pub forwarded: HashMap<String, PendingRequest>,
+    pub deliveries: mpsc::UnboundedSender<Delivery>,
+}
+
+/// Serves one connection until its input ends.
+pub async fn serve_lines<R, W>(hub: Arc<Hub>, reader: R, writer: W)
+where
+    R: AsyncBufRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (lines_tx, lines_rx) = mpsc::unbounded_channel::<String>();
+    let writing = tokio::spawn(write_lines(writer, lines_rx));
+    let (deliveries_tx, mut deliveries_rx) = mpsc::unbounded_channel::<Delivery>();
+    let mut state = ConnectionState {
+        id: NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed),
+        initialized: false,
+        capabilities: Capabilities::default(),
+        forwarded: HashMap::new(),
+        deliveries: deliveries_tx,
+    };
+    let mut lines = reader.lines();
+    loop {
+        tokio::select! {
+            line = lines.next_line() => {
+                let line = match line {
+                    Ok(Some(line)) => line,
+                    Ok(None) => break,
+                    Err(error) => {
+                        tracing::warn!(%error, "reading a connection failed");
+                        break;
+                    }
+                };
+                if line.trim().is_empty() {
+                    continue;
+                }
+                if let Some(reply) = handle_line(&hub, &mut state, &line).await {
+                    let _ = lines_tx.send(reply);
+                }
+            }
+            Some(delivery) = deliveries_rx.recv() => {
+                if let Some(line) = deliver(&mut state, delivery) {
+                    let _ = lines_tx.send(line);
+                }
+            }
+        }
+    }
+    hub.unsubscribe_all(state.id);
+    drop(lines_tx);
+    let _ = writing.await;
+}
+
+async fn write_lines<W: AsyncWrite + Unpin>(
+    mut writer: W,
+    mut lines: mpsc::UnboundedReceiver<String>,
+) {
+    while let Some(line) = lines.recv().await {
+        if writer.write_all(line.as_bytes()).await.is_err()
+            || writer.write_all(b"\n").await.is_err()
+            || writer.flush().await.is_err()
+        {
+            break;
+        }
+    }
+}
+
+/// Handles one message; returns the reply line, if any.
+async fn handle_line(hub: &Arc<Hub>, state: &mut ConnectionState, line: &str) -> Option<String> {
+    let message = match JsonRpcMessage::parse(line) {
+        Ok(message) => message,
+        Err(error) => {
+            let id = match &error {
+                spool_protocol::jsonrpc::EnvelopeError::Invalid { id, .. } => id.clone(),
+                spool_protocol::jsonrpc::EnvelopeError::Parse(_) => None,
+            };
+            return Some(error_line(id, error.code(), &error.to_string()));
+        }
+    };
+    match message {
+        JsonRpcMessage::Request(request) => Some(handle_request(hub, state, request).await),
+        JsonRpcMessage::Notification(notification) => {
+            handle_notification(state, notification);
+            None
+        }
+        JsonRpcMessage::Response(response) => {
+            handle_answer(hub, state, response.id, Ok(response.result)).await;
+            None
+        }
+        JsonRpcMessage::Error(error) => {
+            if let Some(id) = error.id {
+                handle_answer(hub, state, id, Err(error.error.message)).await;
+            }
+            None
+        }
+    }
+}
+
+async fn handle_request(
+    hub: &Arc<Hub>,
+    state: &mut ConnectionState,
+    request: JsonRpcRequest,
+) -> String {
+    let id = request.id.clone();
+    if request.method == "initialize" {
+        if state.initialized {
+            return error_line(
+                Some(id),
+                error_codes::INVALID_REQUEST,
+                "Already initialized",
+            );
+        }
+    } else if !state.initialized {
+        return error_line(Some(id), error_codes::INVALID_REQUEST, "Not initialized");
+    }
+    match methods::call(hub, state, &request).await {
+        Ok(result) => JsonRpcMessage::Response(JsonRpcResponse {
+            jsonrpc: Default::default(),
+            id,
+            result,
+        })
+        .to_line(),
+        Err(error) => error_line(Some(id), error.code, &error.message),
+    }
+}
+
+fn handle_notification(state: &mut ConnectionState, notification: JsonRpcNotification) {
+    // `initialized` confirms `initialize`; nothing else is expected.
+    if notification.method != "initialized" {
+        tracing::debug!(method = %notification.method, "ignoring a client notification");
+    } else {
+        let _ = state;
+    }
+}
+
+/// A client's reply to a request we forwarded.
+async fn handle_answer(
+    hub: &Arc<Hub>,
+    state: &mut ConnectionState,
+    id: RequestId,
+    result: Result<Value, String>,
+) {
+    let key = id.to_string();
+    let Some(request) = state.forwarded.remove(&key) else {
+        tracing::warn!(request = %key, "a reply to no request of ours");
+        return;
+    };
+    let answer = match result {
+        Ok(value) => parse_answer(&request.request, value),
+        Err(message) => {
+            tracing::warn!(request = %key, %message, "the client failed our request");
+            None
+        }
+    };
+    let Some(answer) = answer else {
+        return;
+    };
+    if hub.answer(&key, answer.clone()).await.is_err() {
+        // Nobody waits in this process: the run paused (or the server
+        // restarted). Record the answer and resume it.
+        if let Err(error) = hub.answer_paused(&request.thread_id, &key, answer).await {
+            tracing::warn!(request = %key, %error, "answering a paused request failed");
+        }
+    }
+}
+
+/// The client's result as the answer its request expects.
+fn parse_answer(request: &ServerRequest, value: Value) -> Option<ServerRequestAnswer> {
+    let parsed = match request {
+        ServerRequest::CommandExecutionRequestApproval(_) => {
+            serde_json::from_value(value).map(ServerRequestAnswer::CommandExecution)
+        }
+        ServerRequest::FileChangeRequestApproval(_) => {
+            serde_json::from_value(value).map(ServerRequestAnswer::FileChange)
+        }
+        ServerRequest::DynamicToolCall(_) => {
+            serde_json::from_value(value).map(ServerRequestAnswer::DynamicToolCall)
+        }
+    };
+    parsed
+        .inspect_err(|error| tracing::warn!(%error, "an answer of the wrong shape"))
+        .ok()
+}
+
+/// A delivery as the line this client gets (or nothing, when the client
+/// did not opt in to what it is).
+fn deliver(state: &mut ConnectionState, delivery: Delivery) -> Option<String> {
+    match delivery {
+        Delivery::Event(appended) => {
+            let value = for_client(&appended, &state.capabilities)?;
+            Some(value.to_string())
+        }
+        Delivery::Request(request) => {
+            if state.forwarded.contains_key(&request.request_id) {
+                return None;
+            }
+            let params = serde_json::to_value(&request.request).ok()?;
+            let line = json!({
+                "jsonrpc": "2.0",
+                "id": request.request_id,
+                "method": params["method"],
+                "params": params["params"],
+            })
+            .to_string();
+            state.forwarded.insert(request.request_id.clone(), request);
+            Some(line)
+        }
+    }
+}
+
+pub(crate) fn error_line(id: Option<RequestId>, code: i64, message: &str) -> String {
+    JsonRpcMessage::Error(JsonRpcError::new(id, code, message)).to_line()
+}

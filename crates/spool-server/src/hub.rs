@@ -1,0 +1,461 @@
+//! The thread manager: which connections watch which threads, the turn
+//! each thread is running, and the server → client requests its runs wait
+//! on.
+//!
+//! Every event of a thread reaches its subscribers in seq order, once:
+//! a subscriber joins the live stream first and then reads the log up to
+//! where the live stream starts, so nothing falls between the two (see
+//! `subscribe`). One turn runs per thread at a time; threads run in
+//! parallel.
+//!
+//! A run asks its questions through [`HubClient`]: the request goes to every
+//! connection watching the thread, the first answer wins, and with nobody
+//! watching (or once the last watcher leaves) the run pauses — the request
+//! is durable in the store, and a client that resumes the thread gets it
+//! again; answering it resumes the run.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use spool_model::ModelProvider;
+use spool_protocol::*;
+use spool_runtime::{Agent, ClientRequests, RunStatus, Runner};
+use spool_store::{Appended, PendingRequest, SqliteStore, Store, StoreError};
+use tokio::sync::{mpsc, oneshot, watch};
+
+/// What a connection receives about the threads it watches.
+#[derive(Debug, Clone)]
+pub enum Delivery {
+    Event(Appended),
+    /// A server → client request to forward (and answer with
+    /// [`Hub::answer`]).
+    Request(PendingRequest),
+}
+
+pub type ConnectionId = u64;
+
+/// Builds the agent a thread runs with (model, tools, policy).
+pub type AgentFactory = Arc<dyn Fn(&ThreadSettings) -> Agent + Send + Sync>;
+
+/// Per-thread settings given at `thread/start` (defaults from the server).
+#[derive(Debug, Clone, Default)]
+pub struct ThreadSettings {
+    pub model: Option<String>,
+    pub cwd: Option<String>,
+    pub approval_policy: Option<AskForApproval>,
+    pub sandbox: Option<SandboxMode>,
+    pub instructions: Option<String>,
+}
+
+/// How a hub runs its threads.
+pub struct HubOptions {
+    /// The provider's name, recorded on threads and reported to clients.
+    pub provider_name: String,
+    pub defaults: ThreadSettings,
+    pub agent_for: AgentFactory,
+    /// Where accepted "always allow" rules are written.
+    pub rules_file: Option<std::path::PathBuf>,
+}
+
+pub struct Hub {
+    pub(crate) store: SqliteStore,
+    provider: Arc<dyn ModelProvider>,
+    provider_name: String,
+    /// Settings of threads that do not set their own.
+    defaults: ThreadSettings,
+    rules_file: Option<std::path::PathBuf>,
+    agent_for: AgentFactory,
+    threads: Mutex<HashMap<String, ThreadSlot>>,
+    /// Answers awaited for server → client requests, by request id.
+    waiting: Mutex<HashMap<String, Waiting>>,
+}
+
+#[derive(Default)]
+struct ThreadSlot {
+    watchers: HashMap<ConnectionId, mpsc::UnboundedSender<Delivery>>,
+    settings: ThreadSettings,
+    /// Stops the running turn.
+    running: Option<(String, watch::Sender<bool>)>,
+}
+
+struct Waiting {
+    thread_id: String,
+    answer: oneshot::Sender<ServerRequestAnswer>,
+}
+
+/// Why a hub call failed, as the JSON-RPC layer reports it.
+#[derive(Debug, thiserror::Error)]
+pub enum HubError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("thread {0} already has a turn in progress")]
+    Busy(String),
+    #[error("thread {0} has no turn in progress")]
+    NotRunning(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl Hub {
+    pub fn new(
+        store: SqliteStore,
+        provider: Arc<dyn ModelProvider>,
+        options: HubOptions,
+    ) -> Arc<Hub> {
+        Arc::new(Hub {
+            store,
+            provider,
+            provider_name: options.provider_name,
+            defaults: options.defaults,
+            agent_for: options.agent_for,
+            rules_file: options.rules_file,
+            threads: Mutex::new(HashMap::new()),
+            waiting: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn store(&self) -> &SqliteStore {
+        &self.store
+    }
+
+    fn threads(&self) -> std::sync::MutexGuard<'_, HashMap<String, ThreadSlot>> {
+        self.threads.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn provider_name(&self) -> &str {
+        &self.provider_name
+    }
+
+    /// `settings` with the server's defaults where it sets nothing.
+    pub fn resolve(&self, settings: ThreadSettings) -> ThreadSettings {
+        let d = &self.defaults;
+        ThreadSettings {
+            model: settings.model.or(d.model.clone()),
+            cwd: settings.cwd.or(d.cwd.clone()),
+            approval_policy: settings.approval_policy.or(d.approval_policy),
+            sandbox: settings.sandbox.or(d.sandbox),
+            instructions: settings.instructions.or(d.instructions.clone()),
+        }
+    }
+
+    /// Changes a thread's settings in place (per-turn overrides).
+    pub fn update_settings(&self, thread_id: &str, change: impl FnOnce(&mut ThreadSettings)) {
+        let mut threads = self.threads();
+        let slot = threads.entry(thread_id.to_owned()).or_default();
+        if slot.settings.model.is_none() && slot.settings.cwd.is_none() {
+            slot.settings = self.resolve(slot.settings.clone());
+        }
+        change(&mut slot.settings);
+    }
+
+    pub fn set_settings(&self, thread_id: &str, settings: ThreadSettings) {
+        self.threads()
+            .entry(thread_id.to_owned())
+            .or_default()
+            .settings = settings;
+    }
+
+    /// Starts delivering the thread's events to `connection`: first every
+    /// logged event after `after_seq` (when given), then live ones, each
+    /// once and in seq order. Open requests of the thread are delivered
+    /// again after the replay.
+    pub async fn subscribe(
+        &self,
+        thread_id: &str,
+        connection: ConnectionId,
+        after_seq: Option<u64>,
+        out: &mpsc::UnboundedSender<Delivery>,
+    ) -> Result<(), HubError> {
+        // Live events are buffered from here on, while the log is read.
+        let (live_tx, mut live_rx) = mpsc::unbounded_channel();
+        self.threads()
+            .entry(thread_id.to_owned())
+            .or_default()
+            .watchers
+            .insert(connection, live_tx);
+        let mut last = after_seq.unwrap_or(0);
+        if let Some(after) = after_seq {
+            // Everything acknowledged so far must be readable.
+            self.store.flush().await?;
+            let mut cursor = after;
+            loop {
+                let page = self.store.events_after(thread_id, cursor, 500).await?;
+                let Some(end) = page.last().map(|e| e.seq) else {
+                    break;
+                };
+                for event in page {
+                    let _ = out.send(Delivery::Event(Appended::Logged(event)));
+                }
+                cursor = end;
+            }
+            last = cursor;
+        }
+        for request in self.store.open_requests(thread_id).await? {
+            let _ = out.send(Delivery::Request(request));
+        }
+        // Forward the live stream, skipping what the replay already sent.
+        let out = out.clone();
+        tokio::spawn(async move {
+            while let Some(delivery) = live_rx.recv().await {
+                if let Delivery::Event(event) = &delivery
+                    && event.seq().is_some_and(|seq| seq <= last)
+                {
+                    continue;
+                }
+                if out.send(delivery).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// Stops delivering to `connection` (it closed). Requests only it was
+    /// asked are given up: their runs pause, durable, until asked again.
+    pub fn unsubscribe_all(&self, connection: ConnectionId) {
+        let mut orphaned = Vec::new();
+        {
+            let mut threads = self.threads();
+            for (thread_id, slot) in threads.iter_mut() {
+                slot.watchers.remove(&connection);
+                if slot.watchers.is_empty() {
+                    orphaned.push(thread_id.clone());
+                }
+            }
+        }
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        waiting.retain(|_, w| !orphaned.contains(&w.thread_id));
+    }
+
+    fn broadcast(&self, thread_id: &str, delivery: Delivery) -> usize {
+        let threads = self.threads();
+        let Some(slot) = threads.get(thread_id) else {
+            return 0;
+        };
+        slot.watchers
+            .values()
+            .filter(|w| w.send(delivery.clone()).is_ok())
+            .count()
+    }
+
+    /// Starts a turn on the thread; answers with the started turn once
+    /// `turn/started` is logged.
+    pub async fn start_turn(
+        self: &Arc<Self>,
+        thread_id: &str,
+        input: Vec<UserInput>,
+    ) -> Result<Turn, HubError> {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let settings = {
+            let mut threads = self.threads();
+            let slot = threads.entry(thread_id.to_owned()).or_default();
+            if slot.running.is_some() {
+                return Err(HubError::Busy(thread_id.to_owned()));
+            }
+            slot.running = Some((String::new(), stop_tx));
+            slot.settings.clone()
+        };
+        let agent = Arc::new((self.agent_for)(&settings));
+        let (events_tx, mut events_rx) = mpsc::unbounded_channel();
+        let hub = self.clone();
+        let thread = thread_id.to_owned();
+        let run = tokio::spawn(async move {
+            let runner = hub.runner(&thread);
+            runner
+                .run_streamed(agent, &thread, input, &events_tx, stop_rx)
+                .await
+        });
+        // The first event is `turn/started`.
+        let first = events_rx.recv().await;
+        let turn = match &first {
+            Some(Appended::Logged(event)) => match &event.payload {
+                ServerNotification::TurnStarted(started) => Some(started.turn.clone()),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(turn) = turn else {
+            self.finish_running(thread_id);
+            let outcome = run.await;
+            return Err(HubError::Invalid(format!(
+                "the turn did not start: {outcome:?}"
+            )));
+        };
+        if let Some(slot) = self.threads().get_mut(thread_id)
+            && let Some((id, _)) = &mut slot.running
+        {
+            *id = turn.id.clone();
+        }
+        if let Some(first) = first {
+            self.broadcast(thread_id, Delivery::Event(first));
+        }
+        self.forward(thread_id.to_owned(), events_rx, run);
+        Ok(turn)
+    }
+
+    /// Forwards a run's events to the thread's watchers until it ends.
+    fn forward(
+        self: &Arc<Self>,
+        thread_id: String,
+        mut events: mpsc::UnboundedReceiver<Appended>,
+        run: tokio::task::JoinHandle<Result<spool_runtime::RunResult, spool_runtime::RunError>>,
+    ) {
+        let hub = self.clone();
+        tokio::spawn(async move {
+            while let Some(event) = events.recv().await {
+                hub.broadcast(&thread_id, Delivery::Event(event));
+            }
+            match run.await {
+                Ok(Ok(result)) if result.status == RunStatus::Paused => {
+                    tracing::info!(%thread_id, "run paused, waiting on a request");
+                }
+                Ok(Ok(_)) => {}
+                Ok(Err(error)) => tracing::error!(%thread_id, %error, "run failed"),
+                Err(error) => tracing::error!(%thread_id, %error, "run task panicked"),
+            }
+            hub.finish_running(&thread_id);
+        });
+    }
+
+    fn finish_running(&self, thread_id: &str) {
+        if let Some(slot) = self.threads().get_mut(thread_id) {
+            slot.running = None;
+        }
+    }
+
+    fn runner(self: &Arc<Self>, thread_id: &str) -> Runner<SqliteStore> {
+        let mut runner = Runner::new(self.store.clone(), self.provider.clone()).with_client(
+            Arc::new(HubClient {
+                hub: self.clone(),
+                thread_id: thread_id.to_owned(),
+            }),
+        );
+        runner.rules_file = self.rules_file.clone();
+        runner
+    }
+
+    /// Asks the running turn to stop; its `turn/completed` says
+    /// `interrupted`.
+    pub fn interrupt(&self, thread_id: &str, turn_id: &str) -> Result<(), HubError> {
+        let threads = self.threads();
+        match threads
+            .get(thread_id)
+            .and_then(|slot| slot.running.as_ref())
+        {
+            Some((running, stop)) if running == turn_id => {
+                let _ = stop.send(true);
+                Ok(())
+            }
+            _ => Err(HubError::NotRunning(thread_id.to_owned())),
+        }
+    }
+
+    /// A client's answer to a server request. If a run is waiting on it in
+    /// this process, the run takes it; otherwise (the run paused, or the
+    /// server restarted) the answer is recorded and the paused run resumed.
+    pub async fn answer(
+        self: &Arc<Self>,
+        request_id: &str,
+        answer: ServerRequestAnswer,
+    ) -> Result<(), HubError> {
+        let waiting = self
+            .waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(request_id);
+        if let Some(waiting) = waiting {
+            let _ = waiting.answer.send(answer);
+            return Ok(());
+        }
+        Err(HubError::Invalid(format!(
+            "no run is waiting on request {request_id}"
+        )))
+    }
+
+    /// Records an answer for a paused run's request (the run is not waiting
+    /// in this process) and resumes the run.
+    pub async fn answer_paused(
+        self: &Arc<Self>,
+        thread_id: &str,
+        request_id: &str,
+        answer: ServerRequestAnswer,
+    ) -> Result<(), HubError> {
+        let json = serde_json::to_value(&answer).map_err(|e| HubError::Invalid(e.to_string()))?;
+        let resolved = self
+            .store
+            .resolve_request(thread_id, request_id, json)
+            .await?;
+        self.broadcast(thread_id, Delivery::Event(Appended::Logged(resolved.event)));
+        self.resume_paused(thread_id).await
+    }
+
+    /// Resumes a thread's paused run if it has one and it is not running.
+    pub async fn resume_paused(self: &Arc<Self>, thread_id: &str) -> Result<(), HubError> {
+        if self.store.run_states(thread_id).await?.is_empty() {
+            return Ok(());
+        }
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let settings = {
+            let mut threads = self.threads();
+            let slot = threads.entry(thread_id.to_owned()).or_default();
+            if slot.running.is_some() {
+                return Ok(());
+            }
+            slot.running = Some((String::new(), stop_tx));
+            slot.settings.clone()
+        };
+        let agent = Arc::new((self.agent_for)(&settings));
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let hub = self.clone();
+        let thread = thread_id.to_owned();
+        let run = tokio::spawn(async move {
+            let runner = hub.runner(&thread);
+            runner.resume(agent, &thread, &events_tx, stop_rx).await
+        });
+        self.forward(thread_id.to_owned(), events_rx, run);
+        Ok(())
+    }
+}
+
+/// How a run on the hub asks its questions.
+struct HubClient {
+    hub: Arc<Hub>,
+    thread_id: String,
+}
+
+impl ClientRequests for HubClient {
+    fn ask<'a>(
+        &'a self,
+        request: &'a PendingRequest,
+    ) -> Pin<Box<dyn Future<Output = Option<ServerRequestAnswer>> + Send + 'a>> {
+        Box::pin(async move {
+            let (answer_tx, answer_rx) = oneshot::channel();
+            self.hub
+                .waiting
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(
+                    request.request_id.clone(),
+                    Waiting {
+                        thread_id: self.thread_id.clone(),
+                        answer: answer_tx,
+                    },
+                );
+            let asked = self
+                .hub
+                .broadcast(&self.thread_id, Delivery::Request(request.clone()));
+            if asked == 0 {
+                // Nobody to ask: the run pauses; the request is durable.
+                self.hub
+                    .waiting
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&request.request_id);
+                return None;
+            }
+            answer_rx.await.ok()
+        })
+    }
+}

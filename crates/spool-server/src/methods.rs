@@ -1,0 +1,316 @@
+//! The JSON-RPC methods (Codex app-server v2 names and shapes).
+//!
+//! Served: `initialize`, `thread/start`, `thread/resume` (with spool's
+//! `afterSeq` replay), `thread/read`, `thread/list`, `turn/start`,
+//! `turn/interrupt`. The other v2 methods are known (their params are
+//! checked) and answered with a clear "not served yet" error.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+use spool_core::View;
+use spool_protocol::jsonrpc::{JsonRpcRequest, error_codes};
+use spool_protocol::*;
+use spool_store::{NewThread, Store, ThreadListQuery, ThreadSortKey as StoreSortKey};
+
+use crate::connection::ConnectionState;
+use crate::filter::Capabilities;
+use crate::hub::{Hub, HubError, ThreadSettings};
+
+/// A method's failure, as the reply says it.
+pub(crate) struct MethodError {
+    pub code: i64,
+    pub message: String,
+}
+
+impl MethodError {
+    fn invalid_params(message: impl Into<String>) -> Self {
+        MethodError {
+            code: error_codes::INVALID_PARAMS,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<HubError> for MethodError {
+    fn from(error: HubError) -> Self {
+        let code = match &error {
+            HubError::Store(spool_store::StoreError::UnknownThread(_))
+            | HubError::Busy(_)
+            | HubError::NotRunning(_)
+            | HubError::Invalid(_) => error_codes::INVALID_PARAMS,
+            HubError::Store(_) => error_codes::INTERNAL_ERROR,
+        };
+        MethodError {
+            code,
+            message: error.to_string(),
+        }
+    }
+}
+
+impl From<spool_store::StoreError> for MethodError {
+    fn from(error: spool_store::StoreError) -> Self {
+        HubError::Store(error).into()
+    }
+}
+
+fn reply<T: Serialize>(value: T) -> Result<Value, MethodError> {
+    serde_json::to_value(value).map_err(|e| MethodError {
+        code: error_codes::INTERNAL_ERROR,
+        message: format!("cannot encode the reply: {e}"),
+    })
+}
+
+pub(crate) async fn call(
+    hub: &Arc<Hub>,
+    state: &mut ConnectionState,
+    request: &JsonRpcRequest,
+) -> Result<Value, MethodError> {
+    let call = ClientRequest::from_jsonrpc(request).map_err(|error| MethodError {
+        code: error.code(),
+        message: error.to_string(),
+    })?;
+    match call {
+        ClientRequest::Initialize(params) => initialize(state, params),
+        ClientRequest::ThreadStart(params) => thread_start(hub, state, *params).await,
+        ClientRequest::ThreadResume(params) => thread_resume(hub, state, *params).await,
+        ClientRequest::ThreadRead(params) => thread_read(hub, params).await,
+        ClientRequest::ThreadList(params) => thread_list(hub, *params).await,
+        ClientRequest::TurnStart(params) => turn_start(hub, *params).await,
+        ClientRequest::TurnInterrupt(params) => {
+            hub.interrupt(&params.thread_id, &params.turn_id)?;
+            reply(TurnInterruptResponse {})
+        }
+        ClientRequest::ThreadFork(_)
+        | ClientRequest::ThreadTurnsList(_)
+        | ClientRequest::ThreadItemsList(_)
+        | ClientRequest::ThreadArchive(_)
+        | ClientRequest::ThreadUnarchive(_)
+        | ClientRequest::ThreadSetName(_)
+        | ClientRequest::ThreadRevert(_)
+        | ClientRequest::ThreadRollback(_)
+        | ClientRequest::TurnSteer(_) => Err(MethodError {
+            code: error_codes::METHOD_NOT_FOUND,
+            message: format!("{} is not served by this spool version yet", request.method),
+        }),
+    }
+}
+
+fn initialize(state: &mut ConnectionState, params: InitializeParams) -> Result<Value, MethodError> {
+    let asked = params
+        .capabilities
+        .and_then(|c| c.spool)
+        .unwrap_or(SpoolCapabilities::NONE);
+    let granted = asked.intersect(SpoolCapabilities {
+        seq: true,
+        views: false,
+        application_items: true,
+        provenance: true,
+    });
+    state.capabilities = Capabilities {
+        seq: granted.seq,
+        spool_items: granted.application_items || granted.provenance,
+    };
+    state.initialized = true;
+    reply(InitializeResponse {
+        user_agent: format!("spool/{}", env!("CARGO_PKG_VERSION")),
+        codex_home: std::env::var("SPOOL_HOME").unwrap_or_default(),
+        platform_family: std::env::consts::FAMILY.to_owned(),
+        platform_os: std::env::consts::OS.to_owned(),
+        spool: (granted != SpoolCapabilities::NONE).then_some(granted),
+    })
+}
+
+fn settings_of(
+    model: Option<String>,
+    cwd: Option<String>,
+    approval_policy: Option<AskForApproval>,
+    sandbox: Option<SandboxMode>,
+    instructions: Option<String>,
+) -> ThreadSettings {
+    ThreadSettings {
+        model,
+        cwd,
+        approval_policy,
+        sandbox,
+        instructions,
+    }
+}
+
+fn sandbox_policy(mode: SandboxMode) -> SandboxPolicy {
+    match mode {
+        SandboxMode::ReadOnly => SandboxPolicy::ReadOnly {
+            network_access: false,
+        },
+        SandboxMode::WorkspaceWrite => SandboxPolicy::WorkspaceWrite {
+            writable_roots: Vec::new(),
+            network_access: false,
+            exclude_tmpdir_env_var: false,
+            exclude_slash_tmp: false,
+        },
+        SandboxMode::DangerFullAccess => SandboxPolicy::DangerFullAccess,
+    }
+}
+
+async fn thread_start(
+    hub: &Arc<Hub>,
+    state: &mut ConnectionState,
+    params: ThreadStartParams,
+) -> Result<Value, MethodError> {
+    let settings = hub.resolve(settings_of(
+        params.model,
+        params.cwd,
+        params.approval_policy,
+        params.sandbox,
+        params.developer_instructions.or(params.base_instructions),
+    ));
+    let mut new = NewThread::new(
+        hub.provider_name(),
+        settings.cwd.clone().unwrap_or_default(),
+    );
+    new.model = settings.model.clone();
+    let record = hub.store().create_thread(new).await?;
+    let thread_id = record.thread.id.clone();
+    hub.set_settings(&thread_id, settings.clone());
+    // From seq 0: the client gets `thread/started` like any later event.
+    hub.subscribe(&thread_id, state.id, Some(0), &state.deliveries)
+        .await?;
+    reply(ThreadStartResponse {
+        thread: record.thread,
+        model: settings.model.unwrap_or_default(),
+        model_provider: hub.provider_name().to_owned(),
+        service_tier: None,
+        cwd: settings.cwd.unwrap_or_default(),
+        instruction_sources: Vec::new(),
+        approval_policy: settings.approval_policy.unwrap_or_default(),
+        approvals_reviewer: ApprovalsReviewer::default(),
+        sandbox: sandbox_policy(settings.sandbox.unwrap_or_default()),
+        reasoning_effort: None,
+    })
+}
+
+async fn thread_resume(
+    hub: &Arc<Hub>,
+    state: &mut ConnectionState,
+    params: ThreadResumeParams,
+) -> Result<Value, MethodError> {
+    let Some(record) = hub.store().thread(&params.thread_id).await? else {
+        return Err(MethodError::invalid_params(format!(
+            "no thread {}",
+            params.thread_id
+        )));
+    };
+    let settings = hub.resolve(settings_of(
+        params.model.or(record.thread.model.clone()),
+        params.cwd.or(Some(record.thread.cwd.clone())),
+        params.approval_policy,
+        params.sandbox,
+        params.developer_instructions.or(params.base_instructions),
+    ));
+    hub.set_settings(&params.thread_id, settings.clone());
+    // Only a client that asked for cursors can name one.
+    let after = params.after_seq.filter(|_| state.capabilities.seq);
+    hub.subscribe(&params.thread_id, state.id, after, &state.deliveries)
+        .await?;
+    let mut thread = record.thread;
+    if !params.exclude_turns {
+        thread.turns = turns_with_items(hub, &params.thread_id).await?;
+    }
+    // A run paused with its answers recorded meanwhile goes on.
+    hub.resume_paused(&params.thread_id).await?;
+    reply(ThreadResumeResponse {
+        thread,
+        model: settings.model.unwrap_or_default(),
+        model_provider: hub.provider_name().to_owned(),
+        service_tier: None,
+        cwd: settings.cwd.unwrap_or_default(),
+        instruction_sources: Vec::new(),
+        approval_policy: settings.approval_policy.unwrap_or_default(),
+        approvals_reviewer: ApprovalsReviewer::default(),
+        sandbox: sandbox_policy(settings.sandbox.unwrap_or_default()),
+        reasoning_effort: None,
+        turns_backwards_cursor: None,
+        items_backwards_cursor: None,
+    })
+}
+
+async fn turns_with_items(hub: &Arc<Hub>, thread_id: &str) -> Result<Vec<Turn>, MethodError> {
+    let turns = hub.store().turns(thread_id).await?;
+    let items = hub.store().items(thread_id, View::Client).await?;
+    Ok(turns
+        .iter()
+        .map(|turn| {
+            let of_turn = items
+                .iter()
+                .filter(|record| record.turn_id == turn.id && record.item.kind().is_codex_kind())
+                .map(|record| record.item.clone())
+                .collect();
+            turn.to_turn(of_turn)
+        })
+        .collect())
+}
+
+async fn thread_read(hub: &Arc<Hub>, params: ThreadReadParams) -> Result<Value, MethodError> {
+    let Some(record) = hub.store().thread(&params.thread_id).await? else {
+        return Err(MethodError::invalid_params(format!(
+            "no thread {}",
+            params.thread_id
+        )));
+    };
+    let mut thread = record.thread;
+    if params.include_turns {
+        thread.turns = turns_with_items(hub, &params.thread_id).await?;
+    }
+    reply(ThreadReadResponse { thread })
+}
+
+async fn thread_list(hub: &Arc<Hub>, params: ThreadListParams) -> Result<Value, MethodError> {
+    let query = ThreadListQuery {
+        limit: params.limit.unwrap_or(25).clamp(1, 200) as usize,
+        sort_key: match params.sort_key {
+            Some(ThreadSortKey::CreatedAt) | None => StoreSortKey::CreatedAt,
+            Some(_) => StoreSortKey::UpdatedAt,
+        },
+        archived: params.archived.unwrap_or(false),
+        cursor: params.cursor,
+    };
+    let page = hub.store().list_threads(query).await.map_err(|e| match e {
+        spool_store::StoreError::BadCursor(_) => MethodError::invalid_params(e.to_string()),
+        other => other.into(),
+    })?;
+    reply(ThreadListResponse {
+        data: page.threads.into_iter().map(|r| r.thread).collect(),
+        next_cursor: page.next_cursor,
+        backwards_cursor: None,
+    })
+}
+
+async fn turn_start(hub: &Arc<Hub>, params: TurnStartParams) -> Result<Value, MethodError> {
+    if params.input.is_empty() {
+        return Err(MethodError::invalid_params("turn/start needs some input"));
+    }
+    if hub.store().thread(&params.thread_id).await?.is_none() {
+        return Err(MethodError::invalid_params(format!(
+            "no thread {}",
+            params.thread_id
+        )));
+    }
+    // Per-turn overrides stay for later turns too, as in Codex.
+    hub.update_settings(&params.thread_id, |settings| {
+        if let Some(model) = params.model.clone() {
+            settings.model = Some(model);
+        }
+        if let Some(cwd) = params.cwd.clone() {
+            settings.cwd = Some(cwd);
+        }
+        if let Some(policy) = params.approval_policy {
+            settings.approval_policy = Some(policy);
+        }
+        if let Some(sandbox) = &params.sandbox_policy {
+            settings.sandbox = Some(sandbox.mode());
+        }
+    });
+    let turn = hub.start_turn(&params.thread_id, params.input).await?;
+    reply(TurnStartResponse { turn })
+}
