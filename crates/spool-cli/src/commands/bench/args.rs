@@ -33,7 +33,7 @@ pub struct BenchRunnerArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct BenchStoreArgs {
-    /// Which workloads to run, comma-separated (default: all, a to h).
+    /// Which workloads to run, comma-separated (default: all, a to i).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub workloads: Vec<WorkloadId>,
     /// Runs per workload, each on a fresh store file; the median is reported.
@@ -59,10 +59,11 @@ pub enum WorkloadId {
     F,
     G,
     H,
+    I,
 }
 
 impl WorkloadId {
-    pub const ALL: [WorkloadId; 8] = [
+    pub const ALL: [WorkloadId; 9] = [
         WorkloadId::A,
         WorkloadId::B,
         WorkloadId::C,
@@ -71,6 +72,7 @@ impl WorkloadId {
         WorkloadId::F,
         WorkloadId::G,
         WorkloadId::H,
+        WorkloadId::I,
     ];
 
     pub fn letter(self) -> &'static str {
@@ -83,6 +85,7 @@ impl WorkloadId {
             WorkloadId::F => "f",
             WorkloadId::G => "g",
             WorkloadId::H => "h",
+            WorkloadId::I => "i",
         }
     }
 }

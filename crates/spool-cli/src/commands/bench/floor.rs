@@ -1,6 +1,10 @@
-//! (h) The physical floor: the loop of (a) with nothing but SQLite, so the
-//! cost of (a) can be read against what one durable commit costs on this
+//! The physical floors: the loops of (a) and (b) with nothing but SQLite,
+//! so their cost can be read against what durable commits cost on this
 //! disk. Same settings as the store: WAL, `synchronous=FULL`.
+//!
+//! - (h): one prepared `INSERT` of the item JSON + `COMMIT` per item;
+//! - (i): 100 (the batch of (b)) prepared `INSERT`s + `COMMIT` per
+//!   transaction: the best any design storing one row per item can do.
 
 use std::path::Path;
 use std::time::Instant;
@@ -11,15 +15,17 @@ use serde_json::Value;
 
 use super::workloads::Sample;
 
-pub async fn floor(dir: &Path, items: Vec<Value>) -> anyhow::Result<Sample> {
+/// `items` inserted `per_commit` at a time, one transaction each.
+pub async fn floor(dir: &Path, items: Vec<Value>, per_commit: usize) -> anyhow::Result<Sample> {
     let path = dir.join("floor.db");
     // rusqlite blocks; keep it off the async workers like the store does.
-    tokio::task::spawn_blocking(move || insert_each(&path, &items))
+    tokio::task::spawn_blocking(move || insert_batches(&path, &items, per_commit))
         .await
         .context("the floor workload panicked")?
 }
 
-fn insert_each(path: &Path, items: &[Value]) -> anyhow::Result<Sample> {
+fn insert_batches(path: &Path, items: &[Value], per_commit: usize) -> anyhow::Result<Sample> {
+    ensure!(per_commit > 0, "a transaction needs at least one item");
     let conn = Connection::open(path)?;
     let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))?;
     ensure!(mode == "wal", "SQLite refused WAL mode (got {mode})");
@@ -30,11 +36,13 @@ fn insert_each(path: &Path, items: &[Value]) -> anyhow::Result<Sample> {
     let mut commit = conn.prepare("COMMIT")?;
 
     let start = Instant::now();
-    for item in items {
-        // (a) gets JSON values too, so encoding them is part of the loop.
-        let json = item.to_string();
+    for batch in items.chunks(per_commit) {
         begin.execute([])?;
-        insert.execute([json])?;
+        for item in batch {
+            // (a) and (b) get JSON values too, so encoding them is part
+            // of the loop.
+            insert.execute([item.to_string()])?;
+        }
         commit.execute([])?;
     }
     let sample = Sample::timed(start.elapsed());

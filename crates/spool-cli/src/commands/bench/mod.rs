@@ -90,6 +90,13 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
         )),
         _ => None,
     };
+    let b_vs_batch_floor = match (find(&reports, "b"), find(&reports, "i")) {
+        (Some(b), Some(i)) => Some(b.median_s / i.median_s),
+        _ => None,
+    };
+    if let Some(ratio) = b_vs_batch_floor {
+        eprintln!("(b) time / batch floor (i) time: {ratio:.2}x");
+    }
     let report = Report {
         machine,
         settings: Settings {
@@ -104,6 +111,7 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
         },
         workloads: reports,
         a_vs_floor,
+        b_vs_batch_floor,
     };
     let mut stdout = std::io::stdout().lock();
     serde_json::to_writer_pretty(&mut stdout, &report)?;
@@ -126,7 +134,8 @@ async fn run_once(
         WorkloadId::E => session_workloads::concurrent(dir, sizes).await,
         WorkloadId::F => log_workloads::deltas(dir, sizes).await,
         WorkloadId::G => log_workloads::llm_view(dir, sizes).await,
-        WorkloadId::H => floor::floor(dir, items.to_vec()).await,
+        WorkloadId::H => floor::floor(dir, items.to_vec(), 1).await,
+        WorkloadId::I => floor::floor(dir, items.to_vec(), sizes.batch).await,
     }
 }
 

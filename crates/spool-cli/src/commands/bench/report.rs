@@ -17,6 +17,10 @@ pub struct Report {
     /// (a) against the floor (h), when both ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub a_vs_floor: Option<Target>,
+    /// (b)'s median time over the batch floor's (i), when both ran: how far
+    /// (b) is from the best one row per item allows (no target in issue 3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub b_vs_batch_floor: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
