@@ -1,6 +1,8 @@
 //! One client connection speaking JSON-RPC: messages in, replies,
-//! notifications and server requests out, over any line transport (stdio
-//! here; a WebSocket text frame is one line).
+//! notifications and server requests out, over any transport of text
+//! messages: [`serve_messages`] takes a stream and a sink (a WebSocket's
+//! text frames), [`serve_lines`] adapts a byte stream with one message per
+//! line (stdio).
 //!
 //! Every request gets exactly one reply: a malformed message gets an error
 //! (`-32700` not JSON, `-32600` not a request), an unknown method `-32601`,
@@ -19,6 +21,7 @@ use spool_protocol::jsonrpc::{
 };
 use spool_protocol::*;
 use spool_store::PendingRequest;
+use futures_util::{Sink, SinkExt, Stream, StreamExt, sink, stream};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
@@ -37,40 +40,56 @@ pub(crate) struct ConnectionState {
     /// (thread, request).
     pub forwarded: HashMap<String, PendingRequest>,
     pub deliveries: mpsc::UnboundedSender<Delivery>,
+    receiver: Option<mpsc::UnboundedReceiver<Delivery>>,
 }
 
-/// Serves one connection until its input ends.
+/// Serves one connection over a byte stream with one JSON message per line
+/// (stdio) until its input ends.
 pub async fn serve_lines<R, W>(hub: Arc<Hub>, reader: R, writer: W)
 where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    let incoming = stream::unfold(reader.lines(), |mut lines| async move {
+        match lines.next_line().await {
+            Ok(Some(line)) => Some((line, lines)),
+            Ok(None) => None,
+            Err(error) => {
+                tracing::warn!(%error, "reading a connection failed");
+                None
+            }
+        }
+    });
+    let outgoing = sink::unfold(writer, |mut writer, line: String| async move {
+        writer.write_all(line.as_bytes()).await?;
+        writer.write_all(b"\n").await?;
+        writer.flush().await?;
+        Ok::<_, std::io::Error>(writer)
+    });
+    serve_messages(hub, incoming, outgoing).await;
+}
+
+/// Serves one connection until `incoming` ends: each item is one JSON-RPC
+/// message (a line, a WebSocket text frame); each message sent on
+/// `outgoing` is one reply, notification or server request.
+pub async fn serve_messages<I, O>(hub: Arc<Hub>, incoming: I, outgoing: O)
+where
+    I: Stream<Item = String>,
+    O: Sink<String> + Send + 'static,
+{
     let (lines_tx, lines_rx) = mpsc::unbounded_channel::<String>();
-    let writing = tokio::spawn(write_lines(writer, lines_rx));
-    let (deliveries_tx, mut deliveries_rx) = mpsc::unbounded_channel::<Delivery>();
-    let mut state = ConnectionState {
-        id: NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed),
-        initialized: false,
-        capabilities: Capabilities::default(),
-        forwarded: HashMap::new(),
-        deliveries: deliveries_tx,
-    };
-    let mut lines = reader.lines();
+    let writing = tokio::spawn(write_messages(outgoing, lines_rx));
+    let mut state = ConnectionState::new();
+    let mut deliveries_rx = state.take_deliveries();
+    let mut incoming = std::pin::pin!(incoming);
     loop {
         tokio::select! {
-            line = lines.next_line() => {
-                let line = match line {
-                    Ok(Some(line)) => line,
-                    Ok(None) => break,
-                    Err(error) => {
-                        tracing::warn!(%error, "reading a connection failed");
-                        break;
-                    }
-                };
-                if line.trim().is_empty() {
+            message = incoming.next() => {
+                let Some(message) = message else { break };
+                if message.trim().is_empty() {
                     continue;
                 }
-                if let Some(reply) = handle_line(&hub, &mut state, &line).await {
+                if let Some(reply) = handle_line(&hub, &mut state, &message).await {
                     let _ = lines_tx.send(reply);
                 }
             }
@@ -86,17 +105,35 @@ where
     let _ = writing.await;
 }
 
-async fn write_lines<W: AsyncWrite + Unpin>(
-    mut writer: W,
-    mut lines: mpsc::UnboundedReceiver<String>,
-) {
+async fn write_messages<O: Sink<String>>(outgoing: O, mut lines: mpsc::UnboundedReceiver<String>) {
+    let mut outgoing = std::pin::pin!(outgoing);
     while let Some(line) = lines.recv().await {
-        if writer.write_all(line.as_bytes()).await.is_err()
-            || writer.write_all(b"\n").await.is_err()
-            || writer.flush().await.is_err()
-        {
+        if outgoing.send(line).await.is_err() {
             break;
         }
+    }
+    let _ = outgoing.close().await;
+}
+
+impl ConnectionState {
+    /// A fresh connection: not initialized, no opt-ins.
+    pub(crate) fn new() -> ConnectionState {
+        let (deliveries, receiver) = mpsc::unbounded_channel();
+        ConnectionState {
+            id: next_connection_id(),
+            initialized: false,
+            capabilities: Capabilities::default(),
+            forwarded: HashMap::new(),
+            deliveries,
+            receiver: Some(receiver),
+        }
+    }
+
+    /// The receiving end of what the hub delivers to this connection.
+    pub(crate) fn take_deliveries(&mut self) -> mpsc::UnboundedReceiver<Delivery> {
+        self.receiver
+            .take()
+            .expect("a connection's deliveries are taken once")
     }
 }
 
@@ -201,7 +238,17 @@ async fn handle_answer(
 
 /// The client's result as the answer its request expects.
 fn parse_answer(request: &ServerRequest, value: Value) -> Option<ServerRequestAnswer> {
-    let parsed = match request {
+    answer_of(request, value)
+        .inspect_err(|error| tracing::warn!(%error, "an answer of the wrong shape"))
+        .ok()
+}
+
+/// `value` as the answer `request` expects, or why it is not one.
+pub(crate) fn answer_of(
+    request: &ServerRequest,
+    value: Value,
+) -> Result<ServerRequestAnswer, serde_json::Error> {
+    match request {
         ServerRequest::CommandExecutionRequestApproval(_) => {
             serde_json::from_value(value).map(ServerRequestAnswer::CommandExecution)
         }
@@ -211,10 +258,7 @@ fn parse_answer(request: &ServerRequest, value: Value) -> Option<ServerRequestAn
         ServerRequest::DynamicToolCall(_) => {
             serde_json::from_value(value).map(ServerRequestAnswer::DynamicToolCall)
         }
-    };
-    parsed
-        .inspect_err(|error| tracing::warn!(%error, "an answer of the wrong shape"))
-        .ok()
+    }
 }
 
 /// A delivery as the line this client gets (or nothing, when the client
@@ -229,18 +273,27 @@ fn deliver(state: &mut ConnectionState, delivery: Delivery) -> Option<String> {
             if state.forwarded.contains_key(&request.request_id) {
                 return None;
             }
-            let params = serde_json::to_value(&request.request).ok()?;
-            let line = json!({
-                "jsonrpc": "2.0",
-                "id": request.request_id,
-                "method": params["method"],
-                "params": params["params"],
-            })
-            .to_string();
+            let line = request_message(&request)?.to_string();
             state.forwarded.insert(request.request_id.clone(), request);
             Some(line)
         }
     }
+}
+
+/// A server → client request as its JSON-RPC message.
+pub(crate) fn request_message(request: &PendingRequest) -> Option<Value> {
+    let params = serde_json::to_value(&request.request).ok()?;
+    Some(json!({
+        "jsonrpc": "2.0",
+        "id": request.request_id,
+        "method": params["method"],
+        "params": params["params"],
+    }))
+}
+
+/// A fresh connection id (also for HTTP watchers).
+pub(crate) fn next_connection_id() -> ConnectionId {
+    NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed)
 }
 
 pub(crate) fn error_line(id: Option<RequestId>, code: i64, message: &str) -> String {
