@@ -27,7 +27,7 @@ pub enum Command {
     /// Resume a thread's run paused on an approval (asking again on the
     /// terminal).
     Resume(ResumeArgs),
-    /// Serve Codex app-server v2 JSON-RPC to clients (stdio for now).
+    /// Serve Codex app-server v2 JSON-RPC (stdio, WebSocket) and the HTTP API.
     Serve(ServeArgs),
     /// Inspect stored threads.
     #[command(subcommand)]
@@ -92,9 +92,18 @@ pub enum ToolArg {
 
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
-    /// Where to listen: `stdio://` (one JSON message per line).
+    /// Where to listen, once or more: `stdio://` (one JSON-RPC message per
+    /// line), `ws://HOST:PORT` (one per WebSocket text frame; `/healthz`,
+    /// `/readyz`), `http://HOST:PORT` (the HTTP API + SSE, WebSocket on
+    /// `/ws`). Port 0 picks a free port; the bound addresses are printed on
+    /// stderr.
     #[arg(long, default_value = "stdio://")]
     pub listen: Vec<String>,
+    /// A file holding the bearer token WebSocket and HTTP clients must send
+    /// (`Authorization: Bearer …`); required to listen on a non-loopback
+    /// address. Else SPOOL_AUTH_TOKEN.
+    #[arg(long)]
+    pub auth_token_file: Option<std::path::PathBuf>,
     /// Defaults for threads that do not set their own.
     #[command(flatten)]
     pub agent: AgentArgs,

@@ -419,6 +419,21 @@ impl Hub {
     }
 }
 
+/// What a graceful shutdown needs to know.
+impl Hub {
+    /// The turns running now, as (thread id, turn id); the turn id is empty
+    /// while a turn is still starting.
+    pub fn running_turns(&self) -> Vec<(String, String)> {
+        self.threads()
+            .iter()
+            .filter_map(|(thread, slot)| {
+                let (turn, _) = slot.running.as_ref()?;
+                Some((thread.clone(), turn.clone()))
+            })
+            .collect()
+    }
+}
+
 /// How a run on the hub asks its questions.
 struct HubClient {
     hub: Arc<Hub>,

@@ -1,23 +1,77 @@
 //! The app server: Codex app-server v2 JSON-RPC over stdio (one message
-//! per line), with spool's additions opt-in (`initialize` capabilities).
+//! per line) and WebSocket (one message per text frame), an HTTP API with
+//! Server-Sent Events, with spool's additions opt-in (`initialize`
+//! capabilities; implied for HTTP).
 //!
 //! - [`hub`]: threads, their watchers, the turn each runs, and the server
 //!   → client requests runs wait on.
-//! - [`connection`]: one client: framing, replies, delivery.
+//! - [`connection`]: one JSON-RPC client over any stream and sink of text
+//!   messages: framing, replies, delivery.
 //! - `methods`: the JSON-RPC methods.
 //! - `filter`: what a client that did not opt in must not see.
+//! - [`listen`]: `--listen` URLs, binding, serving every listener at once.
+//! - `ws`: WebSocket connections; `http`: the HTTP API, SSE, OpenAPI.
+//! - [`auth`]: bearer tokens for network listeners.
+//! - [`shutdown`]: stop accepting, interrupt turns, close connections.
 
+pub mod auth;
 pub mod connection;
 mod filter;
+mod http;
 pub mod hub;
+pub mod listen;
 mod methods;
+pub mod shutdown;
+mod ws;
 
-pub use connection::serve_lines;
+pub use auth::AuthToken;
+pub use connection::{serve_lines, serve_messages};
 pub use filter::Capabilities;
+pub use http::openapi;
 pub use hub::{AgentFactory, Hub, HubOptions, ThreadSettings};
+pub use listen::{ListenError, ListenUrl, Listeners, Running};
+pub use shutdown::Shutdown;
 
 /// Serves one client on standard input and output until input ends.
+///
+/// Standard input is read on a thread of its own (not tokio's blocking
+/// pool), so a server stopped by a signal does not wait for a read that
+/// never returns.
 pub async fn serve_stdio(hub: std::sync::Arc<Hub>) {
-    let reader = tokio::io::BufReader::new(tokio::io::stdin());
-    serve_lines(hub, reader, tokio::io::stdout()).await;
+    let (lines_tx, lines_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let spawned = std::thread::Builder::new()
+        .name("spool-stdin".to_owned())
+        .spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::stdin().lock().lines() {
+                match line {
+                    Ok(line) => {
+                        if lines_tx.send(line).is_err() {
+                            break;
+                        }
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "reading standard input failed");
+                        break;
+                    }
+                }
+            }
+        });
+    if let Err(error) = spawned {
+        tracing::error!(%error, "cannot start the thread reading standard input");
+        return;
+    }
+    let incoming = futures_util::stream::unfold(lines_rx, |mut rx| async move {
+        let line = rx.recv().await?;
+        Some((line, rx))
+    });
+    let outgoing =
+        futures_util::sink::unfold(tokio::io::stdout(), |mut out, line: String| async move {
+            use tokio::io::AsyncWriteExt;
+            out.write_all(line.as_bytes()).await?;
+            out.write_all(b"\n").await?;
+            out.flush().await?;
+            Ok::<_, std::io::Error>(out)
+        });
+    serve_messages(hub, incoming, outgoing).await;
 }

@@ -1,13 +1,17 @@
-//! `spool serve`: the app server (Codex app-server v2 JSON-RPC).
+//! `spool serve`: the app server (Codex app-server v2 JSON-RPC over stdio
+//! and WebSocket, the HTTP API with SSE), on every `--listen` URL at once.
 //!
-//! Only `stdio://` is served so far; other listeners are refused with a
-//! clear error rather than ignored.
+//! Ends when standard input ends (stdio the only listener), or on SIGTERM
+//! or SIGINT: stop accepting, interrupt running turns (each ends
+//! `interrupted` with one `turn/completed`), close connections, flush the
+//! store, exit 0.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use anyhow::bail;
+use anyhow::Context;
 use spool_runtime::{Agent, ModelSettings};
-use spool_server::{Hub, HubOptions, ThreadSettings};
+use spool_server::{AuthToken, Hub, HubOptions, ListenUrl, Listeners, Shutdown, ThreadSettings};
 use spool_store::{SqliteStore, Store};
 
 use super::run::{agent_of, build_provider, rules_file};
@@ -19,11 +23,13 @@ pub async fn serve(
     chosen: ChosenProvider,
     args: ServeArgs,
 ) -> anyhow::Result<i32> {
-    for listen in &args.listen {
-        if listen != "stdio://" {
-            bail!("cannot listen on {listen}: this spool serves stdio:// only so far");
-        }
-    }
+    let urls = args
+        .listen
+        .iter()
+        .map(|url| url.parse::<ListenUrl>())
+        .collect::<Result<Vec<_>, _>>()?;
+    let token = auth_token(&args)?;
+    let listeners = Listeners::bind(&urls, token).await?;
     let provider = Arc::from(build_provider(&chosen));
     let cwd = std::env::current_dir()?.display().to_string();
     let defaults = ThreadSettings {
@@ -63,7 +69,33 @@ pub async fn serve(
         rules_file: Some(rules_file()?),
     };
     let hub = Hub::new(store.clone(), provider, options);
-    spool_server::serve_stdio(hub).await;
+    for address in listeners.addresses() {
+        eprintln!("spool serve: listening on {address}");
+    }
+    let shutdown = Shutdown::new();
+    let mut running = listeners.serve(hub.clone(), shutdown.clone());
+    tokio::select! {
+        () = running.ended() => {}
+        () = spool_server::shutdown::signalled() => {
+            eprintln!("spool serve: shutting down");
+        }
+    }
+    shutdown.run(&hub, Duration::from_secs(30)).await;
+    running.finish(Duration::from_secs(5)).await;
     store.flush().await?;
     Ok(0)
+}
+
+/// The token of `--auth-token-file`, else of SPOOL_AUTH_TOKEN (never
+/// printed).
+fn auth_token(args: &ServeArgs) -> anyhow::Result<Option<AuthToken>> {
+    if let Some(path) = &args.auth_token_file {
+        return Ok(Some(AuthToken::from_file(path)?));
+    }
+    match std::env::var("SPOOL_AUTH_TOKEN") {
+        Ok(token) => Ok(Some(
+            AuthToken::new(&token).context("SPOOL_AUTH_TOKEN is not a usable token")?,
+        )),
+        Err(_) => Ok(None),
+    }
 }

@@ -1,0 +1,452 @@
+//! Network clients of `spool serve` for the end-to-end tests, written by
+//! hand on a TCP socket to need no dependency: the server as a child
+//! process (its bound addresses read from stderr), HTTP/1.1 requests, SSE
+//! streams (chunked), and a minimal WebSocket client (text frames).
+
+#![allow(dead_code)]
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+use tokio::process::{Child, Command};
+
+use crate::support::Home;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// A `spool serve` child process with network listeners.
+pub struct Server {
+    pub child: Child,
+    /// Bound addresses as printed: `ws://127.0.0.1:PORT`, …
+    pub listening: Vec<String>,
+    /// Everything it wrote on stderr.
+    pub stderr: Arc<Mutex<Vec<String>>>,
+}
+
+impl Server {
+    /// Starts `spool serve ARGS` and waits until it printed `listeners`
+    /// bound addresses.
+    pub async fn start(home: &Home, model_url: &str, args: &[&str], listeners: usize) -> Server {
+        Server::start_with_env(home, model_url, args, listeners, &[]).await
+    }
+
+    pub async fn start_with_env(
+        home: &Home,
+        model_url: &str,
+        args: &[&str],
+        listeners: usize,
+        env: &[(&str, &str)],
+    ) -> Server {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_spool"));
+        command
+            .arg("serve")
+            .args(args)
+            .current_dir(home.path())
+            .env("SPOOL_HOME", home.path())
+            .env("SPOOL_LOCAL_MODEL_URL", model_url)
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("SPOOL_STORE")
+            .env_remove("SPOOL_AUTH_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().expect("spool serve starts");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let mut listening = Vec::new();
+        while listening.len() < listeners {
+            let line = tokio::time::timeout(WAIT, lines.next_line())
+                .await
+                .expect("the server prints its addresses")
+                .unwrap()
+                .unwrap_or_else(|| panic!("the server exited: {:?}", stderr.lock().unwrap()));
+            eprintln!("[spool serve] {line}");
+            if let Some(address) = line.strip_prefix("spool serve: listening on ") {
+                listening.push(address.to_owned());
+            }
+            stderr.lock().unwrap().push(line);
+        }
+        let keep = stderr.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                eprintln!("[spool serve] {line}");
+                keep.lock().unwrap().push(line);
+            }
+        });
+        Server {
+            child,
+            listening,
+            stderr,
+        }
+    }
+
+    /// `host:port` of the listener whose URL starts with `scheme://`, with
+    /// an unspecified host (0.0.0.0) reached through 127.0.0.1.
+    pub fn addr(&self, scheme: &str) -> String {
+        let prefix = format!("{scheme}://");
+        let url = self
+            .listening
+            .iter()
+            .find(|u| u.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("no {scheme} listener in {:?}", self.listening));
+        url[prefix.len()..].replace("0.0.0.0", "127.0.0.1")
+    }
+
+    pub fn stderr_text(&self) -> String {
+        self.stderr.lock().unwrap().join("\n")
+    }
+
+    /// Sends SIGTERM and waits for the exit status.
+    pub async fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().expect("still running").to_string();
+        let killed = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .await
+            .unwrap();
+        assert!(killed.success());
+        tokio::time::timeout(WAIT, self.child.wait())
+            .await
+            .expect("the server exits after SIGTERM")
+            .unwrap()
+    }
+}
+
+/// An HTTP response read to its end.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Response {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", self.status, self.body))
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn request_text(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> String {
+    let mut text = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        text.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if let Some(body) = body {
+        text.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    text.push_str("\r\n");
+    if let Some(body) = body {
+        text.push_str(body);
+    }
+    text
+}
+
+/// Reads a status line and headers.
+async fn read_head(reader: &mut BufReader<TcpStream>) -> (u16, Vec<(String, String)>) {
+    let mut line = String::new();
+    reader.read_line(&mut line).await.unwrap();
+    let status = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP status line: {line:?}"));
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        reader.read_line(&mut line).await.unwrap();
+        let trimmed = line.trim_end();
+        if trimmed.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = trimmed.split_once(':') {
+            headers.push((k.trim().to_owned(), v.trim().to_owned()));
+        }
+    }
+    (status, headers)
+}
+
+fn is_chunked(headers: &[(String, String)]) -> bool {
+    headers.iter().any(|(k, v)| {
+        k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
+    })
+}
+
+/// One HTTP request, answered in full.
+pub async fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+) -> Response {
+    let body = body.map(Value::to_string);
+    let mut body_reader = Body::open(addr, method, path, headers, body.as_deref()).await;
+    let mut text = Vec::new();
+    while let Some(bytes) = tokio::time::timeout(WAIT, body_reader.next_bytes())
+        .await
+        .expect("the response ends")
+    {
+        text.extend(bytes);
+    }
+    Response {
+        status: body_reader.status,
+        headers: body_reader.headers,
+        body: String::from_utf8(text).unwrap(),
+    }
+}
+
+/// A response body read as it comes (chunked or to the end).
+pub struct Body {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    reader: BufReader<TcpStream>,
+    chunked: bool,
+    done: bool,
+}
+
+impl Body {
+    pub async fn open(
+        addr: &str,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> Body {
+        let mut stream = TcpStream::connect(addr).await.expect("the server accepts");
+        stream
+            .write_all(request_text(addr, method, path, headers, body).as_bytes())
+            .await
+            .unwrap();
+        let mut reader = BufReader::new(stream);
+        let (status, headers) = read_head(&mut reader).await;
+        let chunked = is_chunked(&headers);
+        Body {
+            status,
+            headers,
+            reader,
+            chunked,
+            done: false,
+        }
+    }
+
+    /// The next piece of the body; `None` at its end.
+    pub async fn next_bytes(&mut self) -> Option<Vec<u8>> {
+        if self.done {
+            return None;
+        }
+        if !self.chunked {
+            let mut buf = vec![0; 8192];
+            let n = self.reader.read(&mut buf).await.unwrap_or(0);
+            if n == 0 {
+                self.done = true;
+                return None;
+            }
+            buf.truncate(n);
+            return Some(buf);
+        }
+        let mut line = String::new();
+        if self.reader.read_line(&mut line).await.unwrap_or(0) == 0 {
+            self.done = true;
+            return None;
+        }
+        let size = usize::from_str_radix(line.trim().split(';').next().unwrap(), 16)
+            .unwrap_or_else(|_| panic!("not a chunk size: {line:?}"));
+        if size == 0 {
+            self.done = true;
+            return None;
+        }
+        let mut buf = vec![0; size + 2];
+        self.reader.read_exact(&mut buf).await.unwrap();
+        buf.truncate(size);
+        Some(buf)
+    }
+}
+
+/// One Server-Sent Event.
+#[derive(Debug, Clone)]
+pub struct SseEvent {
+    pub id: Option<u64>,
+    pub event: String,
+    pub data: Value,
+}
+
+/// An SSE response read event by event.
+pub struct Sse {
+    pub body: Body,
+    pending: String,
+}
+
+impl Sse {
+    pub async fn open(
+        addr: &str,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&Value>,
+    ) -> Sse {
+        let body = body.map(Value::to_string);
+        Sse {
+            body: Body::open(addr, method, path, headers, body.as_deref()).await,
+            pending: String::new(),
+        }
+    }
+
+    /// The next event; `None` when the stream ended.
+    pub async fn next(&mut self) -> Option<SseEvent> {
+        loop {
+            if let Some(end) = self.pending.find("\n\n") {
+                let block: String = self.pending.drain(..end + 2).collect();
+                let mut event = SseEvent {
+                    id: None,
+                    event: "message".to_owned(),
+                    data: Value::Null,
+                };
+                let mut data = String::new();
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("id:") {
+                        event.id = v.trim().parse().ok();
+                    } else if let Some(v) = line.strip_prefix("event:") {
+                        event.event = v.trim().to_owned();
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push_str(v.strip_prefix(' ').unwrap_or(v));
+                    }
+                }
+                if data.is_empty() {
+                    continue; // a keep-alive comment
+                }
+                event.data = serde_json::from_str(&data).unwrap();
+                return Some(event);
+            }
+            let bytes = tokio::time::timeout(WAIT, self.body.next_bytes())
+                .await
+                .expect("the stream goes on within 30 s")?;
+            self.pending.push_str(&String::from_utf8(bytes).unwrap());
+        }
+    }
+
+    /// Events until one matches (included); panics if the stream ends.
+    pub async fn until(&mut self, matches: impl Fn(&SseEvent) -> bool) -> Vec<SseEvent> {
+        let mut out = Vec::new();
+        loop {
+            let event = self.next().await.expect("the stream ended early");
+            let done = matches(&event);
+            out.push(event);
+            if done {
+                return out;
+            }
+        }
+    }
+}
+
+/// A minimal WebSocket client: text frames in and out.
+pub struct WebSocket {
+    reader: BufReader<TcpStream>,
+}
+
+/// The outcome of a WebSocket handshake.
+pub enum Upgrade {
+    Open(WebSocket),
+    Refused(Response),
+}
+
+impl WebSocket {
+    pub async fn connect(addr: &str, path: &str, headers: &[(&str, &str)]) -> Upgrade {
+        let mut stream = TcpStream::connect(addr).await.expect("the server accepts");
+        let mut text = format!(
+            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+        );
+        for (name, value) in headers {
+            text.push_str(&format!("{name}: {value}\r\n"));
+        }
+        text.push_str("\r\n");
+        stream.write_all(text.as_bytes()).await.unwrap();
+        let mut reader = BufReader::new(stream);
+        let (status, headers) = read_head(&mut reader).await;
+        if status == 101 {
+            return Upgrade::Open(WebSocket { reader });
+        }
+        let mut body = Vec::new();
+        let _ = tokio::time::timeout(WAIT, reader.read_to_end(&mut body)).await;
+        Upgrade::Refused(Response {
+            status,
+            headers,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        })
+    }
+
+    /// Sends one text frame (masked, as a client must).
+    pub async fn send(&mut self, message: &Value) {
+        let payload = message.to_string().into_bytes();
+        let mask = [0x12u8, 0x34, 0x56, 0x78];
+        let mut frame = vec![0x81];
+        match payload.len() {
+            n if n < 126 => frame.push(0x80 | n as u8),
+            n if n <= 0xffff => {
+                frame.push(0x80 | 126);
+                frame.extend((n as u16).to_be_bytes());
+            }
+            n => {
+                frame.push(0x80 | 127);
+                frame.extend((n as u64).to_be_bytes());
+            }
+        }
+        frame.extend(mask);
+        frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+        self.reader.get_mut().write_all(&frame).await.unwrap();
+    }
+
+    /// The next text frame as JSON; `None` when the server closed.
+    pub async fn next(&mut self) -> Option<Value> {
+        loop {
+            let mut head = [0u8; 2];
+            tokio::time::timeout(WAIT, self.reader.read_exact(&mut head))
+                .await
+                .expect("the server sends within 30 s")
+                .ok()?;
+            let opcode = head[0] & 0x0f;
+            let mut len = u64::from(head[1] & 0x7f);
+            if len == 126 {
+                let mut b = [0u8; 2];
+                self.reader.read_exact(&mut b).await.ok()?;
+                len = u64::from(u16::from_be_bytes(b));
+            } else if len == 127 {
+                let mut b = [0u8; 8];
+                self.reader.read_exact(&mut b).await.ok()?;
+                len = u64::from_be_bytes(b);
+            }
+            let mut payload = vec![0u8; len as usize];
+            self.reader.read_exact(&mut payload).await.ok()?;
+            match opcode {
+                0x1 => return Some(serde_json::from_slice(&payload).unwrap()),
+                0x8 => return None,
+                _ => continue, // ping, pong
+            }
+        }
+    }
+}

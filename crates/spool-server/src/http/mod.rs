@@ -1,0 +1,105 @@
+//! The HTTP API (`http://` listeners): threads, turns answered with an SSE
+//! stream, resumable event streams, items in a view, approvals, interrupts,
+//! the OpenAPI document, health probes, and WebSocket JSON-RPC on `/ws`.
+//!
+//! An HTTP client opts in to spool's additions implicitly: SSE events carry
+//! `seq` as their `id:` (the `Last-Event-ID` cursor), and spool's item
+//! kinds and envelopes are included.
+
+pub(crate) mod error;
+pub mod openapi;
+mod sse;
+mod threads;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::{StatusCode, header};
+use axum::middleware::from_fn_with_state;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
+
+use crate::auth::{self, AuthToken};
+use crate::hub::Hub;
+use crate::shutdown::Shutdown;
+use error::ApiError;
+
+/// What every handler of a listener shares.
+#[derive(Clone)]
+pub(crate) struct App {
+    pub hub: Arc<Hub>,
+    pub shutdown: Shutdown,
+}
+
+/// The router of an `http://` listener.
+pub(crate) fn router(app: App, token: Option<AuthToken>) -> Router {
+    let api = Router::new()
+        .route("/v1/threads", get(threads::list).post(threads::create))
+        .route("/v1/threads/{id}", get(threads::read))
+        .route("/v1/threads/{id}/turns", post(threads::start_turn))
+        .route(
+            "/v1/threads/{id}/turns/{turn_id}/interrupt",
+            post(threads::interrupt),
+        )
+        .route("/v1/threads/{id}/events", get(threads::events))
+        .route("/v1/threads/{id}/items", get(threads::items))
+        .route(
+            "/v1/threads/{id}/requests/{request_id}",
+            post(threads::answer),
+        )
+        .route("/ws", get(crate::ws::upgrade))
+        .fallback(not_found)
+        .layer(from_fn_with_state(token, auth::require))
+        .with_state(app.clone());
+    Router::new()
+        .route("/v1/openapi.json", get(openapi_document))
+        .merge(probes(app))
+        .merge(api)
+        .layer(SetSensitiveRequestHeadersLayer::new([
+            header::AUTHORIZATION,
+        ]))
+}
+
+/// The router of a `ws://` listener: WebSocket JSON-RPC on every path but
+/// the probes.
+pub(crate) fn ws_router(app: App, token: Option<AuthToken>) -> Router {
+    let socket = Router::new()
+        .route("/", get(crate::ws::upgrade))
+        .fallback(crate::ws::upgrade)
+        .layer(from_fn_with_state(token, auth::require))
+        .with_state(app.clone());
+    probes(app)
+        .merge(socket)
+        .layer(SetSensitiveRequestHeadersLayer::new([
+            header::AUTHORIZATION,
+        ]))
+}
+
+/// `/healthz` (the process answers) and `/readyz` (it takes new work),
+/// plain HTTP without a token, for load balancers and orchestrators.
+fn probes(app: App) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route(
+            "/readyz",
+            get(move || {
+                let serving = app.shutdown.is_serving();
+                async move {
+                    if serving {
+                        (StatusCode::OK, "ready\n")
+                    } else {
+                        (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n")
+                    }
+                }
+            }),
+        )
+}
+
+async fn openapi_document() -> Response {
+    axum::Json(openapi::openapi()).into_response()
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("no such route")
+}

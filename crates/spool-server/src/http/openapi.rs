@@ -1,0 +1,349 @@
+//! The OpenAPI 3.1 document of the HTTP API, generated from the route table
+//! below and the schemas of the request and response types (schemars).
+//! Committed as `schema/http/openapi.json`; a test fails when it drifts.
+
+use schemars::JsonSchema;
+use schemars::generate::{SchemaGenerator, SchemaSettings};
+use serde_json::{Map, Value, json};
+use spool_protocol::responses::ResponseItem;
+use spool_protocol::*;
+
+/// What a route answers with.
+enum Answer {
+    /// A JSON body of this schema (a component name or an inline schema).
+    Json(u16, Schema),
+    /// An SSE stream of notifications.
+    Events,
+}
+
+enum Schema {
+    Named(&'static str),
+    Empty,
+}
+
+/// A query parameter or header.
+struct Param {
+    place: &'static str,
+    name: &'static str,
+    kind: &'static str,
+    about: &'static str,
+}
+
+struct Route {
+    method: &'static str,
+    path: &'static str,
+    operation: &'static str,
+    summary: &'static str,
+    params: &'static [Param],
+    body: Option<&'static str>,
+    answer: Answer,
+    /// Error statuses besides 400/401/500.
+    errors: &'static [u16],
+}
+
+const fn query(name: &'static str, kind: &'static str, about: &'static str) -> Param {
+    Param {
+        place: "query",
+        name,
+        kind,
+        about,
+    }
+}
+
+/// Every route of the API (tested against the router).
+const ROUTES: &[Route] = &[
+    Route {
+        method: "post",
+        path: "/v1/threads",
+        operation: "createThread",
+        summary: "Start a thread (the params of JSON-RPC thread/start); answers its result.",
+        params: &[],
+        body: Some("ThreadStartParams"),
+        answer: Answer::Json(201, Schema::Named("ThreadStartResponse")),
+        errors: &[503],
+    },
+    Route {
+        method: "get",
+        path: "/v1/threads",
+        operation: "listThreads",
+        summary: "Threads, newest first, one page at a time (JSON-RPC thread/list).",
+        params: &[
+            query("cursor", "string", "nextCursor of the previous page"),
+            query("limit", "integer", "page size, 1 to 200 (default 25)"),
+        ],
+        body: None,
+        answer: Answer::Json(200, Schema::Named("ThreadListResponse")),
+        errors: &[],
+    },
+    Route {
+        method: "get",
+        path: "/v1/threads/{id}",
+        operation: "readThread",
+        summary: "A thread with its turns and their items (JSON-RPC thread/read).",
+        params: &[],
+        body: None,
+        answer: Answer::Json(200, Schema::Named("ThreadReadResponse")),
+        errors: &[404],
+    },
+    Route {
+        method: "post",
+        path: "/v1/threads/{id}/turns",
+        operation: "startTurn",
+        summary: "Start a turn (JSON-RPC turn/start params without threadId); the response \
+                  streams its notifications from turn/started to turn/completed.",
+        params: &[],
+        body: Some("TurnStartBody"),
+        answer: Answer::Events,
+        errors: &[404, 409, 503],
+    },
+    Route {
+        method: "post",
+        path: "/v1/threads/{id}/turns/{turnId}/interrupt",
+        operation: "interruptTurn",
+        summary: "Interrupt the running turn; its turn/completed says interrupted.",
+        params: &[],
+        body: None,
+        answer: Answer::Json(200, Schema::Empty),
+        errors: &[404, 409],
+    },
+    Route {
+        method: "get",
+        path: "/v1/threads/{id}/events",
+        operation: "threadEvents",
+        summary: "Every event after the cursor, then live ones, with no gap and no duplicate.",
+        params: &[
+            Param {
+                place: "header",
+                name: "Last-Event-ID",
+                kind: "integer",
+                about: "resume after this seq (wins over ?after=)",
+            },
+            query(
+                "after",
+                "integer",
+                "resume after this seq (default 0: everything)",
+            ),
+        ],
+        body: None,
+        answer: Answer::Events,
+        errors: &[404],
+    },
+    Route {
+        method: "get",
+        path: "/v1/threads/{id}/items",
+        operation: "threadItems",
+        summary: "A thread's items in a view: all and client list item records; llm is the \
+                  next model request's input, under a token budget when given.",
+        params: &[
+            query("view", "string", "all | client | llm (default client)"),
+            query("tokens", "integer", "token budget of the llm view"),
+        ],
+        body: None,
+        answer: Answer::Json(200, Schema::Named("ItemsPage")),
+        errors: &[404],
+    },
+    Route {
+        method: "post",
+        path: "/v1/threads/{id}/requests/{requestId}",
+        operation: "answerRequest",
+        summary: "Answer an approval or a client tool call, e.g. {\"decision\": \"accept\"}.",
+        params: &[],
+        body: Some("ServerRequestAnswer"),
+        answer: Answer::Json(200, Schema::Empty),
+        errors: &[404, 409],
+    },
+    Route {
+        method: "get",
+        path: "/v1/openapi.json",
+        operation: "openapi",
+        summary: "This document.",
+        params: &[],
+        body: None,
+        answer: Answer::Json(200, Schema::Empty),
+        errors: &[],
+    },
+];
+
+/// `(method, path)` of every documented route, for tests.
+pub fn routes() -> Vec<(&'static str, &'static str)> {
+    ROUTES.iter().map(|r| (r.method, r.path)).collect()
+}
+
+fn register<T: JsonSchema>(generator: &mut SchemaGenerator) {
+    generator.subschema_for::<T>();
+}
+
+fn reference(name: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+
+/// The OpenAPI document.
+pub fn openapi() -> Value {
+    let mut settings = SchemaSettings::draft2020_12();
+    settings.definitions_path = "/components/schemas".into();
+    let mut generator = settings.into_generator();
+    register::<ThreadStartParams>(&mut generator);
+    register::<ThreadStartResponse>(&mut generator);
+    register::<ThreadListResponse>(&mut generator);
+    register::<ThreadReadResponse>(&mut generator);
+    register::<TurnStartParams>(&mut generator);
+    register::<ServerRequestAnswer>(&mut generator);
+    register::<ServerNotification>(&mut generator);
+    register::<ServerRequest>(&mut generator);
+    register::<ResponseItem>(&mut generator);
+    register::<ThreadItem>(&mut generator);
+    register::<ItemEnvelope>(&mut generator);
+    let mut schemas = generator.take_definitions(true);
+    let mut body = schemas["TurnStartParams"].clone();
+    if let Some(props) = body["properties"].as_object_mut() {
+        props.remove("threadId");
+    }
+    if let Some(required) = body["required"].as_array_mut() {
+        required.retain(|r| r != "threadId");
+    }
+    schemas.insert("TurnStartBody".to_owned(), body);
+    schemas.extend(own_schemas());
+    let mut paths = Map::new();
+    for route in ROUTES {
+        let entry = paths
+            .entry(route.path.to_owned())
+            .or_insert_with(|| json!({}));
+        entry[route.method] = operation(route);
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "spool HTTP API",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Threads, turns streamed as Server-Sent Events (id: seq, event: \
+                method, data: the JSON-RPC notification), resumable event streams, items in \
+                a view, approvals. WebSocket JSON-RPC (Codex app-server v2) is on /ws.",
+        },
+        "security": [{}, {"bearerAuth": []}],
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}},
+        },
+    })
+}
+
+fn operation(route: &Route) -> Value {
+    let mut parameters: Vec<Value> = route
+        .path
+        .split('/')
+        .filter_map(|part| part.strip_prefix('{')?.strip_suffix('}'))
+        .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
+        .collect();
+    parameters.extend(route.params.iter().map(|p| {
+        json!({"name": p.name, "in": p.place, "required": false,
+               "description": p.about, "schema": {"type": p.kind}})
+    }));
+    let mut responses = Map::new();
+    match &route.answer {
+        Answer::Json(status, schema) => {
+            let schema = match schema {
+                Schema::Named(name) => reference(name),
+                Schema::Empty => json!({"type": "object"}),
+            };
+            responses.insert(
+                status.to_string(),
+                json!({"description": "OK", "content": {"application/json": {"schema": schema}}}),
+            );
+        }
+        Answer::Events => {
+            responses.insert(
+                "200".to_owned(),
+                json!({
+                    "description": "An SSE stream: id = seq, event = the method, data = a \
+                        ServerNotification as JSON-RPC (or a ServerRequest, without an id).",
+                    "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                }),
+            );
+        }
+    }
+    for status in [400, 401, 500].iter().chain(route.errors) {
+        responses.insert(
+            status.to_string(),
+            json!({"description": "An error", "content": {"application/json": {"schema": reference("Error")}}}),
+        );
+    }
+    let mut op = json!({
+        "operationId": route.operation,
+        "summary": route.summary,
+        "parameters": parameters,
+        "responses": responses,
+    });
+    if let Some(body) = route.body {
+        op["requestBody"] = json!({
+            "required": route.method == "post" && body != "ThreadStartParams",
+            "content": {"application/json": {"schema": reference(body)}},
+        });
+    }
+    if route.path == "/v1/openapi.json" {
+        op["security"] = json!([]);
+    }
+    op
+}
+
+/// Schemas of the HTTP API's own shapes.
+fn own_schemas() -> Map<String, Value> {
+    let mut out = Map::new();
+    out.insert(
+        "Error".to_owned(),
+        json!({
+            "type": "object",
+            "required": ["error"],
+            "properties": {"error": {
+                "type": "object",
+                "required": ["code", "message"],
+                "properties": {
+                    "code": {"type": "string", "description": "bad_request, unauthorized, not_found, conflict, busy, not_running, already_answered, shutting_down, internal"},
+                    "message": {"type": "string"},
+                },
+            }},
+        }),
+    );
+    out.insert(
+        "ItemRecord".to_owned(),
+        json!({
+            "type": "object",
+            "required": ["threadId", "turnId", "ordinal", "seq", "item", "envelope"],
+            "properties": {
+                "threadId": {"type": "string"},
+                "turnId": {"type": "string"},
+                "ordinal": {"type": "integer", "description": "seq of the item's item/started"},
+                "seq": {"type": "integer", "description": "seq of the item's last change"},
+                "item": reference("ThreadItem"),
+                "envelope": reference("ItemEnvelope"),
+                "tokenCount": {"type": "integer"},
+            },
+        }),
+    );
+    out.insert(
+        "ItemsPage".to_owned(),
+        json!({
+            "type": "object",
+            "required": ["view", "data"],
+            "properties": {
+                "view": {"enum": ["all", "client", "llm"]},
+                "data": {
+                    "type": "array",
+                    "description": "ItemRecords (all, client) or ResponseItems (llm)",
+                    "items": {"anyOf": [reference("ItemRecord"), reference("ResponseItem")]},
+                },
+                "totalTokens": {"type": "integer"},
+                "turnsIncluded": {"type": "integer"},
+                "turnsOmitted": {"type": "integer"},
+            },
+        }),
+    );
+    out
+}
+
+/// The document as committed (pretty, final newline).
+pub fn render() -> String {
+    let mut text = serde_json::to_string_pretty(&openapi()).expect("the document serializes");
+    text.push('\n');
+    text
+}

@@ -1,0 +1,266 @@
+//! The handlers of `/v1/threads…`. Thread and turn requests go through the
+//! JSON-RPC methods (same params, same results); errors are JSON with the
+//! status that fits.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use spool_core::View;
+use spool_core::llm::LlmViewOptions;
+use spool_protocol::jsonrpc::{JsonRpcRequest, RequestId};
+use spool_store::Store;
+
+use super::App;
+use super::error::ApiError;
+use super::sse::{self, Watch};
+use crate::connection::{ConnectionState, answer_of};
+use crate::filter::Capabilities;
+use crate::hub::HubError;
+use crate::methods;
+
+type Result<T> = std::result::Result<T, ApiError>;
+
+/// Calls a JSON-RPC method as an initialized client that opted in to
+/// everything, and forgets the call's connection afterwards.
+async fn call(app: &App, method: &str, params: Map<String, Value>) -> Result<Value> {
+    let mut state = ConnectionState::new();
+    state.initialized = true;
+    state.capabilities = Capabilities {
+        seq: true,
+        spool_items: true,
+    };
+    let request = JsonRpcRequest {
+        jsonrpc: Default::default(),
+        id: RequestId::Integer(0),
+        method: method.to_owned(),
+        params: Some(Value::Object(params)),
+    };
+    let result = methods::call(&app.hub, &mut state, &request).await;
+    app.hub.unsubscribe_all(state.id);
+    Ok(result?)
+}
+
+/// A JSON object body; an empty body is `{}`.
+fn object_body(body: &Bytes) -> Result<Map<String, Value>> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Map::new());
+    }
+    match serde_json::from_slice(body) {
+        Ok(Value::Object(object)) => Ok(object),
+        Ok(_) => Err(ApiError::bad_request("the body must be a JSON object")),
+        Err(error) => Err(ApiError::bad_request(format!(
+            "the body is not JSON: {error}"
+        ))),
+    }
+}
+
+fn query<T>(query: std::result::Result<Query<T>, QueryRejection>) -> Result<T> {
+    query
+        .map(|Query(q)| q)
+        .map_err(|rejection| ApiError::bad_request(rejection.body_text()))
+}
+
+async fn ensure_thread(app: &App, thread_id: &str) -> Result<()> {
+    match app.hub.store().thread(thread_id).await? {
+        Some(_) => Ok(()),
+        None => Err(ApiError::not_found(format!("no thread {thread_id}"))),
+    }
+}
+
+/// `POST /v1/threads`: `thread/start`'s params in, its result out.
+pub(crate) async fn create(State(app): State<App>, body: Bytes) -> Result<Response> {
+    if !app.shutdown.is_serving() {
+        return Err(ApiError::shutting_down());
+    }
+    let result = call(&app, "thread/start", object_body(&body)?).await?;
+    Ok((StatusCode::CREATED, Json(result)).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ListQuery {
+    cursor: Option<String>,
+    limit: Option<u32>,
+}
+
+/// `GET /v1/threads?cursor=&limit=`: `thread/list`.
+pub(crate) async fn list(
+    State(app): State<App>,
+    q: std::result::Result<Query<ListQuery>, QueryRejection>,
+) -> Result<Json<Value>> {
+    let q = query(q)?;
+    let mut params = Map::new();
+    if let Some(cursor) = q.cursor {
+        params.insert("cursor".to_owned(), cursor.into());
+    }
+    if let Some(limit) = q.limit {
+        params.insert("limit".to_owned(), limit.into());
+    }
+    Ok(Json(call(&app, "thread/list", params).await?))
+}
+
+/// `GET /v1/threads/{id}`: `thread/read` with its turns.
+pub(crate) async fn read(
+    State(app): State<App>,
+    Path(thread_id): Path<String>,
+) -> Result<Json<Value>> {
+    ensure_thread(&app, &thread_id).await?;
+    let params = json!({"threadId": thread_id, "includeTurns": true});
+    let Value::Object(params) = params else {
+        unreachable!()
+    };
+    Ok(Json(call(&app, "thread/read", params).await?))
+}
+
+/// `POST /v1/threads/{id}/turns`: `turn/start` (without `threadId`); the
+/// response is the turn's SSE stream, `turn/started` to `turn/completed`.
+pub(crate) async fn start_turn(
+    State(app): State<App>,
+    Path(thread_id): Path<String>,
+    body: Bytes,
+) -> Result<Response> {
+    if !app.shutdown.is_serving() {
+        return Err(ApiError::shutting_down());
+    }
+    let mut params = object_body(&body)?;
+    params.insert("threadId".to_owned(), thread_id.clone().into());
+    ensure_thread(&app, &thread_id).await?;
+    if app.hub.running_turns().iter().any(|(t, _)| *t == thread_id) {
+        return Err(HubError::Busy(thread_id).into());
+    }
+    // Watch before the turn starts: nothing of it can be missed.
+    let watch = Watch::start(&app.hub, &thread_id, None).await?;
+    let started = call(&app, "turn/start", params).await?;
+    let turn_id = started["turn"]["id"]
+        .as_str()
+        .ok_or_else(|| ApiError::internal("turn/start answered without a turn id"))?
+        .to_owned();
+    Ok(sse::respond(watch, Some(turn_id), app.shutdown.clone()).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct EventsQuery {
+    after: Option<u64>,
+}
+
+/// `GET /v1/threads/{id}/events`: every event after the cursor
+/// (`Last-Event-ID`, else `?after=`, else from the start), then live ones,
+/// with no gap and no duplicate.
+pub(crate) async fn events(
+    State(app): State<App>,
+    Path(thread_id): Path<String>,
+    headers: HeaderMap,
+    q: std::result::Result<Query<EventsQuery>, QueryRejection>,
+) -> Result<Response> {
+    let q = query(q)?;
+    let after = match headers.get("last-event-id") {
+        Some(value) => value
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .ok_or_else(|| ApiError::bad_request("Last-Event-ID must be a seq (a number)"))?,
+        None => q.after.unwrap_or(0),
+    };
+    ensure_thread(&app, &thread_id).await?;
+    let watch = Watch::start(&app.hub, &thread_id, Some(after)).await?;
+    Ok(sse::respond(watch, None, app.shutdown.clone()).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ItemsQuery {
+    view: Option<String>,
+    tokens: Option<usize>,
+}
+
+/// `GET /v1/threads/{id}/items?view=all|client|llm&tokens=N`. `all` and
+/// `client` list item records; `llm` is the next model request's input,
+/// under the token budget when given.
+pub(crate) async fn items(
+    State(app): State<App>,
+    Path(thread_id): Path<String>,
+    q: std::result::Result<Query<ItemsQuery>, QueryRejection>,
+) -> Result<Json<Value>> {
+    let q = query(q)?;
+    let view = match q.view.as_deref().unwrap_or("client") {
+        "all" => View::All,
+        "client" => View::Client,
+        "llm" => View::Llm,
+        other => {
+            return Err(ApiError::bad_request(format!(
+                "unknown view {other:?}: all, client or llm"
+            )));
+        }
+    };
+    ensure_thread(&app, &thread_id).await?;
+    let store = app.hub.store();
+    if view != View::Llm {
+        if q.tokens.is_some() {
+            return Err(ApiError::bad_request("tokens applies to view=llm only"));
+        }
+        let records = store.items(&thread_id, view).await?;
+        return Ok(Json(
+            json!({"view": q.view.unwrap_or("client".into()), "data": records}),
+        ));
+    }
+    let options = LlmViewOptions {
+        token_budget: q.tokens,
+        ..LlmViewOptions::default()
+    };
+    let llm = store.llm_view(&thread_id, options).await?;
+    Ok(Json(json!({
+        "view": "llm",
+        "data": llm.input,
+        "totalTokens": llm.total_tokens,
+        "turnsIncluded": llm.turns_included,
+        "turnsOmitted": llm.turns_omitted,
+    })))
+}
+
+/// `POST /v1/threads/{id}/requests/{requestId}`: answers an approval or a
+/// client tool call; the body is the answer (`{"decision": "accept"}`).
+pub(crate) async fn answer(
+    State(app): State<App>,
+    Path((thread_id, request_id)): Path<(String, String)>,
+    body: Bytes,
+) -> Result<Json<Value>> {
+    let value = Value::Object(object_body(&body)?);
+    let Some(request) = app.hub.store().request(&thread_id, &request_id).await? else {
+        return Err(ApiError::not_found(format!(
+            "thread {thread_id} has no request {request_id}"
+        )));
+    };
+    if request.answer.is_some() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "already_answered",
+            format!("request {request_id} was already answered"),
+        ));
+    }
+    let answer = answer_of(&request.request, value)
+        .map_err(|e| ApiError::bad_request(format!("not an answer to this request: {e}")))?;
+    if app.hub.answer(&request_id, answer.clone()).await.is_err() {
+        // No run waits on it in this process: record it, resume the run.
+        app.hub
+            .answer_paused(&thread_id, &request_id, answer)
+            .await?;
+    }
+    Ok(Json(json!({})))
+}
+
+/// `POST /v1/threads/{id}/turns/{turnId}/interrupt`.
+pub(crate) async fn interrupt(
+    State(app): State<App>,
+    Path((thread_id, turn_id)): Path<(String, String)>,
+) -> Result<Json<Value>> {
+    ensure_thread(&app, &thread_id).await?;
+    app.hub.interrupt(&thread_id, &turn_id).map_err(|_| {
+        ApiError::conflict(format!(
+            "turn {turn_id} of thread {thread_id} is not running"
+        ))
+    })?;
+    Ok(Json(json!({})))
+}

@@ -1,0 +1,39 @@
+//! WebSocket connections: one JSON-RPC message per text frame, served by
+//! the same connection loop as stdio. The upgrade happens only after the
+//! auth middleware let the request through.
+
+use axum::extract::State;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::response::Response;
+use futures_util::{SinkExt, StreamExt, future};
+
+use crate::connection::serve_messages;
+use crate::http::App;
+
+/// The largest message a client may send (a text frame).
+const MAX_MESSAGE_BYTES: usize = 16 << 20;
+
+pub(crate) async fn upgrade(State(app): State<App>, ws: WebSocketUpgrade) -> Response {
+    ws.max_message_size(MAX_MESSAGE_BYTES)
+        .on_upgrade(move |socket| serve_socket(app, socket))
+}
+
+async fn serve_socket(app: App, socket: WebSocket) {
+    let (sink, stream) = socket.split();
+    let closing = app.shutdown.clone();
+    let incoming = stream
+        .take_until(Box::pin(async move { closing.closing().await }))
+        .take_while(|message| {
+            future::ready(matches!(message, Ok(m) if !matches!(m, Message::Close(_))))
+        })
+        .filter_map(|message| {
+            future::ready(match message {
+                Ok(Message::Text(text)) => Some(text.as_str().to_owned()),
+                Ok(Message::Binary(bytes)) => String::from_utf8(bytes.to_vec()).ok(),
+                _ => None,
+            })
+        });
+    let outgoing =
+        sink.with(|line: String| future::ready(Ok::<_, axum::Error>(Message::Text(line.into()))));
+    serve_messages(app.hub, incoming, outgoing).await;
+}
