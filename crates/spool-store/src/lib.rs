@@ -219,4 +219,38 @@ pub trait Store: Send + Sync {
         &self,
         thread_id: &str,
     ) -> impl Future<Output = Result<Vec<StoredRunState>, StoreError>> + Send;
+
+    /// Archives the thread (logging `thread/archived`, which is returned)
+    /// or unarchives it (only the thread's flag changes: there is no event
+    /// for it). Already in that state: nothing changes, `None`. Durable
+    /// when it returns.
+    fn set_archived(
+        &self,
+        thread_id: &str,
+        archived: bool,
+    ) -> impl Future<Output = Result<Option<ThreadEvent>, StoreError>> + Send;
+
+    /// Removes `first_turn_id` and every later turn from the thread's
+    /// history by logging `item/removed` for each of their items (the log
+    /// keeps them; the projections drop them), atomically, and returns the
+    /// logged events. Refused ([`StoreError::Refused`]) while a turn is in
+    /// progress or when the turn is unknown. Durable when it returns.
+    fn revert_turns(
+        &self,
+        thread_id: &str,
+        first_turn_id: &str,
+    ) -> impl Future<Output = Result<Vec<ThreadEvent>, StoreError>> + Send;
+
+    /// Creates the thread `new` holding a copy of `source_id`'s finished
+    /// turns before `before_turn` (all of them when `None`; a turn in
+    /// progress and what follows are never copied, nor turns whose items
+    /// were all removed): each logged in the new thread as `turn/started`,
+    /// its items as `item/started` + `item/completed`, and `turn/completed`,
+    /// with the source's ids. One transaction; the source is only read.
+    fn fork_thread(
+        &self,
+        new: NewThread,
+        source_id: &str,
+        before_turn: Option<&str>,
+    ) -> impl Future<Output = Result<ThreadRecord, StoreError>> + Send;
 }

@@ -8,6 +8,7 @@ mod llm_read;
 mod reads;
 mod requests_read;
 pub(crate) mod schema;
+mod thread_ops;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -19,13 +20,11 @@ use rusqlite::Connection;
 use spool_core::llm::{LlmView, LlmViewOptions};
 use spool_core::views::select;
 use spool_core::{ItemRecord, ThreadReducer, TurnRecord, View};
-use spool_protocol::{
-    ServerNotification, Thread, ThreadEvent, ThreadStartedNotification, ThreadStatus,
-};
+use spool_protocol::{ServerNotification, ThreadEvent};
 use tokio::sync::oneshot;
 
 use self::reads::ReaderPool;
-use self::writer::{Incoming, Request, RequestOp, now_ms};
+use self::writer::{Incoming, Request, RequestOp};
 use crate::Store;
 use crate::error::StoreError;
 use crate::options::StoreOptions;
@@ -235,34 +234,7 @@ fn keep_view(records: Vec<ItemRecord>, view: View) -> Vec<ItemRecord> {
 
 impl Store for SqliteStore {
     async fn create_thread(&self, new: NewThread) -> Result<ThreadRecord, StoreError> {
-        let created_at_ms = now_ms();
-        let id = new.id.unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
-        let mut thread = Thread::new(
-            id,
-            new.model_provider,
-            new.cwd,
-            created_at_ms.div_euclid(1000),
-        );
-        thread.cli_version = new.cli_version;
-        thread.name = new.name;
-        thread.forked_from_id = new.forked_from_id;
-        thread.history_owner = Some(new.history_mode);
-        thread.model = new.model;
-        // The logged event shows the thread as its creator sees it: loaded
-        // and idle. Stored records say `notLoaded` (see `ThreadRecord`).
-        let started = ServerNotification::ThreadStarted(ThreadStartedNotification {
-            thread: Box::new(Thread {
-                status: ThreadStatus::Idle,
-                ..thread.clone()
-            }),
-        });
-        let started_json = encode("thread/started", &started)?;
-        let record = ThreadRecord {
-            thread,
-            dev_mode: new.dev_mode,
-            archived: false,
-            last_seq: 1,
-        };
+        let (record, started_json, created_at_ms) = thread_ops::new_thread_record(new)?;
         self.ask(|reply| Request::Create {
             record: Box::new(record),
             started_json,
@@ -506,5 +478,30 @@ impl Store for SqliteStore {
         let thread_id = thread_id.to_owned();
         self.read(move |conn| requests_read::run_states(conn, &thread_id))
             .await
+    }
+
+    async fn set_archived(
+        &self,
+        thread_id: &str,
+        archived: bool,
+    ) -> Result<Option<ThreadEvent>, StoreError> {
+        self.set_archived_op(thread_id, archived).await
+    }
+
+    async fn revert_turns(
+        &self,
+        thread_id: &str,
+        first_turn_id: &str,
+    ) -> Result<Vec<ThreadEvent>, StoreError> {
+        self.revert_turns_op(thread_id, first_turn_id).await
+    }
+
+    async fn fork_thread(
+        &self,
+        new: NewThread,
+        source_id: &str,
+        before_turn: Option<&str>,
+    ) -> Result<ThreadRecord, StoreError> {
+        self.fork_thread_op(new, source_id, before_turn).await
     }
 }

@@ -27,8 +27,10 @@ mod pop;
 mod rank;
 mod requests;
 mod state;
+mod thread_ops;
 
 pub(crate) use self::requests::RequestOp;
+pub(crate) use self::thread_ops::ThreadOp;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -81,6 +83,8 @@ pub(crate) enum Request {
     },
     /// Pending requests and run states (`requests.rs`).
     Requests(RequestOp),
+    /// Archive, revert, fork (`thread_ops.rs`).
+    Threads(ThreadOp),
     Close {
         reply: Reply<()>,
     },
@@ -255,6 +259,7 @@ impl Writer {
                 }
             }
             Request::Requests(op) => self.handle_request_op(op),
+            Request::Threads(op) => self.handle_thread_op(op),
             Request::Flush { reply } => {
                 if self.batch.is_empty() {
                     let _ = reply.send(Ok(()));

@@ -1,0 +1,103 @@
+//! Whole-thread operations of the SQLite store: archive, revert, fork.
+//! The writer does the work in one transaction each
+//! (`writer/thread_ops.rs`); this side prepares the requests.
+
+use spool_protocol::{
+    ServerNotification, Thread, ThreadEvent, ThreadStartedNotification, ThreadStatus,
+};
+
+use super::SqliteStore;
+use super::codec::encode;
+use super::writer::{Request, ThreadOp, now_ms};
+use crate::error::StoreError;
+use crate::types::{NewThread, ThreadRecord};
+
+impl SqliteStore {
+    pub(super) async fn set_archived_op(
+        &self,
+        thread_id: &str,
+        archived: bool,
+    ) -> Result<Option<ThreadEvent>, StoreError> {
+        let thread_id = thread_id.to_owned();
+        self.ask(|reply| {
+            Request::Threads(ThreadOp::SetArchived {
+                thread_id,
+                archived,
+                reply,
+            })
+        })
+        .await
+    }
+
+    pub(super) async fn revert_turns_op(
+        &self,
+        thread_id: &str,
+        first_turn_id: &str,
+    ) -> Result<Vec<ThreadEvent>, StoreError> {
+        let (thread_id, first_turn_id) = (thread_id.to_owned(), first_turn_id.to_owned());
+        self.ask(|reply| {
+            Request::Threads(ThreadOp::Revert {
+                thread_id,
+                first_turn_id,
+                reply,
+            })
+        })
+        .await
+    }
+
+    pub(super) async fn fork_thread_op(
+        &self,
+        new: NewThread,
+        source_id: &str,
+        before_turn: Option<&str>,
+    ) -> Result<ThreadRecord, StoreError> {
+        let (record, started_json, created_at_ms) = new_thread_record(new)?;
+        let source_id = source_id.to_owned();
+        let before_turn = before_turn.map(str::to_owned);
+        self.ask(|reply| {
+            Request::Threads(ThreadOp::Fork {
+                record: Box::new(record),
+                started_json,
+                created_at_ms,
+                source_id,
+                before_turn,
+                reply,
+            })
+        })
+        .await
+    }
+}
+
+/// The record of a thread to create, its `thread/started` encoded, and
+/// its creation time.
+pub(super) fn new_thread_record(new: NewThread) -> Result<(ThreadRecord, String, i64), StoreError> {
+    let created_at_ms = now_ms();
+    let id = new.id.unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+    let mut thread = Thread::new(
+        id,
+        new.model_provider,
+        new.cwd,
+        created_at_ms.div_euclid(1000),
+    );
+    thread.cli_version = new.cli_version;
+    thread.name = new.name;
+    thread.forked_from_id = new.forked_from_id;
+    thread.history_owner = Some(new.history_mode);
+    thread.model = new.model;
+    // The logged event shows the thread as its creator sees it: loaded
+    // and idle. Stored records say `notLoaded` (see `ThreadRecord`).
+    let started = ServerNotification::ThreadStarted(ThreadStartedNotification {
+        thread: Box::new(Thread {
+            status: ThreadStatus::Idle,
+            ..thread.clone()
+        }),
+    });
+    let started_json = encode("thread/started", &started)?;
+    let record = ThreadRecord {
+        thread,
+        dev_mode: new.dev_mode,
+        archived: false,
+        last_seq: 1,
+    };
+    Ok((record, started_json, created_at_ms))
+}
