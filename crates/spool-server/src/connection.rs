@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use futures_util::{Sink, SinkExt, Stream, StreamExt, sink, stream};
 use serde_json::{Value, json};
 use spool_protocol::jsonrpc::{
     JsonRpcError, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId,
@@ -21,7 +22,6 @@ use spool_protocol::jsonrpc::{
 };
 use spool_protocol::*;
 use spool_store::PendingRequest;
-use futures_util::{Sink, SinkExt, Stream, StreamExt, sink, stream};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 

@@ -391,8 +391,14 @@ impl WebSocket {
         if status == 101 {
             return Upgrade::Open(WebSocket { reader });
         }
-        let mut body = Vec::new();
-        let _ = tokio::time::timeout(WAIT, reader.read_to_end(&mut body)).await;
+        // The connection stays open (keep-alive): read the body by length.
+        let length = headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).await.unwrap();
         Upgrade::Refused(Response {
             status,
             headers,
