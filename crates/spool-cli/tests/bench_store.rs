@@ -24,7 +24,7 @@ fn quick_bench_reports_every_workload() {
         .iter()
         .map(|w| w["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["a", "b", "c", "d", "e", "f", "g", "h"]);
+    assert_eq!(names, ["a", "b", "c", "d", "e", "f", "g", "h", "i"]);
     for w in workloads {
         let runs = w["runs_s"].as_array().unwrap();
         assert_eq!(runs.len(), 1, "{w}");
