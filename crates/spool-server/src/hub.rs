@@ -336,6 +336,23 @@ impl Hub {
         runner
     }
 
+    /// The id of the turn running on the thread in this process, if any
+    /// (empty while it is starting).
+    pub fn running_turn(&self, thread_id: &str) -> Option<String> {
+        self.threads()
+            .get(thread_id)
+            .and_then(|slot| slot.running.as_ref())
+            .map(|(id, _)| id.clone())
+    }
+
+    /// Streams events logged outside a run (a rename, a revert) to the
+    /// thread's watchers.
+    pub fn publish(&self, thread_id: &str, events: Vec<spool_protocol::ThreadEvent>) {
+        for event in events {
+            self.broadcast(thread_id, Delivery::Event(Appended::Logged(event)));
+        }
+    }
+
     /// Asks the running turn to stop; its `turn/completed` says
     /// `interrupted`.
     pub fn interrupt(&self, thread_id: &str, turn_id: &str) -> Result<(), HubError> {

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod rpc;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 

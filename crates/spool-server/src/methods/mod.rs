@@ -1,15 +1,27 @@
 //! The JSON-RPC methods (Codex app-server v2 names and shapes).
 //!
-//! Served: `initialize`, `thread/start`, `thread/resume` (with spool's
-//! `afterSeq` replay), `thread/read`, `thread/list`, `turn/start`,
-//! `turn/interrupt`. The other v2 methods are known (their params are
-//! checked) and answered with a clear "not served yet" error.
+//! Every v2 method of [`ClientRequest`] is served: here `initialize`,
+//! `thread/start`, `thread/resume` (with spool's `afterSeq` replay),
+//! `thread/read`, `thread/list`, `turn/start`, `turn/interrupt`;
+//! `history` pages turns and items (`thread/turns/list`,
+//! `thread/items/list`); `reshape` renames, archives, reverts and steers;
+//! `fork` copies a thread's history into a new one.
+//!
+//! A turn whose items were all removed (a revert, a rollback, the Session
+//! API's `pop_item` or `clear`) is no longer part of the history: reads
+//! leave it out. Every turn the runtime starts holds its user message, so
+//! no other turn is empty once it has finished.
 
+mod fork;
+mod history;
+mod reshape;
+
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
-use spool_core::View;
+use spool_core::{ItemRecord, TurnRecord, View};
 use spool_protocol::jsonrpc::{JsonRpcRequest, error_codes};
 use spool_protocol::*;
 use spool_store::{NewThread, Store, ThreadListQuery, ThreadSortKey as StoreSortKey};
@@ -36,7 +48,11 @@ impl MethodError {
 impl From<HubError> for MethodError {
     fn from(error: HubError) -> Self {
         let code = match &error {
-            HubError::Store(spool_store::StoreError::UnknownThread(_))
+            HubError::Store(
+                spool_store::StoreError::UnknownThread(_)
+                | spool_store::StoreError::Refused { .. }
+                | spool_store::StoreError::BadCursor(_),
+            )
             | HubError::Busy(_)
             | HubError::NotRunning(_)
             | HubError::Invalid(_) => error_codes::INVALID_PARAMS,
@@ -82,18 +98,15 @@ pub(crate) async fn call(
             hub.interrupt(&params.thread_id, &params.turn_id)?;
             reply(TurnInterruptResponse {})
         }
-        ClientRequest::ThreadFork(_)
-        | ClientRequest::ThreadTurnsList(_)
-        | ClientRequest::ThreadItemsList(_)
-        | ClientRequest::ThreadArchive(_)
-        | ClientRequest::ThreadUnarchive(_)
-        | ClientRequest::ThreadSetName(_)
-        | ClientRequest::ThreadRevert(_)
-        | ClientRequest::ThreadRollback(_)
-        | ClientRequest::TurnSteer(_) => Err(MethodError {
-            code: error_codes::METHOD_NOT_FOUND,
-            message: format!("{} is not served by this spool version yet", request.method),
-        }),
+        ClientRequest::ThreadFork(params) => fork::thread_fork(hub, state, *params).await,
+        ClientRequest::ThreadTurnsList(params) => history::turns_list(hub, state, params).await,
+        ClientRequest::ThreadItemsList(params) => history::items_list(hub, state, params).await,
+        ClientRequest::ThreadArchive(params) => reshape::archive(hub, params).await,
+        ClientRequest::ThreadUnarchive(params) => reshape::unarchive(hub, params).await,
+        ClientRequest::ThreadSetName(params) => reshape::set_name(hub, params).await,
+        ClientRequest::ThreadRevert(params) => reshape::revert(hub, params).await,
+        ClientRequest::ThreadRollback(params) => reshape::rollback(hub, params).await,
+        ClientRequest::TurnSteer(params) => reshape::steer(hub, params).await,
     }
 }
 
@@ -104,7 +117,7 @@ fn initialize(state: &mut ConnectionState, params: InitializeParams) -> Result<V
         .unwrap_or(SpoolCapabilities::NONE);
     let granted = asked.intersect(SpoolCapabilities {
         seq: true,
-        views: false,
+        views: true,
         application_items: true,
         provenance: true,
     });
@@ -195,12 +208,7 @@ async fn thread_resume(
     state: &mut ConnectionState,
     params: ThreadResumeParams,
 ) -> Result<Value, MethodError> {
-    let Some(record) = hub.store().thread(&params.thread_id).await? else {
-        return Err(MethodError::invalid_params(format!(
-            "no thread {}",
-            params.thread_id
-        )));
-    };
+    let record = thread_record(hub, &params.thread_id).await?;
     let settings = hub.resolve(settings_of(
         params.model.or(record.thread.model.clone()),
         params.cwd.or(Some(record.thread.cwd.clone())),
@@ -235,16 +243,57 @@ async fn thread_resume(
     })
 }
 
-async fn turns_with_items(hub: &Arc<Hub>, thread_id: &str) -> Result<Vec<Turn>, MethodError> {
+/// The thread's stored record, or -32602 when there is none.
+async fn thread_record(
+    hub: &Arc<Hub>,
+    thread_id: &str,
+) -> Result<spool_store::ThreadRecord, MethodError> {
+    hub.store()
+        .thread(thread_id)
+        .await?
+        .ok_or_else(|| MethodError::invalid_params(format!("no thread {thread_id}")))
+}
+
+/// The thread's turns that are part of its history (see the module docs),
+/// each with its items in `view`, oldest first.
+async fn history_turns(
+    hub: &Arc<Hub>,
+    thread_id: &str,
+    view: View,
+) -> Result<Vec<(TurnRecord, Vec<ItemRecord>)>, MethodError> {
     let turns = hub.store().turns(thread_id).await?;
-    let items = hub.store().items(thread_id, View::Client).await?;
+    let all = hub.store().items(thread_id, View::All).await?;
+    let kept: HashSet<String> = all.iter().map(|r| r.turn_id.clone()).collect();
+    let shown = match view {
+        View::All => all,
+        other => hub.store().items(thread_id, other).await?,
+    };
+    let mut by_turn: HashMap<String, Vec<ItemRecord>> = HashMap::new();
+    for record in shown {
+        by_turn
+            .entry(record.turn_id.clone())
+            .or_default()
+            .push(record);
+    }
     Ok(turns
-        .iter()
+        .into_iter()
+        .filter(|turn| !turn.status.is_terminal() || kept.contains(&turn.id))
         .map(|turn| {
+            let items = by_turn.remove(&turn.id).unwrap_or_default();
+            (turn, items)
+        })
+        .collect())
+}
+
+async fn turns_with_items(hub: &Arc<Hub>, thread_id: &str) -> Result<Vec<Turn>, MethodError> {
+    Ok(history_turns(hub, thread_id, View::Client)
+        .await?
+        .into_iter()
+        .map(|(turn, items)| {
             let of_turn = items
-                .iter()
-                .filter(|record| record.turn_id == turn.id && record.item.kind().is_codex_kind())
-                .map(|record| record.item.clone())
+                .into_iter()
+                .filter(|record| record.item.kind().is_codex_kind())
+                .map(|record| record.item)
                 .collect();
             turn.to_turn(of_turn)
         })
@@ -252,12 +301,7 @@ async fn turns_with_items(hub: &Arc<Hub>, thread_id: &str) -> Result<Vec<Turn>, 
 }
 
 async fn thread_read(hub: &Arc<Hub>, params: ThreadReadParams) -> Result<Value, MethodError> {
-    let Some(record) = hub.store().thread(&params.thread_id).await? else {
-        return Err(MethodError::invalid_params(format!(
-            "no thread {}",
-            params.thread_id
-        )));
-    };
+    let record = thread_record(hub, &params.thread_id).await?;
     let mut thread = record.thread;
     if params.include_turns {
         thread.turns = turns_with_items(hub, &params.thread_id).await?;

@@ -1,0 +1,123 @@
+//! A JSON-RPC client on a `spool serve` child process over stdio, as a
+//! Codex app-server client talks to it.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use super::Home;
+
+/// A JSON-RPC client on a `spool serve` child process.
+pub struct Client {
+    pub child: Child,
+    pub stdin: ChildStdin,
+    pub lines: Lines<BufReader<ChildStdout>>,
+    /// Everything received that was not a reply we waited for.
+    pub seen: Vec<Value>,
+}
+
+impl Client {
+    pub fn start(home: &Home, model_url: &str, extra: &[&str]) -> Client {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_spool"))
+            .arg("serve")
+            .args(extra)
+            .current_dir(home.path())
+            .env("SPOOL_HOME", home.path())
+            .env("SPOOL_LOCAL_MODEL_URL", model_url)
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("SPOOL_STORE")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spool serve starts");
+        let stdin = child.stdin.take().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        Client {
+            child,
+            stdin,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    pub async fn send(&mut self, message: Value) {
+        self.send_raw(&message.to_string()).await;
+    }
+
+    pub async fn send_raw(&mut self, line: &str) {
+        self.stdin.write_all(line.as_bytes()).await.unwrap();
+        self.stdin.write_all(b"\n").await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
+    pub async fn next(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(30), self.lines.next_line())
+            .await
+            .expect("the server answers within 30 s")
+            .unwrap()
+            .expect("the server is still there");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+    }
+
+    /// Sends a request and returns its reply (result or error object).
+    pub async fn call(&mut self, id: i64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        self.reply_to(json!(id)).await
+    }
+
+    pub async fn reply_to(&mut self, id: Value) -> Value {
+        loop {
+            let message = self.next().await;
+            if message.get("id") == Some(&id) && message.get("method").is_none() {
+                return message;
+            }
+            self.seen.push(message);
+        }
+    }
+
+    /// Reads until a message matches, keeping everything read.
+    pub async fn until(&mut self, matches: impl Fn(&Value) -> bool) -> Value {
+        if let Some(found) = self.seen.iter().find(|m| matches(m)) {
+            return found.clone();
+        }
+        loop {
+            let message = self.next().await;
+            self.seen.push(message.clone());
+            if matches(&message) {
+                return message;
+            }
+        }
+    }
+
+    pub async fn initialize(&mut self, capabilities: Value) -> Value {
+        let reply = self
+            .call(
+                0,
+                "initialize",
+                json!({"clientInfo": {"name": "test", "version": "1"}, "capabilities": capabilities}),
+            )
+            .await;
+        self.send(json!({"jsonrpc": "2.0", "method": "initialized"}))
+            .await;
+        reply
+    }
+
+    pub async fn close(mut self) {
+        drop(self.stdin);
+        let status = tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .expect("the server exits when its input ends")
+            .unwrap();
+        assert!(status.success(), "{status}");
+    }
+}
+
+pub fn method_of(message: &Value) -> &str {
+    message["method"].as_str().unwrap_or("")
+}
