@@ -304,7 +304,17 @@ impl Hub {
     ) {
         let hub = self.clone();
         tokio::spawn(async move {
+            let mut turn_id = String::new();
             while let Some(event) = events.recv().await {
+                match event.notification() {
+                    ServerNotification::TurnStarted(n) => turn_id = n.turn.id.clone(),
+                    // The thread is free for the next turn/start before the
+                    // client learns this one completed.
+                    ServerNotification::TurnCompleted(n) => {
+                        hub.finish_turn(&thread_id, &n.turn.id);
+                    }
+                    _ => {}
+                }
                 hub.broadcast(&thread_id, Delivery::Event(event));
             }
             match run.await {
@@ -315,12 +325,25 @@ impl Hub {
                 Ok(Err(error)) => tracing::error!(%thread_id, %error, "run failed"),
                 Err(error) => tracing::error!(%thread_id, %error, "run task panicked"),
             }
-            hub.finish_running(&thread_id);
+            hub.finish_turn(&thread_id, &turn_id);
         });
     }
 
     fn finish_running(&self, thread_id: &str) {
         if let Some(slot) = self.threads().get_mut(thread_id) {
+            slot.running = None;
+        }
+    }
+
+    /// Frees the thread if `turn_id` is the turn it runs (or its turn is
+    /// not known yet); a turn started since is left alone.
+    fn finish_turn(&self, thread_id: &str, turn_id: &str) {
+        if let Some(slot) = self.threads().get_mut(thread_id)
+            && slot
+                .running
+                .as_ref()
+                .is_some_and(|(running, _)| running.is_empty() || running == turn_id)
+        {
             slot.running = None;
         }
     }
