@@ -13,6 +13,33 @@ pub enum BenchCommand {
     /// scripted provider that answers at once; JSON on stdout, progress on
     /// stderr. Build with `--release` for numbers worth keeping.
     Runner(BenchRunnerArgs),
+    /// Time the app server end to end over a WebSocket, in process (issue
+    /// 5): notifications/s, delta latency with many threads streaming,
+    /// memory per idle thread, `thread/resume` of a long thread; JSON on
+    /// stdout, progress on stderr. Build with `--release`.
+    Server(BenchServerArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BenchServerArgs {
+    /// (a) Deltas streamed in the one turn timed for notifications/s.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub deltas: u32,
+    /// (b) Threads streaming at once.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub threads: u32,
+    /// (b) Deltas each of those threads streams.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+    pub thread_deltas: u32,
+    /// (c) Idle threads loaded to measure memory per thread.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub idle_threads: u32,
+    /// (d) Items of the thread resumed (two per turn).
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(2..))]
+    pub items: u32,
+    /// Where the temporary store goes (default: the system temp dir).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]

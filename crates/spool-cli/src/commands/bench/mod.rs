@@ -7,6 +7,9 @@
 //!
 //! `spool bench runner` (`runner.rs`): the agent loop's own overhead per
 //! model call, with a provider that answers at once (issue 4).
+//!
+//! `spool bench server` (`server.rs`): the app server end to end over a
+//! WebSocket, in process (issue 5).
 
 mod args;
 mod floor;
@@ -14,6 +17,7 @@ mod items;
 mod log_workloads;
 mod report;
 mod runner;
+mod server;
 mod session_workloads;
 mod workloads;
 
@@ -35,6 +39,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
     match command {
         BenchCommand::Store(args) => store(args).await,
         BenchCommand::Runner(args) => runner::runner(args).await,
+        BenchCommand::Server(args) => server::server(args).await,
     }
 }
 

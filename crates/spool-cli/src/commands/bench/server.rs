@@ -1,0 +1,686 @@
+//! `spool bench server`: the app server end to end (issue 5), in process.
+//!
+//! A `spool_server::Hub` on a fresh `SqliteStore` (the options `spool
+//! serve` uses: full durability, deltas through group commit) is served on
+//! a real WebSocket listener (`Listeners::bind` on `ws://127.0.0.1:0`); one
+//! client in the same process speaks JSON-RPC to it over TCP with a
+//! minimal WebSocket client of its own. The model is a provider that
+//! streams its deltas as fast as it is polled, each delta stamped with the
+//! instant it was emitted (nanoseconds since the bench's start), so the
+//! client can tell how long a delta took to reach it.
+//!
+//! - (a) notifications/s: one turn of `--deltas` deltas; every
+//!   notification the client receives, from `turn/start` sent to
+//!   `turn/completed` received; the log is checked to hold every delta.
+//! - (b) `--threads` threads streaming `--thread-deltas` deltas each at
+//!   once: p50/p99 of (client received − provider emitted) per delta.
+//! - (c) resident memory per loaded idle thread: the RSS growth
+//!   (`/proc/self/statm`) over `--idle-threads` `thread/start`s, per thread.
+//! - (d) `thread/resume` (with turns) of a thread of `--items` items:
+//!   request sent to reply received; the median of a few resumes.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail, ensure};
+use futures_util::StreamExt;
+use serde::Serialize;
+use serde_json::{Value, json};
+use spool_model::{ModelEvent, ModelProvider, ModelRequest, ModelStream, ScriptedProvider};
+use spool_protocol::{
+    Audience, ItemCompletedNotification, ItemEnvelope, ItemStartedNotification, ItemStatus,
+    ServerNotification, ThreadItem, Turn, TurnCompletedNotification, TurnStartedNotification,
+    TurnStatus, UserInput,
+};
+use spool_runtime::Agent;
+use spool_server::{Hub, HubOptions, ListenUrl, Listeners, Shutdown, ThreadSettings};
+use spool_store::{NewThread, SqliteStore, Store, StoreOptions};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+use super::args::BenchServerArgs;
+use super::report::{Machine, median};
+
+const TARGET_NOTIFICATIONS_PER_S: f64 = 100_000.0;
+const TARGET_P99_MS: f64 = 2.0;
+const TARGET_KIB_PER_THREAD: f64 = 64.0;
+const TARGET_RESUME_MS: f64 = 50.0;
+/// Resumes timed in (d); the median is reported.
+const RESUMES: usize = 5;
+/// Turns per `append` while filling (d)'s thread.
+const SETUP_TURNS_PER_APPEND: usize = 250;
+/// How long the client waits for any one message before giving up.
+const WAIT: Duration = Duration::from_secs(120);
+
+#[derive(Debug, Serialize)]
+struct Report {
+    workload: &'static str,
+    transport: &'static str,
+    store: &'static str,
+    notifications: Notifications,
+    latency: Latency,
+    idle_thread_memory: Memory,
+    resume: Resume,
+    machine: Machine,
+}
+
+#[derive(Debug, Serialize)]
+struct Notifications {
+    deltas: usize,
+    notifications: usize,
+    seconds: f64,
+    per_s: f64,
+    target_per_s: f64,
+    holds: bool,
+    /// The thread's log ends at this seq (every delta logged).
+    last_seq: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct Latency {
+    threads: usize,
+    deltas_per_thread: usize,
+    samples: usize,
+    p50_ms: f64,
+    p99_ms: f64,
+    max_ms: f64,
+    target_p99_ms: f64,
+    holds: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Memory {
+    threads: usize,
+    rss_before_kib: f64,
+    rss_after_kib: f64,
+    kib_per_thread: f64,
+    target_kib_per_thread: f64,
+    holds: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Resume {
+    items: usize,
+    turns: usize,
+    resumes: usize,
+    median_ms: f64,
+    first_ms: f64,
+    max_ms: f64,
+    reply_bytes: usize,
+    target_ms: f64,
+    holds: bool,
+}
+
+pub async fn server(args: BenchServerArgs) -> anyhow::Result<()> {
+    let dir = args.dir.clone().unwrap_or_else(std::env::temp_dir);
+    ensure!(dir.is_dir(), "--dir {}: not a directory", dir.display());
+    let machine = Machine::probe();
+    if machine.build_profile == "debug" {
+        eprintln!("warning: this is a debug build; use --release for numbers worth keeping");
+    }
+    let tmp = tempfile::Builder::new()
+        .prefix("spool-bench-server-")
+        .tempdir_in(&dir)
+        .with_context(|| format!("cannot create a directory in {}", dir.display()))?;
+    let report = run(&args, tmp.path(), machine).await?;
+    let mut stdout = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut stdout, &report)?;
+    writeln!(stdout)?;
+    Ok(())
+}
+
+async fn run(args: &BenchServerArgs, dir: &Path, machine: Machine) -> anyhow::Result<Report> {
+    let store = SqliteStore::open(dir.join("spool.db"), StoreOptions::default())?;
+    let workspace = dir.join("workspace");
+    std::fs::create_dir_all(&workspace)?;
+    let cwd = workspace.display().to_string();
+    let provider = Arc::new(Stamping::new());
+    let agent_cwd = cwd.clone();
+    let options = HubOptions {
+        provider_name: "bench".to_owned(),
+        defaults: ThreadSettings {
+            model: Some("scripted".to_owned()),
+            cwd: Some(cwd.clone()),
+            ..ThreadSettings::default()
+        },
+        agent_for: Arc::new(move |settings: &ThreadSettings| {
+            let root = settings.cwd.clone().unwrap_or_else(|| agent_cwd.clone());
+            Agent::new("bench", root).with_model("scripted")
+        }),
+        rules_file: None,
+    };
+    let hub = Hub::new(store.clone(), provider.clone(), options);
+    let listeners = Listeners::bind(&[ListenUrl::Ws("127.0.0.1:0".to_owned())], None).await?;
+    let url = listeners
+        .addresses()
+        .into_iter()
+        .next()
+        .context("no listener bound")?;
+    let addr = url.trim_start_matches("ws://").to_owned();
+    let shutdown = Shutdown::new();
+    let running = listeners.serve(hub.clone(), shutdown.clone());
+    eprintln!("server: listening on {url}");
+
+    let mut client = Client::connect(&addr).await?;
+    client
+        .call(
+            "initialize",
+            json!({
+                "clientInfo": {"name": "spool-bench", "version": env!("CARGO_PKG_VERSION")},
+                "capabilities": {"spool": {"seq": true, "views": true}},
+            }),
+        )
+        .await?;
+
+    // (c) first, on a heap the other workloads have not grown.
+    let memory = idle_memory(&mut client, args.idle_threads as usize).await?;
+    eprintln!(
+        "(c) {} idle threads: {:.1} KiB per thread",
+        memory.threads, memory.kib_per_thread
+    );
+    let resume = resume(&mut client, &store, &cwd, args.items as usize).await?;
+    eprintln!(
+        "(d) thread/resume of {} items: median {:.2} ms",
+        resume.items, resume.median_ms
+    );
+    let notifications = notifications(&mut client, &store, &provider, args.deltas as usize).await?;
+    eprintln!(
+        "(a) {} notifications in {:.3} s: {:.0}/s",
+        notifications.notifications, notifications.seconds, notifications.per_s
+    );
+    let latency = latency(
+        &mut client,
+        &provider,
+        args.threads as usize,
+        args.thread_deltas as usize,
+    )
+    .await?;
+    eprintln!(
+        "(b) {} threads at once: p50 {:.3} ms, p99 {:.3} ms",
+        latency.threads, latency.p50_ms, latency.p99_ms
+    );
+
+    drop(client);
+    shutdown.run(&hub, Duration::from_secs(10)).await;
+    running.finish(Duration::from_secs(5)).await;
+    store.close().await?;
+    Ok(Report {
+        workload: "server",
+        transport: "WebSocket on 127.0.0.1 (spool_server::Listeners), one client in process",
+        store: "SqliteStore, StoreOptions::default() (full durability, group commit)",
+        notifications,
+        latency,
+        idle_thread_memory: memory,
+        resume,
+        machine,
+    })
+}
+
+/// (a): one turn of `deltas` deltas.
+async fn notifications(
+    client: &mut Client,
+    store: &SqliteStore,
+    provider: &Stamping,
+    deltas: usize,
+) -> anyhow::Result<Notifications> {
+    let thread = client.start_thread().await?;
+    provider.set_deltas(deltas);
+    let start = Instant::now();
+    let id = client
+        .send_request("turn/start", turn_params(&thread))
+        .await?;
+    let mut received = 0usize;
+    let mut delta_count = 0usize;
+    loop {
+        let frame = client.next_frame().await?;
+        if frame.contains("\"item/agentMessage/delta\"") {
+            delta_count += 1;
+        } else if frame.contains("\"turn/completed\"") {
+            received += 1;
+            break;
+        } else if is_reply(&frame, id) {
+            continue;
+        }
+        received += 1;
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    ensure!(
+        delta_count == deltas,
+        "{delta_count} deltas received, not {deltas}"
+    );
+    store.flush().await?;
+    let last_seq = store
+        .thread(&thread)
+        .await?
+        .map(|t| t.last_seq)
+        .unwrap_or(0);
+    ensure!(
+        last_seq >= deltas as u64,
+        "the log ends at seq {last_seq}, below the {deltas} deltas streamed"
+    );
+    let per_s = received as f64 / seconds;
+    Ok(Notifications {
+        deltas,
+        notifications: received,
+        seconds: round(seconds, 4),
+        per_s: round(per_s, 0),
+        target_per_s: TARGET_NOTIFICATIONS_PER_S,
+        holds: per_s >= TARGET_NOTIFICATIONS_PER_S,
+        last_seq,
+    })
+}
+
+/// (b): `threads` threads streaming at once.
+async fn latency(
+    client: &mut Client,
+    provider: &Stamping,
+    threads: usize,
+    deltas: usize,
+) -> anyhow::Result<Latency> {
+    let mut ids = Vec::with_capacity(threads);
+    for _ in 0..threads {
+        ids.push(client.start_thread().await?);
+    }
+    provider.set_deltas(deltas);
+    for thread in &ids {
+        client
+            .send_request("turn/start", turn_params(thread))
+            .await?;
+    }
+    let mut latencies_ns = Vec::with_capacity(threads * deltas);
+    let mut completed = 0;
+    while completed < threads {
+        let frame = client.next_frame().await?;
+        let now = provider.now_ns();
+        if let Some(stamp) = delta_stamp(&frame) {
+            latencies_ns.push(now.saturating_sub(stamp) as f64);
+        } else if frame.contains("\"turn/completed\"") {
+            completed += 1;
+        }
+    }
+    ensure!(
+        latencies_ns.len() == threads * deltas,
+        "{} deltas received, not {}",
+        latencies_ns.len(),
+        threads * deltas
+    );
+    latencies_ns.sort_by(f64::total_cmp);
+    let ms = |p: f64| round(percentile(&latencies_ns, p) / 1e6, 3);
+    let p99_ms = ms(0.99);
+    Ok(Latency {
+        threads,
+        deltas_per_thread: deltas,
+        samples: latencies_ns.len(),
+        p50_ms: ms(0.5),
+        p99_ms,
+        max_ms: ms(1.0),
+        target_p99_ms: TARGET_P99_MS,
+        holds: p99_ms <= TARGET_P99_MS,
+    })
+}
+
+/// (c): RSS growth over `threads` loaded idle threads.
+async fn idle_memory(client: &mut Client, threads: usize) -> anyhow::Result<Memory> {
+    // Warm up: the first threads pay for caches and connections.
+    for _ in 0..10 {
+        client.start_thread().await?;
+    }
+    let before = rss_kib()?;
+    for _ in 0..threads {
+        client.start_thread().await?;
+    }
+    let after = rss_kib()?;
+    let per_thread = (after - before) / threads as f64;
+    Ok(Memory {
+        threads,
+        rss_before_kib: before,
+        rss_after_kib: after,
+        kib_per_thread: round(per_thread, 2),
+        target_kib_per_thread: TARGET_KIB_PER_THREAD,
+        holds: per_thread <= TARGET_KIB_PER_THREAD,
+    })
+}
+
+/// (d): `thread/resume` with turns of a thread of `items` items, written
+/// to the store directly (a user message and an answer per turn).
+async fn resume(
+    client: &mut Client,
+    store: &SqliteStore,
+    cwd: &str,
+    items: usize,
+) -> anyhow::Result<Resume> {
+    let record = store.create_thread(NewThread::new("bench", cwd)).await?;
+    let thread = record.thread.id;
+    let turns = items / 2;
+    for first in (0..turns).step_by(SETUP_TURNS_PER_APPEND) {
+        let last = (first + SETUP_TURNS_PER_APPEND).min(turns);
+        let events = (first..last)
+            .flat_map(|k| turn_events(&thread, k))
+            .collect();
+        store.append(&thread, events).await?;
+    }
+    store.flush().await?;
+    let mut times = Vec::with_capacity(RESUMES);
+    let mut reply_bytes = 0;
+    for _ in 0..RESUMES {
+        let start = Instant::now();
+        let (reply, at) = client
+            .call_timed("thread/resume", json!({"threadId": thread}))
+            .await?;
+        times.push(at.duration_since(start).as_secs_f64() * 1000.0);
+        let got = reply["result"]["thread"]["turns"]
+            .as_array()
+            .map_or(0, Vec::len);
+        ensure!(
+            got == turns,
+            "thread/resume returned {got} turns, not {turns}"
+        );
+        reply_bytes = reply.to_string().len();
+    }
+    let median_ms = median(&times);
+    Ok(Resume {
+        items: turns * 2,
+        turns,
+        resumes: RESUMES,
+        median_ms: round(median_ms, 3),
+        first_ms: round(times[0], 3),
+        max_ms: round(times.iter().copied().fold(0.0, f64::max), 3),
+        reply_bytes,
+        target_ms: TARGET_RESUME_MS,
+        holds: median_ms <= TARGET_RESUME_MS,
+    })
+}
+
+fn turn_params(thread: &str) -> Value {
+    json!({"threadId": thread, "input": [{"type": "text", "text": "Stream."}]})
+}
+
+/// Turn `k` of (d)'s thread: its user message and the agent's answer.
+fn turn_events(thread: &str, k: usize) -> Vec<ServerNotification> {
+    let turn = format!("turn_{k}");
+    let user = ThreadItem::user_message(
+        format!("item_{}", 2 * k),
+        vec![UserInput::text(format!("Question {k}: what comes next?"))],
+    );
+    let agent = ThreadItem::agent_message(
+        format!("msg_{}", 2 * k + 1),
+        format!("Answer {k}: the next thing, in a sentence or two of plain text."),
+    );
+    let now = now_ms();
+    let started = |item: ThreadItem| {
+        ServerNotification::ItemStarted(ItemStartedNotification {
+            item,
+            thread_id: thread.to_owned(),
+            turn_id: turn.clone(),
+            started_at_ms: now,
+            envelope: Some(ItemEnvelope::started("bench", Audience::BOTH, now)),
+        })
+    };
+    let completed = |item: ThreadItem| {
+        let mut envelope = ItemEnvelope::started("bench", Audience::BOTH, now);
+        envelope.status = ItemStatus::Completed;
+        envelope.completed_at_ms = Some(now);
+        ServerNotification::ItemCompleted(ItemCompletedNotification {
+            item,
+            thread_id: thread.to_owned(),
+            turn_id: turn.clone(),
+            completed_at_ms: now,
+            envelope: Some(envelope),
+        })
+    };
+    let mut turn_started = Turn::new(turn.clone(), TurnStatus::InProgress);
+    turn_started.started_at = Some(now / 1000);
+    let mut turn_completed = Turn::new(turn.clone(), TurnStatus::Completed);
+    turn_completed.completed_at = Some(now / 1000);
+    vec![
+        ServerNotification::TurnStarted(TurnStartedNotification {
+            thread_id: thread.to_owned(),
+            turn: turn_started,
+        }),
+        started(user.clone()),
+        completed(user),
+        started(ThreadItem::agent_message(agent.id(), "")),
+        completed(agent),
+        ServerNotification::TurnCompleted(TurnCompletedNotification {
+            thread_id: thread.to_owned(),
+            turn: turn_completed,
+        }),
+    ]
+}
+
+/// The stamp of an agent message delta: its text is the nanoseconds since
+/// the bench's start at which the provider emitted it.
+fn delta_stamp(frame: &str) -> Option<u64> {
+    if !frame.contains("\"item/agentMessage/delta\"") {
+        return None;
+    }
+    let at = frame.find("\"delta\":\"")? + "\"delta\":\"".len();
+    let digits: String = frame[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// Whether `frame` is the reply to request `id`.
+fn is_reply(frame: &str, id: u64) -> bool {
+    !frame.contains("\"method\"") && frame.contains(&format!("\"id\":{id}"))
+}
+
+/// The process's resident set, in KiB (`/proc/self/statm`, 4 KiB pages).
+fn rss_kib() -> anyhow::Result<f64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").context("/proc/self/statm")?;
+    let pages: f64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .context("/proc/self/statm has no resident field")?;
+    Ok(pages * 4.0)
+}
+
+/// The nearest-rank percentile of sorted `values` (`p` in 0..=1).
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (p * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn round(value: f64, digits: i32) -> f64 {
+    let scale = 10f64.powi(digits);
+    (value * scale).round() / scale
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// A model that answers every request with one assistant message of
+/// `deltas` deltas, as fast as it is polled; each delta's text is the
+/// instant it was emitted, in nanoseconds since `base`.
+struct Stamping {
+    base: Instant,
+    deltas: AtomicUsize,
+    responses: AtomicUsize,
+}
+
+impl Stamping {
+    fn new() -> Self {
+        Stamping {
+            base: Instant::now(),
+            deltas: AtomicUsize::new(1),
+            responses: AtomicUsize::new(0),
+        }
+    }
+
+    fn set_deltas(&self, deltas: usize) {
+        self.deltas.store(deltas, Ordering::SeqCst);
+    }
+
+    fn now_ns(&self) -> u64 {
+        u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+impl ModelProvider for Stamping {
+    fn name(&self) -> &str {
+        "bench"
+    }
+
+    fn stream(&self, request: ModelRequest) -> ModelStream {
+        let n = self.responses.fetch_add(1, Ordering::SeqCst);
+        let deltas = vec!["x"; self.deltas.load(Ordering::SeqCst)];
+        let script = ScriptedProvider::text_response(&format!("resp_{n}"), &deltas);
+        let base = self.base;
+        let inner = ScriptedProvider::new(vec![script]).stream(request);
+        Box::pin(inner.map(move |event| match event {
+            Ok(ModelEvent::OutputTextDelta {
+                item_id,
+                output_index,
+                ..
+            }) => Ok(ModelEvent::OutputTextDelta {
+                item_id,
+                output_index,
+                delta: format!("{} ", base.elapsed().as_nanos()),
+            }),
+            other => other,
+        }))
+    }
+}
+
+/// A minimal JSON-RPC client over a WebSocket: text frames in and out.
+struct Client {
+    reader: BufReader<TcpStream>,
+    next_id: u64,
+}
+
+impl Client {
+    async fn connect(addr: &str) -> anyhow::Result<Client> {
+        let mut stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        let head = format!(
+            "GET / HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        );
+        stream.write_all(head.as_bytes()).await?;
+        let mut reader = BufReader::new(stream);
+        let mut status = String::new();
+        reader.read_line(&mut status).await?;
+        ensure!(
+            status.starts_with("HTTP/1.1 101"),
+            "the upgrade was refused: {status}"
+        );
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).await?;
+            if line == "\r\n" || line.is_empty() {
+                break;
+            }
+        }
+        Ok(Client { reader, next_id: 1 })
+    }
+
+    /// Sends a request; returns its id.
+    async fn send_request(&mut self, method: &str, params: Value) -> anyhow::Result<u64> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let payload = message.to_string().into_bytes();
+        let mask = [0x12u8, 0x34, 0x56, 0x78];
+        let mut frame = vec![0x81];
+        match payload.len() {
+            n if n < 126 => frame.push(0x80 | n as u8),
+            n if n <= 0xffff => {
+                frame.push(0x80 | 126);
+                frame.extend((n as u16).to_be_bytes());
+            }
+            n => {
+                frame.push(0x80 | 127);
+                frame.extend((n as u64).to_be_bytes());
+            }
+        }
+        frame.extend(mask);
+        frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+        self.reader.get_mut().write_all(&frame).await?;
+        Ok(id)
+    }
+
+    /// The next text frame (pings and pongs skipped).
+    async fn next_frame(&mut self) -> anyhow::Result<String> {
+        tokio::time::timeout(WAIT, self.read_frame())
+            .await
+            .context("no message from the server in time")?
+    }
+
+    async fn read_frame(&mut self) -> anyhow::Result<String> {
+        let mut text = Vec::new();
+        loop {
+            let mut head = [0u8; 2];
+            self.reader.read_exact(&mut head).await?;
+            let fin = head[0] & 0x80 != 0;
+            let opcode = head[0] & 0x0f;
+            let mut len = u64::from(head[1] & 0x7f);
+            if len == 126 {
+                let mut b = [0u8; 2];
+                self.reader.read_exact(&mut b).await?;
+                len = u64::from(u16::from_be_bytes(b));
+            } else if len == 127 {
+                let mut b = [0u8; 8];
+                self.reader.read_exact(&mut b).await?;
+                len = u64::from_be_bytes(b);
+            }
+            let mut payload = vec![0u8; usize::try_from(len)?];
+            self.reader.read_exact(&mut payload).await?;
+            match opcode {
+                0x1 | 0x0 => {
+                    text.extend(payload);
+                    if fin {
+                        return Ok(String::from_utf8(text)?);
+                    }
+                }
+                0x8 => bail!("the server closed the connection"),
+                _ => {} // ping, pong
+            }
+        }
+    }
+
+    /// A request and its reply (notifications before it are dropped), and
+    /// the instant its frame arrived (before it was parsed).
+    async fn call_timed(
+        &mut self,
+        method: &str,
+        params: Value,
+    ) -> anyhow::Result<(Value, Instant)> {
+        let id = self.send_request(method, params).await?;
+        loop {
+            let frame = self.next_frame().await?;
+            let at = Instant::now();
+            let message: Value = serde_json::from_str(&frame)?;
+            if message.get("method").is_none() && message["id"] == json!(id) {
+                if let Some(error) = message.get("error") {
+                    bail!("{method} failed: {error}");
+                }
+                return Ok((message, at));
+            }
+        }
+    }
+
+    async fn call(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {
+        Ok(self.call_timed(method, params).await?.0)
+    }
+
+    /// `thread/start` with the server's defaults; the new thread's id.
+    async fn start_thread(&mut self) -> anyhow::Result<String> {
+        let reply = self.call("thread/start", json!({})).await?;
+        reply["result"]["thread"]["id"]
+            .as_str()
+            .map(str::to_owned)
+            .context("thread/start returned no thread id")
+    }
+}

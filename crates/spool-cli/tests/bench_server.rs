@@ -1,0 +1,83 @@
+//! `spool bench server` with tiny sizes: the in-process server runs every
+//! workload through and the JSON on stdout has every figure with its
+//! target and verdict. The numbers themselves are not judged (timing is
+//! the release benchmark's job, not a test's).
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn number(section: &Value, key: &str) -> f64 {
+    section[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} is not a number in {section}"))
+}
+
+#[test]
+fn server_bench_reports_every_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_spool"))
+        .args([
+            "bench",
+            "server",
+            "--deltas",
+            "50",
+            "--threads",
+            "3",
+            "--thread-deltas",
+            "4",
+            "--idle-threads",
+            "5",
+            "--items",
+            "20",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}); stderr: {stderr}"));
+    assert_eq!(report["workload"], "server");
+
+    let a = &report["notifications"];
+    assert_eq!(a["deltas"], 50);
+    // At least every delta, the turn's start and end.
+    assert!(number(a, "notifications") >= 52.0, "{a}");
+    assert!(number(a, "last_seq") >= 50.0, "{a}");
+    let per_s = number(a, "per_s");
+    assert!(per_s > 0.0);
+    assert_eq!(number(a, "target_per_s"), 100_000.0);
+    assert_eq!(a["holds"], per_s >= 100_000.0, "{a}");
+
+    let b = &report["latency"];
+    assert_eq!(b["threads"], 3);
+    assert_eq!(b["samples"], 12);
+    let (p50, p99) = (number(b, "p50_ms"), number(b, "p99_ms"));
+    assert!(
+        p50 >= 0.0 && p50 <= p99 && p99 <= number(b, "max_ms"),
+        "{b}"
+    );
+    assert_eq!(number(b, "target_p99_ms"), 2.0);
+    assert_eq!(b["holds"], p99 <= 2.0, "{b}");
+
+    let c = &report["idle_thread_memory"];
+    assert_eq!(c["threads"], 5);
+    assert!(number(c, "rss_before_kib") > 0.0, "{c}");
+    number(c, "kib_per_thread");
+    assert_eq!(number(c, "target_kib_per_thread"), 64.0);
+    assert!(c["holds"].is_boolean(), "{c}");
+
+    let d = &report["resume"];
+    assert_eq!(d["items"], 20);
+    assert_eq!(d["turns"], 10);
+    let resume_ms = number(d, "median_ms");
+    assert!(resume_ms > 0.0, "{d}");
+    assert_eq!(number(d, "target_ms"), 50.0);
+    assert_eq!(d["holds"], resume_ms <= 50.0, "{d}");
+
+    assert!(report["machine"]["cores"].as_u64().unwrap() >= 1);
+    // The store was removed with its temp directory.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
