@@ -47,6 +47,9 @@ pub struct ThreadSettings {
     pub approval_policy: Option<AskForApproval>,
     pub sandbox: Option<SandboxMode>,
     pub instructions: Option<String>,
+    /// Tools the client runs (`thread/start`'s `dynamicTools`), called
+    /// through `item/tool/call`.
+    pub dynamic_tools: Vec<DynamicToolSpec>,
 }
 
 /// How a hub runs its threads.
@@ -137,6 +140,7 @@ impl Hub {
             approval_policy: settings.approval_policy.or(d.approval_policy),
             sandbox: settings.sandbox.or(d.sandbox),
             instructions: settings.instructions.or(d.instructions.clone()),
+            dynamic_tools: settings.dynamic_tools,
         }
     }
 
@@ -148,6 +152,14 @@ impl Hub {
             slot.settings = self.resolve(slot.settings.clone());
         }
         change(&mut slot.settings);
+    }
+
+    /// The thread's client tools as last declared in this process.
+    pub fn dynamic_tools(&self, thread_id: &str) -> Vec<DynamicToolSpec> {
+        self.threads()
+            .get(thread_id)
+            .map(|slot| slot.settings.dynamic_tools.clone())
+            .unwrap_or_default()
     }
 
     pub fn set_settings(&self, thread_id: &str, settings: ThreadSettings) {
@@ -291,7 +303,7 @@ impl Hub {
         if let Some(first) = first {
             self.broadcast(thread_id, Delivery::Event(first));
         }
-        self.forward(thread_id.to_owned(), events_rx, run);
+        self.forward(thread_id.to_owned(), events_rx, run, turn.id.clone());
         Ok(turn)
     }
 
@@ -301,19 +313,17 @@ impl Hub {
         thread_id: String,
         mut events: mpsc::UnboundedReceiver<Appended>,
         run: tokio::task::JoinHandle<Result<spool_runtime::RunResult, spool_runtime::RunError>>,
+        turn_id: String,
     ) {
         let hub = self.clone();
         tokio::spawn(async move {
-            let mut turn_id = String::new();
+            let mut turn_id = turn_id;
             while let Some(event) = events.recv().await {
-                match event.notification() {
-                    ServerNotification::TurnStarted(n) => turn_id = n.turn.id.clone(),
+                if let ServerNotification::TurnCompleted(n) = event.notification() {
                     // The thread is free for the next turn/start before the
                     // client learns this one completed.
-                    ServerNotification::TurnCompleted(n) => {
-                        hub.finish_turn(&thread_id, &n.turn.id);
-                    }
-                    _ => {}
+                    hub.finish_turn(&thread_id, &turn_id);
+                    turn_id = n.turn.id.clone();
                 }
                 hub.broadcast(&thread_id, Delivery::Event(event));
             }
@@ -335,14 +345,15 @@ impl Hub {
         }
     }
 
-    /// Frees the thread if `turn_id` is the turn it runs (or its turn is
-    /// not known yet); a turn started since is left alone.
+    /// Frees the thread if `turn_id` is the turn it runs (as recorded when
+    /// it started: empty for a resumed run); a turn started since is left
+    /// alone — dropping its stop sender would interrupt it.
     fn finish_turn(&self, thread_id: &str, turn_id: &str) {
         if let Some(slot) = self.threads().get_mut(thread_id)
             && slot
                 .running
                 .as_ref()
-                .is_some_and(|(running, _)| running.is_empty() || running == turn_id)
+                .is_some_and(|(running, _)| running == turn_id)
         {
             slot.running = None;
         }
@@ -454,7 +465,7 @@ impl Hub {
             let runner = hub.runner(&thread);
             runner.resume(agent, &thread, &events_tx, stop_rx).await
         });
-        self.forward(thread_id.to_owned(), events_rx, run);
+        self.forward(thread_id.to_owned(), events_rx, run, String::new());
         Ok(())
     }
 }
