@@ -117,7 +117,8 @@ pub async fn run_turn<S: Store + Clone + 'static>(
     let end = loop {
         let next = tokio::select! {
             next = stream.next() => next,
-            _ = interrupt.wait_for(|stop| *stop) => break ResponseEnd::Interrupted,
+            // A dropped sender can no longer ask: that is not a stop.
+            Ok(_) = interrupt.wait_for(|stop| *stop) => break ResponseEnd::Interrupted,
         };
         match next {
             Some(Ok(ModelEvent::Completed { usage, .. })) => {

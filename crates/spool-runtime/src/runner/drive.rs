@@ -238,7 +238,8 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
         let end = loop {
             let next = tokio::select! {
                 next = stream.next() => next,
-                _ = interrupt.wait_for(|stop| *stop) => break StepEnd::Interrupted,
+                // A dropped sender can no longer ask: that is not a stop.
+                Ok(_) = interrupt.wait_for(|stop| *stop) => break StepEnd::Interrupted,
             };
             match next {
                 Some(Ok(ModelEvent::Completed {

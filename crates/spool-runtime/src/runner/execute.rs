@@ -33,7 +33,11 @@ pub(crate) async fn run_filed(
         Filed::Shell { open, command, .. } => {
             let item_id = open.id().to_owned();
             let cancel = async move {
-                let _ = interrupt.wait_for(|stop| *stop).await;
+                // Only a real stop kills the command; a dropped sender never
+                // asks again.
+                if interrupt.wait_for(|stop| *stop).await.is_err() {
+                    std::future::pending::<()>().await;
+                }
             };
             let mut push_error = None;
             let ran = shell::run_command(
