@@ -7,10 +7,11 @@
 //! Every request gets exactly one reply: a malformed message gets an error
 //! (`-32700` not JSON, `-32600` not a request), an unknown method `-32601`,
 //! bad params `-32602`, a failure inside `-32603`; requests are handled in
-//! the order they arrive. A reply to one of our requests (an approval)
+//! the order they arrive; a message over [`MAX_MESSAGE_BYTES`] gets
+//! `-32600`. A reply to one of our requests (an approval)
 //! goes to the hub.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -29,6 +30,11 @@ use crate::filter::{Capabilities, for_client};
 use crate::hub::{ConnectionId, Delivery, Hub};
 use crate::methods;
 
+/// The largest message a client may send (a line, a text frame). A larger
+/// line is answered `-32600` and the connection goes on; WebSocket closes
+/// on a larger frame.
+pub(crate) const MAX_MESSAGE_BYTES: usize = 16 << 20;
+
 static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
 
 /// What a connection knows about itself.
@@ -39,6 +45,10 @@ pub(crate) struct ConnectionState {
     /// Requests forwarded to this client and not answered yet: request id →
     /// (thread, request).
     pub forwarded: HashMap<String, PendingRequest>,
+    /// Requests this client answered: a request delivered twice (again
+    /// after a resume, and by the resumed run asking it) is not forwarded
+    /// once answered.
+    answered: HashSet<String>,
     pub deliveries: mpsc::UnboundedSender<Delivery>,
     receiver: Option<mpsc::UnboundedReceiver<Delivery>>,
 }
@@ -50,9 +60,9 @@ where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let incoming = stream::unfold(reader.lines(), |mut lines| async move {
-        match lines.next_line().await {
-            Ok(Some(line)) => Some((line, lines)),
+    let incoming = stream::unfold(reader, |mut reader| async move {
+        match read_line(&mut reader).await {
+            Ok(Some(line)) => Some((line, reader)),
             Ok(None) => None,
             Err(error) => {
                 tracing::warn!(%error, "reading a connection failed");
@@ -67,6 +77,39 @@ where
         Ok::<_, std::io::Error>(writer)
     });
     serve_messages(hub, incoming, outgoing).await;
+}
+
+/// One line without its end of line; of a line longer than
+/// [`MAX_MESSAGE_BYTES`] only the first `MAX_MESSAGE_BYTES + 1` bytes are
+/// kept (the rest is read and dropped), so the message is refused as too
+/// large without being held whole.
+async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> std::io::Result<Option<String>> {
+    let mut line = Vec::new();
+    let mut read_any = false;
+    loop {
+        let buffer = reader.fill_buf().await?;
+        if buffer.is_empty() {
+            break;
+        }
+        read_any = true;
+        let (part, used, done) = match buffer.iter().position(|b| *b == b'\n') {
+            Some(end) => (&buffer[..end], end + 1, true),
+            None => (buffer, buffer.len(), false),
+        };
+        let room = (MAX_MESSAGE_BYTES + 1).saturating_sub(line.len());
+        line.extend_from_slice(&part[..part.len().min(room)]);
+        reader.consume(used);
+        if done {
+            break;
+        }
+    }
+    if !read_any {
+        return Ok(None);
+    }
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    Ok(Some(String::from_utf8_lossy(&line).into_owned()))
 }
 
 /// Serves one connection until `incoming` ends: each item is one JSON-RPC
@@ -87,6 +130,15 @@ where
             message = incoming.next() => {
                 let Some(message) = message else { break };
                 if message.trim().is_empty() {
+                    continue;
+                }
+                if message.len() > MAX_MESSAGE_BYTES {
+                    let reply = error_line(
+                        None,
+                        error_codes::INVALID_REQUEST,
+                        &format!("message too large (more than {MAX_MESSAGE_BYTES} bytes)"),
+                    );
+                    let _ = lines_tx.send(reply);
                     continue;
                 }
                 if let Some(reply) = handle_line(&hub, &mut state, &message).await {
@@ -124,6 +176,7 @@ impl ConnectionState {
             initialized: false,
             capabilities: Capabilities::default(),
             forwarded: HashMap::new(),
+            answered: HashSet::new(),
             deliveries,
             receiver: Some(receiver),
         }
@@ -227,6 +280,7 @@ async fn handle_answer(
     let Some(answer) = answer else {
         return;
     };
+    state.answered.insert(key.clone());
     if hub.answer(&key, answer.clone()).await.is_err() {
         // Nobody waits in this process: the run paused (or the server
         // restarted). Record the answer and resume it.
@@ -270,7 +324,9 @@ fn deliver(state: &mut ConnectionState, delivery: Delivery) -> Option<String> {
             Some(value.to_string())
         }
         Delivery::Request(request) => {
-            if state.forwarded.contains_key(&request.request_id) {
+            if state.forwarded.contains_key(&request.request_id)
+                || state.answered.contains(&request.request_id)
+            {
                 return None;
             }
             let line = request_message(&request)?.to_string();

@@ -439,6 +439,17 @@ impl Hub {
             .resolve_request(thread_id, request_id, json)
             .await?;
         self.broadcast(thread_id, Delivery::Event(Appended::Logged(resolved.event)));
+        // A run that asked it meanwhile (a resumed run, between reading the
+        // store and waiting) takes it now.
+        let waiting = self
+            .waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(request_id);
+        if let Some(waiting) = waiting {
+            let _ = waiting.answer.send(answer);
+            return Ok(());
+        }
         self.resume_paused(thread_id).await
     }
 
@@ -509,6 +520,23 @@ impl ClientRequests for HubClient {
                         answer: answer_tx,
                     },
                 );
+            // Answered and recorded since the run read the store (the
+            // answer found nobody waiting): take that answer.
+            if let Ok(Some(stored)) = self
+                .hub
+                .store
+                .request(&self.thread_id, &request.request_id)
+                .await
+                && let Some(answer) = stored.answer.clone()
+                && let Ok(answer) = crate::connection::answer_of(&stored.request, answer)
+            {
+                self.hub
+                    .waiting
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&request.request_id);
+                return Some(answer);
+            }
             let asked = self
                 .hub
                 .broadcast(&self.thread_id, Delivery::Request(request.clone()));

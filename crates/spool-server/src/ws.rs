@@ -7,11 +7,8 @@ use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use futures_util::{SinkExt, StreamExt, future};
 
-use crate::connection::serve_messages;
+use crate::connection::{MAX_MESSAGE_BYTES, serve_messages};
 use crate::http::App;
-
-/// The largest message a client may send (a text frame).
-const MAX_MESSAGE_BYTES: usize = 16 << 20;
 
 pub(crate) async fn upgrade(State(app): State<App>, ws: WebSocketUpgrade) -> Response {
     ws.max_message_size(MAX_MESSAGE_BYTES)

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use spool_runtime::{Agent, ModelSettings};
+use spool_protocol::{DynamicToolFunctionSpec, DynamicToolNamespaceTool, DynamicToolSpec};
+use spool_runtime::{Agent, DynamicTool, ModelSettings, Tool};
 use spool_server::{AuthToken, Hub, HubOptions, ListenUrl, Listeners, Shutdown, ThreadSettings};
 use spool_store::{SqliteStore, Store};
 
@@ -38,6 +39,7 @@ pub async fn serve(
         approval_policy: Some(args.agent.approval_policy),
         sandbox: Some(args.agent.sandbox),
         instructions: chosen.instructions.clone(),
+        dynamic_tools: Vec::new(),
     };
     // Every thread's agent: the tools asked for, its own settings.
     let template = agent_of(&args.agent)?;
@@ -60,6 +62,7 @@ pub async fn serve(
         if let Some(sandbox) = settings.sandbox {
             agent.sandbox = sandbox;
         }
+        agent.tools.extend(client_tools(&settings.dynamic_tools));
         agent
     });
     let options = HubOptions {
@@ -84,6 +87,30 @@ pub async fn serve(
     running.finish(Duration::from_secs(5)).await;
     store.flush().await?;
     Ok(0)
+}
+
+/// The client's declared tools (`thread/start`'s `dynamicTools`) as
+/// agent tools, each answered through `item/tool/call`.
+fn client_tools(specs: &[DynamicToolSpec]) -> Vec<Tool> {
+    let tool = |namespace: Option<&str>, spec: &DynamicToolFunctionSpec| {
+        Tool::Dynamic(DynamicTool {
+            namespace: namespace.map(str::to_owned),
+            name: spec.name.clone(),
+            description: spec.description.clone(),
+            parameters: spec.input_schema.clone(),
+        })
+    };
+    specs
+        .iter()
+        .flat_map(|spec| match spec {
+            DynamicToolSpec::Function(function) => vec![tool(None, function)],
+            DynamicToolSpec::Namespace(namespace) => namespace
+                .tools
+                .iter()
+                .map(|DynamicToolNamespaceTool::Function(f)| tool(Some(&namespace.name), f))
+                .collect(),
+        })
+        .collect()
 }
 
 /// The token of `--auth-token-file`, else of SPOOL_AUTH_TOKEN (never

@@ -148,6 +148,7 @@ fn settings_of(
         approval_policy,
         sandbox,
         instructions,
+        dynamic_tools: Vec::new(),
     }
 }
 
@@ -171,13 +172,16 @@ async fn thread_start(
     state: &mut ConnectionState,
     params: ThreadStartParams,
 ) -> Result<Value, MethodError> {
-    let settings = hub.resolve(settings_of(
-        params.model,
-        params.cwd,
-        params.approval_policy,
-        params.sandbox,
-        params.developer_instructions.or(params.base_instructions),
-    ));
+    let settings = hub.resolve(ThreadSettings {
+        dynamic_tools: params.dynamic_tools.unwrap_or_default(),
+        ..settings_of(
+            params.model,
+            params.cwd,
+            params.approval_policy,
+            params.sandbox,
+            params.developer_instructions.or(params.base_instructions),
+        )
+    });
     let mut new = NewThread::new(
         hub.provider_name(),
         settings.cwd.clone().unwrap_or_default(),
@@ -209,13 +213,18 @@ async fn thread_resume(
     params: ThreadResumeParams,
 ) -> Result<Value, MethodError> {
     let record = thread_record(hub, &params.thread_id).await?;
-    let settings = hub.resolve(settings_of(
-        params.model.or(record.thread.model.clone()),
-        params.cwd.or(Some(record.thread.cwd.clone())),
-        params.approval_policy,
-        params.sandbox,
-        params.developer_instructions.or(params.base_instructions),
-    ));
+    // `thread/resume` declares no client tools: those of `thread/start`
+    // stay.
+    let settings = hub.resolve(ThreadSettings {
+        dynamic_tools: hub.dynamic_tools(&params.thread_id),
+        ..settings_of(
+            params.model.or(record.thread.model.clone()),
+            params.cwd.or(Some(record.thread.cwd.clone())),
+            params.approval_policy,
+            params.sandbox,
+            params.developer_instructions.or(params.base_instructions),
+        )
+    });
     hub.set_settings(&params.thread_id, settings.clone());
     // Only a client that asked for cursors can name one.
     let after = params.after_seq.filter(|_| state.capabilities.seq);
