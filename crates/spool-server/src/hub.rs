@@ -207,19 +207,13 @@ impl Hub {
         for request in self.store.open_requests(thread_id).await? {
             let _ = out.send(Delivery::Request(request));
         }
-        // Forward the live stream, skipping what the replay already sent.
+        // Forward the live stream in seq order from where the replay ended.
+        let store = self.store.clone();
+        let thread = thread_id.to_owned();
         let out = out.clone();
+        let start = after_seq.map(|_| last);
         tokio::spawn(async move {
-            while let Some(delivery) = live_rx.recv().await {
-                if let Delivery::Event(event) = &delivery
-                    && event.seq().is_some_and(|seq| seq <= last)
-                {
-                    continue;
-                }
-                if out.send(delivery).is_err() {
-                    break;
-                }
-            }
+            crate::ordering::forward_in_order(&store, &thread, start, &mut live_rx, &out).await;
         });
         Ok(())
     }

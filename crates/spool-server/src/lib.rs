@@ -21,6 +21,7 @@ mod http;
 pub mod hub;
 pub mod listen;
 mod methods;
+mod ordering;
 pub mod shutdown;
 mod ws;
 

@@ -1,0 +1,132 @@
+//! Per-watcher ordering: every logged event of a thread reaches a watcher
+//! once and in seq order, whatever path it travelled (see
+//! [`forward_in_order`]).
+
+use spool_store::{Appended, SqliteStore, Store};
+use tokio::sync::mpsc;
+
+use crate::hub::Delivery;
+
+/// Delivers a watcher's live events in seq order, each once: what the
+/// replay already sent (at or below `last`) is skipped, and when an event
+/// arrives ahead of one not delivered yet (events logged outside a run —
+/// a steer, a rename, a resolution — travel by another path than the run's
+/// own), the missing ones are read from the log first. With no replay the
+/// first live event sets where delivery starts.
+pub(crate) async fn forward_in_order(
+    store: &SqliteStore,
+    thread_id: &str,
+    mut last: Option<u64>,
+    live: &mut mpsc::UnboundedReceiver<Delivery>,
+    out: &mpsc::UnboundedSender<Delivery>,
+) {
+    while let Some(delivery) = live.recv().await {
+        let seq = match &delivery {
+            Delivery::Event(event) => event.seq(),
+            Delivery::Request(_) => None,
+        };
+        if let (Some(seq), Some(delivered)) = (seq, last) {
+            if seq <= delivered {
+                continue;
+            }
+            if seq > delivered + 1 {
+                // Everything before `seq` was appended before it: once
+                // flushed it is all readable.
+                let missing = match store.flush().await {
+                    Ok(()) => store
+                        .events_after(thread_id, delivered, (seq - delivered - 1) as usize)
+                        .await
+                        .unwrap_or_default(),
+                    Err(_) => Vec::new(),
+                };
+                for event in missing.into_iter().filter(|e| e.seq < seq) {
+                    if out.send(Delivery::Event(Appended::Logged(event))).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+        if let Some(seq) = seq {
+            last = Some(seq);
+        }
+        if out.send(delivery).is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spool_protocol::*;
+    use spool_store::{NewThread, StoreOptions};
+
+    fn turn_event(thread: &str, turn: &str, started: bool) -> ServerNotification {
+        let status = match started {
+            true => TurnStatus::InProgress,
+            false => TurnStatus::Completed,
+        };
+        let turn = Turn::new(turn.to_owned(), status);
+        match started {
+            true => ServerNotification::TurnStarted(TurnStartedNotification {
+                thread_id: thread.to_owned(),
+                turn,
+            }),
+            false => ServerNotification::TurnCompleted(TurnCompletedNotification {
+                thread_id: thread.to_owned(),
+                turn,
+            }),
+        }
+    }
+
+    #[tokio::test]
+    async fn events_arriving_out_of_order_are_delivered_in_seq_order_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            SqliteStore::open(dir.path().join("spool.db"), StoreOptions::default()).unwrap();
+        let thread = store
+            .create_thread(NewThread::new("test", "/tmp"))
+            .await
+            .unwrap()
+            .thread
+            .id;
+        let mut logged = Vec::new();
+        for n in 0..3 {
+            let turn = format!("turn-{n}");
+            logged.extend(
+                store
+                    .append(
+                        &thread,
+                        vec![
+                            turn_event(&thread, &turn, true),
+                            turn_event(&thread, &turn, false),
+                        ],
+                    )
+                    .await
+                    .unwrap(),
+            );
+        }
+        // seqs 2..=7 logged; they arrive as 2, 5, 3, 7, 2 (again), 6.
+        let by_seq = |seq: u64| {
+            let event = logged
+                .iter()
+                .find(|a| a.seq() == Some(seq))
+                .unwrap()
+                .clone();
+            Delivery::Event(event)
+        };
+        let (live_tx, mut live_rx) = mpsc::unbounded_channel();
+        for seq in [2, 5, 3, 7, 2, 6] {
+            live_tx.send(by_seq(seq)).unwrap();
+        }
+        drop(live_tx);
+        let (out_tx, mut out_rx) = mpsc::unbounded_channel();
+        forward_in_order(&store, &thread, Some(1), &mut live_rx, &out_tx).await;
+        drop(out_tx);
+        let mut delivered = Vec::new();
+        while let Some(Delivery::Event(event)) = out_rx.recv().await {
+            delivered.push(event.seq().unwrap());
+        }
+        assert_eq!(delivered, [2, 3, 4, 5, 6, 7]);
+    }
+}
