@@ -57,7 +57,7 @@ pub(crate) struct ConnectionState {
 /// (stdio) until its input ends.
 pub async fn serve_lines<R, W>(hub: Arc<Hub>, reader: R, writer: W)
 where
-    R: AsyncBufRead + Unpin,
+    R: AsyncBufRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let incoming = stream::unfold(reader, |mut reader| async move {
@@ -117,30 +117,21 @@ async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> std::io::Result<O
 /// `outgoing` is one reply, notification or server request.
 pub async fn serve_messages<I, O>(hub: Arc<Hub>, incoming: I, outgoing: O)
 where
-    I: Stream<Item = String>,
+    I: Stream<Item = String> + Send + 'static,
     O: Sink<String> + Send + 'static,
 {
     let (lines_tx, lines_rx) = mpsc::unbounded_channel::<String>();
     let writing = tokio::spawn(write_messages(outgoing, lines_rx));
+    // Messages wait here while an earlier request is handled; a request
+    // that finds the queue full is answered -32001 at once (see `queue`).
+    let (queued_tx, mut queued) = mpsc::channel::<String>(max_queued());
+    let reading = tokio::spawn(queue(incoming, queued_tx, lines_tx.clone()));
     let mut state = ConnectionState::new();
     let mut deliveries_rx = state.take_deliveries();
-    let mut incoming = std::pin::pin!(incoming);
     loop {
         tokio::select! {
-            message = incoming.next() => {
+            message = queued.recv() => {
                 let Some(message) = message else { break };
-                if message.trim().is_empty() {
-                    continue;
-                }
-                if message.len() > MAX_MESSAGE_BYTES {
-                    let reply = error_line(
-                        None,
-                        error_codes::INVALID_REQUEST,
-                        &format!("message too large (more than {MAX_MESSAGE_BYTES} bytes)"),
-                    );
-                    let _ = lines_tx.send(reply);
-                    continue;
-                }
                 if let Some(reply) = handle_line(&hub, &mut state, &message).await {
                     let _ = lines_tx.send(reply);
                 }
@@ -152,9 +143,67 @@ where
             }
         }
     }
+    reading.abort();
     hub.unsubscribe_all(state.id);
     drop(lines_tx);
     let _ = writing.await;
+}
+
+/// Requests a connection may have waiting behind the one being handled
+/// (`SPOOL_SERVE_MAX_QUEUED` overrides it, for tests).
+const MAX_QUEUED: usize = 1_024;
+
+fn max_queued() -> usize {
+    std::env::var("SPOOL_SERVE_MAX_QUEUED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(MAX_QUEUED)
+}
+
+/// Reads a connection's messages into the bounded queue. A request that
+/// finds the queue full gets `-32001` (overloaded) and is not handled;
+/// anything else (an answer to one of our requests, a notification) waits
+/// for room, since dropping it would lose an approval or a handshake.
+async fn queue<I>(incoming: I, queued: mpsc::Sender<String>, replies: mpsc::UnboundedSender<String>)
+where
+    I: Stream<Item = String>,
+{
+    let mut incoming = std::pin::pin!(incoming);
+    while let Some(message) = incoming.next().await {
+        if message.trim().is_empty() {
+            continue;
+        }
+        if message.len() > MAX_MESSAGE_BYTES {
+            let reply = error_line(
+                None,
+                error_codes::INVALID_REQUEST,
+                &format!("message too large (more than {MAX_MESSAGE_BYTES} bytes)"),
+            );
+            let _ = replies.send(reply);
+            continue;
+        }
+        match queued.try_send(message) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Closed(_)) => return,
+            Err(mpsc::error::TrySendError::Full(message)) => {
+                match JsonRpcMessage::parse(&message) {
+                    Ok(JsonRpcMessage::Request(request)) => {
+                        let _ = replies.send(error_line(
+                            Some(request.id),
+                            error_codes::OVERLOADED,
+                            "server overloaded: too many requests waiting on this connection; retry later",
+                        ));
+                    }
+                    _ => {
+                        if queued.send(message).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 async fn write_messages<O: Sink<String>>(outgoing: O, mut lines: mpsc::UnboundedReceiver<String>) {

@@ -21,6 +21,16 @@ pub struct Client {
 
 impl Client {
     pub fn start(home: &Home, model_url: &str, extra: &[&str]) -> Client {
+        Client::start_with_env(home, model_url, extra, &[])
+    }
+
+    /// As [`Client::start`], with extra environment for the server.
+    pub fn start_with_env(
+        home: &Home,
+        model_url: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Client {
         let mut child = Command::new(env!("CARGO_BIN_EXE_spool"))
             .arg("serve")
             .args(extra)
@@ -29,6 +39,7 @@ impl Client {
             .env("SPOOL_LOCAL_MODEL_URL", model_url)
             .env_remove("OPENAI_API_KEY")
             .env_remove("SPOOL_STORE")
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
