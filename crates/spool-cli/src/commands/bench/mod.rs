@@ -20,6 +20,7 @@ mod runner;
 mod server;
 mod session_workloads;
 mod workloads;
+mod ws_client;
 
 use std::io::Write;
 use std::path::Path;
