@@ -8,7 +8,7 @@ mod support;
 use serde_json::{Value, json};
 use spool_testkit::ScriptedServer;
 use spool_testkit::responses_api::{calls_response, message_response};
-use support::rpc::{Client, method_of};
+use support::rpc::{Client, method_of, thread_id_of};
 use support::*;
 
 #[tokio::test]
@@ -71,10 +71,7 @@ async fn a_turn_streams_and_completes_once_and_a_cursor_resume_has_no_gap_or_dup
     let mut client = Client::start(&home, &model.url(), &[]);
     client.initialize(json!({})).await;
     let started = client.call(1, "thread/start", json!({})).await;
-    let thread_id = started["result"]["thread"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let thread_id = thread_id_of(&started);
     let turn = client
         .call(
             2,
@@ -161,10 +158,7 @@ async fn an_approval_is_asked_of_the_client_and_its_answer_runs_the_command() {
             json!({"approvalPolicy": "on-request", "sandbox": "workspace-write"}),
         )
         .await;
-    let thread_id = started["result"]["thread"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let thread_id = thread_id_of(&started);
     client
         .call(
             2,

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use serve_net::{Server, Upgrade, WebSocket};
 use spool_testkit::responses_api::{calls_response, message_response};
 use spool_testkit::{Gate, ScriptedResponse, ScriptedServer};
-use support::rpc::{Client, method_of};
+use support::rpc::{Client, method_of, thread_id_of};
 use support::*;
 
 /// A JSON-RPC client on one WebSocket connection.
@@ -78,13 +78,6 @@ impl Ws {
             }
         }
     }
-}
-
-fn thread_id_of(started: &Value) -> String {
-    started["result"]["thread"]["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no thread: {started}"))
-        .to_owned()
 }
 
 fn text_input(thread_id: &str, text: &str) -> Value {

@@ -8,17 +8,14 @@ mod support;
 use serde_json::{Value, json};
 use spool_testkit::ScriptedServer;
 use spool_testkit::responses_api::{calls_response, message_response};
-use support::rpc::{Client, method_of};
+use support::rpc::{Client, method_of, thread_id_of};
 use support::*;
 
 /// Starts a thread and runs one turn per prompt to completion; returns
 /// the thread id and the turn ids.
 async fn thread_with_turns(client: &mut Client, prompts: &[&str]) -> (String, Vec<String>) {
     let started = client.call(1, "thread/start", json!({})).await;
-    let thread_id = started["result"]["thread"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let thread_id = thread_id_of(&started);
     let mut turns = Vec::new();
     for (n, prompt) in prompts.iter().enumerate() {
         // The previous turn may still be winding down after its
@@ -466,10 +463,7 @@ async fn steering_adds_input_to_the_running_turn_for_its_next_model_call() {
             json!({"approvalPolicy": "on-request", "sandbox": "workspace-write"}),
         )
         .await;
-    let thread_id = started["result"]["thread"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let thread_id = thread_id_of(&started);
     let no_turn = client
         .call(
             2,

@@ -1,51 +1,14 @@
 //! apply_patch against real files in temporary workspaces.
 
+mod patch_support;
+
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use patch_support::*;
 use spool_protocol::PatchChangeKind;
 use spool_tools::apply_patch::{FileOp, PatchError, affected_paths, apply, parse_patch, preview};
-use tempfile::TempDir;
-
-fn workspace(files: &[(&str, &str)]) -> TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for (path, contents) in files {
-        let p = dir.path().join(path);
-        fs::create_dir_all(p.parent().unwrap()).unwrap();
-        fs::write(p, contents).unwrap();
-    }
-    dir
-}
-
-fn read(root: &Path, path: &str) -> String {
-    fs::read_to_string(root.join(path)).unwrap()
-}
-
-/// Every file under `root`, relative, with contents: a snapshot to prove a
-/// failed patch changed nothing.
-fn snapshot(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
-        for entry in fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            let rel = path.strip_prefix(root).unwrap().to_path_buf();
-            if path.is_dir() {
-                out.push((rel, Vec::new()));
-                walk(root, &path, out);
-            } else {
-                out.push((rel, fs::read(&path).unwrap()));
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(root, root, &mut out);
-    out.sort();
-    out
-}
-
-fn run(root: &Path, text: &str) -> Result<Vec<spool_protocol::FileUpdateChange>, PatchError> {
-    apply(&parse_patch(text)?, root)
-}
 
 #[test]
 fn add_creates_the_file_and_missing_directories() {

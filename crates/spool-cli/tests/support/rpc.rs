@@ -132,3 +132,11 @@ impl Client {
 pub fn method_of(message: &Value) -> &str {
     message["method"].as_str().unwrap_or("")
 }
+
+/// The thread id of a `thread/start` (or `thread/fork`) reply.
+pub fn thread_id_of(started: &Value) -> String {
+    started["result"]["thread"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no thread: {started}"))
+        .to_owned()
+}
