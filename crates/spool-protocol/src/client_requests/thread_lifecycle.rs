@@ -234,3 +234,44 @@ pub struct ThreadForkParams {
     #[serde(default, skip_serializing_if = "is_false")]
     pub exclude_turns: bool,
 }
+
+impl ThreadStartResponse {
+    /// The same session settings as a `thread/fork` reply (same shape).
+    pub fn into_fork(self) -> ThreadForkResponse {
+        ThreadForkResponse {
+            thread: self.thread,
+            model: self.model,
+            model_provider: self.model_provider,
+            service_tier: self.service_tier,
+            cwd: self.cwd,
+            instruction_sources: self.instruction_sources,
+            approval_policy: self.approval_policy,
+            approvals_reviewer: self.approvals_reviewer,
+            sandbox: self.sandbox,
+            reasoning_effort: self.reasoning_effort,
+        }
+    }
+
+    /// The same session settings as a `thread/resume` reply, with its
+    /// history cursors.
+    pub fn into_resume(
+        self,
+        turns_backwards_cursor: Option<String>,
+        items_backwards_cursor: Option<String>,
+    ) -> ThreadResumeResponse {
+        ThreadResumeResponse {
+            thread: self.thread,
+            model: self.model,
+            model_provider: self.model_provider,
+            service_tier: self.service_tier,
+            cwd: self.cwd,
+            instruction_sources: self.instruction_sources,
+            approval_policy: self.approval_policy,
+            approvals_reviewer: self.approvals_reviewer,
+            sandbox: self.sandbox,
+            reasoning_effort: self.reasoning_effort,
+            turns_backwards_cursor,
+            items_backwards_cursor,
+        }
+    }
+}

@@ -16,7 +16,7 @@ use spool_protocol::*;
 use spool_store::{Appended, NewThread, Store, StoreError};
 
 use super::{
-    MethodError, history_turns, reply, sandbox_policy, settings_of, thread_record, turns_with_items,
+    MethodError, history_turns, reply, session, settings_of, thread_record, turns_with_items,
 };
 use crate::connection::ConnectionState;
 use crate::hub::{Delivery, Hub};
@@ -67,18 +67,7 @@ pub(super) async fn thread_fork(
     if !params.exclude_turns {
         thread.turns = turns_with_items(hub, &thread_id).await?;
     }
-    reply(ThreadForkResponse {
-        thread,
-        model: settings.model.unwrap_or_default(),
-        model_provider: hub.provider_name().to_owned(),
-        service_tier: None,
-        cwd: settings.cwd.unwrap_or_default(),
-        instruction_sources: Vec::new(),
-        approval_policy: settings.approval_policy.unwrap_or_default(),
-        approvals_reviewer: ApprovalsReviewer::default(),
-        sandbox: sandbox_policy(settings.sandbox.unwrap_or_default()),
-        reasoning_effort: None,
-    })
+    reply(session(hub, thread, settings).into_fork())
 }
 
 /// The source turn the copy stops before (`None`: copy every finished

@@ -193,8 +193,15 @@ async fn thread_start(
     // From seq 0: the client gets `thread/started` like any later event.
     hub.subscribe(&thread_id, state.id, Some(0), &state.deliveries)
         .await?;
-    reply(ThreadStartResponse {
-        thread: record.thread,
+    reply(session(hub, record.thread, settings))
+}
+
+/// A thread with the settings it runs under, as `thread/start` answers
+/// (`thread/resume` and `thread/fork` answer the same, see
+/// `into_resume`/`into_fork`).
+pub(crate) fn session(hub: &Hub, thread: Thread, settings: ThreadSettings) -> ThreadStartResponse {
+    ThreadStartResponse {
+        thread,
         model: settings.model.unwrap_or_default(),
         model_provider: hub.provider_name().to_owned(),
         service_tier: None,
@@ -204,7 +211,7 @@ async fn thread_start(
         approvals_reviewer: ApprovalsReviewer::default(),
         sandbox: sandbox_policy(settings.sandbox.unwrap_or_default()),
         reasoning_effort: None,
-    })
+    }
 }
 
 async fn thread_resume(
@@ -236,20 +243,7 @@ async fn thread_resume(
     }
     // A run paused with its answers recorded meanwhile goes on.
     hub.resume_paused(&params.thread_id).await?;
-    reply(ThreadResumeResponse {
-        thread,
-        model: settings.model.unwrap_or_default(),
-        model_provider: hub.provider_name().to_owned(),
-        service_tier: None,
-        cwd: settings.cwd.unwrap_or_default(),
-        instruction_sources: Vec::new(),
-        approval_policy: settings.approval_policy.unwrap_or_default(),
-        approvals_reviewer: ApprovalsReviewer::default(),
-        sandbox: sandbox_policy(settings.sandbox.unwrap_or_default()),
-        reasoning_effort: None,
-        turns_backwards_cursor: None,
-        items_backwards_cursor: None,
-    })
+    reply(session(hub, thread, settings).into_resume(None, None))
 }
 
 /// The thread's stored record, or -32602 when there is none.
