@@ -54,32 +54,24 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         SqliteStore::open(&store_path, StoreOptions::default())
             .map_err(|e| anyhow::anyhow!("cannot open the store {}: {e}", store_path.display()))
     };
+    // The model provider from flags, spool.toml (home, then project) and
+    // the environment.
+    let choose_provider = || -> anyhow::Result<provider_choice::ChosenProvider> {
+        let config =
+            config::ConfigFile::load_layered(&home::spool_home()?, &std::env::current_dir()?)?;
+        provider_choice::choose(&cli.provider, &config, &|k| std::env::var(k).ok())
+    };
     match cli.command {
         Command::Run(args) => {
-            let store = open_store()?;
-            let home = home::spool_home()?;
-            let cwd = std::env::current_dir()?;
-            let config = config::ConfigFile::load_layered(&home, &cwd)?;
-            let chosen =
-                provider_choice::choose(&cli.provider, &config, &|k| std::env::var(k).ok())?;
+            let (store, chosen) = (open_store()?, choose_provider()?);
             commands::run::run(store, chosen, args).await
         }
         Command::Serve(args) => {
-            let store = open_store()?;
-            let home = home::spool_home()?;
-            let cwd = std::env::current_dir()?;
-            let config = config::ConfigFile::load_layered(&home, &cwd)?;
-            let chosen =
-                provider_choice::choose(&cli.provider, &config, &|k| std::env::var(k).ok())?;
+            let (store, chosen) = (open_store()?, choose_provider()?);
             commands::serve::serve(store, chosen, args).await
         }
         Command::Resume(args) => {
-            let store = open_store()?;
-            let home = home::spool_home()?;
-            let cwd = std::env::current_dir()?;
-            let config = config::ConfigFile::load_layered(&home, &cwd)?;
-            let chosen =
-                provider_choice::choose(&cli.provider, &config, &|k| std::env::var(k).ok())?;
+            let (store, chosen) = (open_store()?, choose_provider()?);
             commands::run::resume(store, chosen, args).await
         }
         Command::Threads(ThreadsCommand::List { limit, json }) => {

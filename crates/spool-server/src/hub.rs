@@ -246,6 +246,26 @@ impl Hub {
             .count()
     }
 
+    /// Marks the thread running (`None` if it already is) and builds the
+    /// agent its settings call for.
+    fn claim(self: &Arc<Self>, thread_id: &str) -> Option<Launch> {
+        let (stop_tx, stop) = watch::channel(false);
+        let settings = {
+            let mut threads = self.threads();
+            let slot = threads.entry(thread_id.to_owned()).or_default();
+            if slot.running.is_some() {
+                return None;
+            }
+            slot.running = Some((String::new(), stop_tx));
+            slot.settings.clone()
+        };
+        Some(Launch {
+            hub: self.clone(),
+            agent: Arc::new((self.agent_for)(&settings)),
+            stop,
+        })
+    }
+
     /// Starts a turn on the thread; answers with the started turn once
     /// `turn/started` is logged.
     pub async fn start_turn(
@@ -253,24 +273,15 @@ impl Hub {
         thread_id: &str,
         input: Vec<UserInput>,
     ) -> Result<Turn, HubError> {
-        let (stop_tx, stop_rx) = watch::channel(false);
-        let settings = {
-            let mut threads = self.threads();
-            let slot = threads.entry(thread_id.to_owned()).or_default();
-            if slot.running.is_some() {
-                return Err(HubError::Busy(thread_id.to_owned()));
-            }
-            slot.running = Some((String::new(), stop_tx));
-            slot.settings.clone()
+        let Some(launch) = self.claim(thread_id) else {
+            return Err(HubError::Busy(thread_id.to_owned()));
         };
-        let agent = Arc::new((self.agent_for)(&settings));
         let (events_tx, mut events_rx) = mpsc::unbounded_channel();
-        let hub = self.clone();
         let thread = thread_id.to_owned();
         let run = tokio::spawn(async move {
-            let runner = hub.runner(&thread);
+            let runner = launch.hub.runner(&thread);
             runner
-                .run_streamed(agent, &thread, input, &events_tx, stop_rx)
+                .run_streamed(launch.agent, &thread, input, &events_tx, launch.stop)
                 .await
         });
         // The first event is `turn/started`.
@@ -361,6 +372,8 @@ impl Hub {
             }),
         );
         runner.rules_file = self.rules_file.clone();
+        // Clients get the events; nobody reads the run's result.
+        runner.collect_results = false;
         runner
     }
 
@@ -405,18 +418,29 @@ impl Hub {
         request_id: &str,
         answer: ServerRequestAnswer,
     ) -> Result<(), HubError> {
-        let waiting = self
-            .waiting
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(request_id);
-        if let Some(waiting) = waiting {
-            let _ = waiting.answer.send(answer);
+        if self.hand_to_waiting_run(request_id, answer) {
             return Ok(());
         }
         Err(HubError::Invalid(format!(
             "no run is waiting on request {request_id}"
         )))
+    }
+
+    /// Gives `answer` to the run waiting on `request_id` in this process;
+    /// false when none is.
+    fn hand_to_waiting_run(&self, request_id: &str, answer: ServerRequestAnswer) -> bool {
+        let waiting = self
+            .waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(request_id);
+        match waiting {
+            Some(waiting) => {
+                let _ = waiting.answer.send(answer);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Records an answer for a paused run's request (the run is not waiting
@@ -435,13 +459,7 @@ impl Hub {
         self.broadcast(thread_id, Delivery::Event(Appended::Logged(resolved.event)));
         // A run that asked it meanwhile (a resumed run, between reading the
         // store and waiting) takes it now.
-        let waiting = self
-            .waiting
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(request_id);
-        if let Some(waiting) = waiting {
-            let _ = waiting.answer.send(answer);
+        if self.hand_to_waiting_run(request_id, answer) {
             return Ok(());
         }
         self.resume_paused(thread_id).await
@@ -452,23 +470,16 @@ impl Hub {
         if self.store.run_states(thread_id).await?.is_empty() {
             return Ok(());
         }
-        let (stop_tx, stop_rx) = watch::channel(false);
-        let settings = {
-            let mut threads = self.threads();
-            let slot = threads.entry(thread_id.to_owned()).or_default();
-            if slot.running.is_some() {
-                return Ok(());
-            }
-            slot.running = Some((String::new(), stop_tx));
-            slot.settings.clone()
+        let Some(launch) = self.claim(thread_id) else {
+            return Ok(());
         };
-        let agent = Arc::new((self.agent_for)(&settings));
         let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let hub = self.clone();
         let thread = thread_id.to_owned();
         let run = tokio::spawn(async move {
-            let runner = hub.runner(&thread);
-            runner.resume(agent, &thread, &events_tx, stop_rx).await
+            let runner = launch.hub.runner(&thread);
+            runner
+                .resume(launch.agent, &thread, &events_tx, launch.stop)
+                .await
         });
         self.forward(thread_id.to_owned(), events_rx, run, String::new());
         Ok(())
@@ -488,6 +499,13 @@ impl Hub {
             })
             .collect()
     }
+}
+
+/// What a run claimed on a thread starts with.
+struct Launch {
+    hub: Arc<Hub>,
+    agent: Arc<Agent>,
+    stop: watch::Receiver<bool>,
 }
 
 /// How a run on the hub asks its questions.

@@ -44,33 +44,19 @@ pub async fn run(store: SqliteStore, chosen: ChosenProvider, args: RunArgs) -> a
             store.create_thread(new).await?.thread.id
         }
     };
-    let provider: Arc<dyn ModelProvider> = Arc::from(build_provider(&chosen));
-    let mut agent = agent_of(&args.agent)?;
-    agent.instructions = args.instructions.clone().or(chosen.instructions.clone());
-    agent.model = ModelSettings {
-        model: chosen.model.clone(),
-        temperature: chosen.temperature,
-        max_output_tokens: args.max_output_tokens,
-        parallel_tool_calls: false,
-    };
-    let mut runner = Runner::new(store.clone(), provider)
-        .with_max_turns(args.agent.max_turns)
-        .with_client(Arc::new(TerminalApprover {
-            store: store.clone(),
-        }));
+    let instructions = args.instructions.clone().or(chosen.instructions.clone());
+    let (mut runner, agent) = terminal_runner(
+        &store,
+        &chosen,
+        &args.agent,
+        instructions,
+        args.max_output_tokens,
+    )?;
     runner.history_token_budget = args.history_tokens;
-    runner.rules_file = Some(rules_file()?);
-
-    let (stop_tx, stop_rx) = watch::channel(false);
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            let _ = stop_tx.send(true);
-        }
-    });
+    let stop_rx = interrupt_on_ctrl_c();
     let (tx, rx) = mpsc::unbounded_channel();
     let turn = {
         let thread_id = thread_id.clone();
-        let agent = Arc::new(agent);
         tokio::spawn(async move {
             let input = vec![UserInput::text(args.prompt)];
             runner
@@ -99,34 +85,58 @@ pub async fn resume(
     chosen: ChosenProvider,
     args: ResumeArgs,
 ) -> anyhow::Result<i32> {
-    let provider: Arc<dyn ModelProvider> = Arc::from(build_provider(&chosen));
-    let mut agent = agent_of(&args.agent)?;
-    agent.instructions = chosen.instructions.clone();
-    agent.model = ModelSettings {
-        model: chosen.model.clone(),
-        temperature: chosen.temperature,
-        max_output_tokens: None,
-        parallel_tool_calls: false,
-    };
-    let mut runner = Runner::new(store.clone(), provider)
-        .with_max_turns(args.agent.max_turns)
-        .with_client(Arc::new(TerminalApprover {
-            store: store.clone(),
-        }));
-    runner.rules_file = Some(rules_file()?);
-    let (_stop, stop_rx) = watch::channel(false);
+    let instructions = chosen.instructions.clone();
+    let (runner, agent) = terminal_runner(&store, &chosen, &args.agent, instructions, None)?;
+    let stop_rx = interrupt_on_ctrl_c();
     let (tx, rx) = mpsc::unbounded_channel();
     let thread_id = args.thread.clone();
-    let turn = tokio::spawn(async move {
-        runner
-            .resume(Arc::new(agent), &thread_id, &tx, stop_rx)
-            .await
-    });
+    let turn = tokio::spawn(async move { runner.resume(agent, &thread_id, &tx, stop_rx).await });
     let started = Instant::now();
     let first_token = print_stream(rx).await;
     let outcome = turn.await.context("the resume task panicked")??;
     store.flush().await?;
     report(&outcome, &args.thread, started, first_token, false, &chosen)
+}
+
+/// The runner and agent of `spool run` and `spool resume`: the chosen
+/// model, approvals asked on this terminal, rules kept in SPOOL_HOME.
+fn terminal_runner(
+    store: &SqliteStore,
+    chosen: &ChosenProvider,
+    args: &AgentArgs,
+    instructions: Option<String>,
+    max_output_tokens: Option<u32>,
+) -> anyhow::Result<(Runner<SqliteStore>, Arc<Agent>)> {
+    let provider: Arc<dyn ModelProvider> = Arc::from(build_provider(chosen));
+    let mut agent = agent_of(args)?;
+    agent.instructions = instructions;
+    agent.model = ModelSettings {
+        model: chosen.model.clone(),
+        temperature: chosen.temperature,
+        max_output_tokens,
+        parallel_tool_calls: false,
+    };
+    let mut runner = Runner::new(store.clone(), provider)
+        .with_max_turns(args.max_turns)
+        .with_client(Arc::new(TerminalApprover {
+            store: store.clone(),
+        }));
+    runner.rules_file = Some(rules_file()?);
+    // The terminal shows the streamed events; the result's item lists
+    // would be two reads of the whole thread for nothing.
+    runner.collect_results = false;
+    Ok((runner, Arc::new(agent)))
+}
+
+/// Turns true on Ctrl-C: the turn stops (and is recorded interrupted).
+fn interrupt_on_ctrl_c() -> watch::Receiver<bool> {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            let _ = stop_tx.send(true);
+        }
+    });
+    stop_rx
 }
 
 /// The agent `spool run` drives: the tools asked for, in the working

@@ -123,19 +123,27 @@ async fn result<S: Store>(
     error: Option<TurnError>,
     final_output: Option<String>,
 ) -> Result<RunResult, RunError> {
-    let items = runner
-        .store
-        .items(&state.thread_id, View::All)
-        .await?
-        .into_iter()
-        .filter(|record| record.turn_id == state.turn_id)
-        .collect();
-    let input_list = runner
-        .store
-        .llm_view(&state.thread_id, LlmViewOptions::default())
-        .await?
-        .input;
-    set_input(&mut state, &input_list);
+    // Both reads cover the whole thread: skipped for callers that stream
+    // the events and never look at the result's items (the server).
+    let (items, input_list) = match runner.collect_results {
+        true => {
+            let items = runner
+                .store
+                .items(&state.thread_id, View::All)
+                .await?
+                .into_iter()
+                .filter(|record| record.turn_id == state.turn_id)
+                .collect();
+            let input_list = runner
+                .store
+                .llm_view(&state.thread_id, LlmViewOptions::default())
+                .await?
+                .input;
+            set_input(&mut state, &input_list);
+            (items, input_list)
+        }
+        false => (Vec::new(), Vec::new()),
+    };
     Ok(RunResult {
         thread_id: state.thread_id.clone(),
         turn_id: state.turn_id.clone(),

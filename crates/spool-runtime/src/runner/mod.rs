@@ -53,6 +53,10 @@ pub struct Runner<S> {
     /// Where accepted exec and network policy amendments are written (and
     /// read from at the start of each run), for an operator to review.
     pub rules_file: Option<PathBuf>,
+    /// Fill [`RunResult::items`] and [`RunResult::to_input_list`] when a
+    /// run ends (two reads of the whole thread). Off for callers that only
+    /// stream the events.
+    pub collect_results: bool,
 }
 
 /// How a run ended.
@@ -153,6 +157,7 @@ impl<S: Store + Clone + 'static> Runner<S> {
             history_token_budget: None,
             client: None,
             rules_file: None,
+            collect_results: true,
         }
     }
 
