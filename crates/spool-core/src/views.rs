@@ -29,7 +29,7 @@
 //! | `stepError` | yes | no |
 //! | `error` | yes | no |
 //! | `enteredReviewMode` | yes | no |
-//! | `exitedReviewMode` | yes | no |
+//! | `exitedReviewMode` | yes | yes |
 //!
 //! The views:
 //!

@@ -531,10 +531,6 @@ fn ui_and_bookkeeping_items_produce_nothing() {
             id: "9".into(),
             review: "r".into(),
         },
-        ThreadItem::ExitedReviewMode {
-            id: "10".into(),
-            review: "r".into(),
-        },
     ];
     for item in items {
         // Even when a producer puts them in the model's audience.
@@ -544,6 +540,34 @@ fn ui_and_bookkeeping_items_produce_nothing() {
         assert!(view.input.is_empty(), "{:?}", view.input);
         assert_eq!(view.turns_included, 0);
     }
+}
+
+#[test]
+fn a_finished_review_reaches_the_model_as_its_findings_and_an_unfinished_one_not_at_all() {
+    let exited = |review: &str| {
+        record(
+            "t",
+            1,
+            ThreadItem::ExitedReviewMode {
+                id: "10".into(),
+                review: review.into(),
+            },
+        )
+    };
+    let view = llm_view(&[exited("x.rs:3 leaks a file")], &LlmViewOptions::default());
+    assert_eq!(
+        serde_json::to_value(&view.input).unwrap(),
+        json!([{
+            "type": "message",
+            "role": "user",
+            "content": [{
+                "type": "input_text",
+                "text": format!("{}x.rs:3 leaks a file", spool_core::llm::REVIEW_PREFIX)
+            }]
+        }])
+    );
+    let empty = llm_view(&[exited("")], &LlmViewOptions::default());
+    assert!(empty.input.is_empty(), "{:?}", empty.input);
 }
 
 #[test]

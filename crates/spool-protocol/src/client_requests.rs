@@ -27,8 +27,10 @@
 //! | `turn/start` | [`TurnStartParams`] | [`TurnStartResponse`] |
 //! | `turn/steer` | [`TurnSteerParams`] | [`TurnSteerResponse`] |
 //! | `turn/interrupt` | [`TurnInterruptParams`] | [`TurnInterruptResponse`] |
+//! | `review/start` | [`ReviewStartParams`] | [`ReviewStartResponse`] |
 
 mod initialize;
+mod review;
 mod serde_helpers;
 mod settings;
 mod thread_history;
@@ -36,6 +38,7 @@ mod thread_lifecycle;
 mod turn;
 
 pub use initialize::*;
+pub use review::*;
 pub use settings::{
     ApprovalsReviewer, DynamicToolFunctionSpec, DynamicToolNamespaceSpec, DynamicToolNamespaceTool,
     DynamicToolSpec, NetworkAccess, SandboxPolicy, ThreadStartSource,
@@ -116,6 +119,8 @@ client_requests! {
     TurnStart => "turn/start" (Box<TurnStartParams>),
     TurnSteer => "turn/steer" (TurnSteerParams),
     TurnInterrupt => "turn/interrupt" (TurnInterruptParams),
+    /// A code review run as a turn (inline) or on a new thread (detached).
+    ReviewStart => "review/start" (ReviewStartParams),
 }
 
 impl ClientRequest {
@@ -165,6 +170,7 @@ impl ClientRequest {
             ClientRequest::TurnStart(p) => Some(&p.thread_id),
             ClientRequest::TurnSteer(p) => Some(&p.thread_id),
             ClientRequest::TurnInterrupt(p) => Some(&p.thread_id),
+            ClientRequest::ReviewStart(p) => Some(&p.thread_id),
         }
     }
 }

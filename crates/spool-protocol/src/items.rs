@@ -281,9 +281,11 @@ impl ItemKind {
             | ItemKind::ResourceChange
             | ItemKind::StepError
             | ItemKind::Error
-            | ItemKind::EnteredReviewMode
-            | ItemKind::ExitedReviewMode => Audience::CLIENT_ONLY,
-            ItemKind::UserMessage
+            | ItemKind::EnteredReviewMode => Audience::CLIENT_ONLY,
+            // A review's findings reach later turns (its other items do
+            // not: see spool-runtime's `review`).
+            ItemKind::ExitedReviewMode
+            | ItemKind::UserMessage
             | ItemKind::AgentMessage
             | ItemKind::Reasoning
             | ItemKind::Plan

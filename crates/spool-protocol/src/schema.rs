@@ -187,6 +187,8 @@ fn client_request_schemas() -> Vec<(&'static str, Value)> {
             "TurnInterruptResponse",
             schema_of::<TurnInterruptResponse>(),
         ),
+        ("ReviewStartParams", schema_of::<ReviewStartParams>()),
+        ("ReviewStartResponse", schema_of::<ReviewStartResponse>()),
     ]
 }
 

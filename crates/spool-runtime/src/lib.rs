@@ -9,7 +9,9 @@ pub mod turn;
 mod usage;
 
 pub use agent::{Agent, AgentSet, DynamicTool, ModelSettings, ShellTool, Tool};
-pub use runner::{ClientRequests, RunError, RunResult, RunStatus, Runner};
+pub use runner::{
+    ClientRequests, REVIEWER_INSTRUCTIONS, Review, RunError, RunResult, RunStatus, Runner, reviewer,
+};
 pub use turn::{InterruptSignal, TurnOptions, TurnOutcome, run_turn};
 
 /// Failures of the runtime itself (a model failure is a failed turn, not one of these).

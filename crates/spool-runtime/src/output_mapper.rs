@@ -37,6 +37,8 @@ pub struct OutputMapper {
     /// as the item kind its tool produces (`take_model_calls`).
     defer_calls: bool,
     model_calls: Vec<ModelCall>,
+    /// Who every item is for, when not its kind's default.
+    audience: Option<Audience>,
 }
 
 /// A function call the model wrote, as given, for the runner to file and
@@ -63,7 +65,15 @@ impl OutputMapper {
             pending_calls: Vec::new(),
             defer_calls: false,
             model_calls: Vec::new(),
+            audience: None,
         }
+    }
+
+    /// Files every item for `audience` instead of its kind's default
+    /// (`None`: the default).
+    pub fn with_audience(mut self, audience: Option<Audience>) -> Self {
+        self.audience = audience;
+        self
     }
 
     /// Function calls start no `functionCall` item: they are collected, in
@@ -269,8 +279,10 @@ impl OutputMapper {
                 return None;
             }
         };
-        let mut envelope =
-            ItemEnvelope::started(&self.agent, thread_item.kind().default_audience(), now_ms);
+        let audience = self
+            .audience
+            .unwrap_or_else(|| thread_item.kind().default_audience());
+        let mut envelope = ItemEnvelope::started(&self.agent, audience, now_ms);
         envelope.provider_data = provider_ids(item);
         self.open.insert(
             key.to_owned(),

@@ -40,11 +40,19 @@ pub fn for_client(appended: &Appended, capabilities: &Capabilities) -> Option<Va
     Some(value)
 }
 
-/// Whether a Codex app-server client would get this notification.
+/// Whether a Codex app-server client would get this notification: not
+/// spool's own kinds, nor an item kept from the client's view (a review's
+/// prompt).
 fn codex_knows(notification: &ServerNotification) -> bool {
+    let for_client =
+        |envelope: &Option<ItemEnvelope>| envelope.as_ref().is_none_or(|e| e.audience.client);
     match notification {
-        ServerNotification::ItemStarted(n) => n.item.kind().is_codex_kind(),
-        ServerNotification::ItemCompleted(n) => n.item.kind().is_codex_kind(),
+        ServerNotification::ItemStarted(n) => {
+            n.item.kind().is_codex_kind() && for_client(&n.envelope)
+        }
+        ServerNotification::ItemCompleted(n) => {
+            n.item.kind().is_codex_kind() && for_client(&n.envelope)
+        }
         ServerNotification::ItemRemoved(_) | ServerNotification::ThreadCleared(_) => false,
         ServerNotification::ThreadStarted(_)
         | ServerNotification::ThreadStatusChanged(_)

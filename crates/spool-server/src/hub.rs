@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use spool_model::ModelProvider;
 use spool_protocol::*;
-use spool_runtime::{Agent, ClientRequests, RunStatus, Runner};
+use spool_runtime::{Agent, ClientRequests, Review, RunStatus, Runner};
 use spool_store::{Appended, PendingRequest, SqliteStore, Store, StoreError};
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -154,6 +154,17 @@ impl Hub {
         change(&mut slot.settings);
     }
 
+    /// The thread's settings in this process (the server's defaults where
+    /// it set nothing).
+    pub fn thread_settings(&self, thread_id: &str) -> ThreadSettings {
+        let own = self
+            .threads()
+            .get(thread_id)
+            .map(|slot| slot.settings.clone())
+            .unwrap_or_default();
+        self.resolve(own)
+    }
+
     /// The thread's client tools as last declared in this process.
     pub fn dynamic_tools(&self, thread_id: &str) -> Vec<DynamicToolSpec> {
         self.threads()
@@ -273,6 +284,25 @@ impl Hub {
         thread_id: &str,
         input: Vec<UserInput>,
     ) -> Result<Turn, HubError> {
+        self.launch_turn(thread_id, TurnOpening::User(input)).await
+    }
+
+    /// Starts a review turn on the thread (see `spool_runtime::Review`),
+    /// run by the reviewer of the thread's agent.
+    pub async fn start_review(
+        self: &Arc<Self>,
+        thread_id: &str,
+        review: Review,
+    ) -> Result<Turn, HubError> {
+        self.launch_turn(thread_id, TurnOpening::Review(review))
+            .await
+    }
+
+    async fn launch_turn(
+        self: &Arc<Self>,
+        thread_id: &str,
+        opening: TurnOpening,
+    ) -> Result<Turn, HubError> {
         let Some(launch) = self.claim(thread_id) else {
             return Err(HubError::Busy(thread_id.to_owned()));
         };
@@ -280,9 +310,19 @@ impl Hub {
         let thread = thread_id.to_owned();
         let run = tokio::spawn(async move {
             let runner = launch.hub.runner(&thread);
-            runner
-                .run_streamed(launch.agent, &thread, input, &events_tx, launch.stop)
-                .await
+            match opening {
+                TurnOpening::User(input) => {
+                    runner
+                        .run_streamed(launch.agent, &thread, input, &events_tx, launch.stop)
+                        .await
+                }
+                TurnOpening::Review(review) => {
+                    let reviewer = Arc::new(spool_runtime::reviewer(&launch.agent));
+                    runner
+                        .review_streamed(reviewer, &thread, review, &events_tx, launch.stop)
+                        .await
+                }
+            }
         });
         // The first event is `turn/started`.
         let first = events_rx.recv().await;
@@ -499,6 +539,12 @@ impl Hub {
             })
             .collect()
     }
+}
+
+/// What a new turn opens with.
+enum TurnOpening {
+    User(Vec<UserInput>),
+    Review(Review),
 }
 
 /// What a run claimed on a thread starts with.

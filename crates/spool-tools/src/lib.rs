@@ -6,4 +6,5 @@
 pub mod apply_patch;
 pub mod function;
 pub mod policy;
+pub mod review;
 pub mod shell;

@@ -12,6 +12,10 @@ use crate::record::ItemRecord;
 /// The prefix of the user message that stands in for compacted history.
 pub const COMPACTION_PREFIX: &str = "Summary of the conversation so far:\n";
 
+/// The prefix of the user message that carries a finished review to later
+/// turns.
+pub const REVIEW_PREFIX: &str = "A code review of this work was run. The reviewer's findings:\n\n";
+
 /// The key of `providerData` that holds a raw Responses input item, as
 /// the Session API's caller gave it.
 pub const INPUT_ITEM_KEY: &str = "inputItem";
@@ -61,6 +65,7 @@ pub(crate) fn yields_model_input(kind: ItemKind) -> bool {
         | ItemKind::FunctionCall
         | ItemKind::Handoff
         | ItemKind::ImageView
+        | ItemKind::ExitedReviewMode
         | ItemKind::Context => true,
         // The reasons are in `convert`.
         ItemKind::Component
@@ -70,8 +75,7 @@ pub(crate) fn yields_model_input(kind: ItemKind) -> bool {
         | ItemKind::ResourceChange
         | ItemKind::StepError
         | ItemKind::Error
-        | ItemKind::EnteredReviewMode
-        | ItemKind::ExitedReviewMode => false,
+        | ItemKind::EnteredReviewMode => false,
     }
 }
 
@@ -138,9 +142,21 @@ pub(crate) fn convert(record: &ItemRecord, policy: ReasoningIdPolicy, out: &mut 
         // Runtime failures, reported to the client. A failure the model must
         // know about is already in the failed tool's output.
         ThreadItem::StepError { .. } | ThreadItem::Error { .. } => {}
-        // UI markers around a review; the review itself reaches the model as
-        // ordinary messages.
-        ThreadItem::EnteredReviewMode { .. } | ThreadItem::ExitedReviewMode { .. } => {}
+        // The UI's marker of a review's start: the reviewer's prompt is its
+        // own item.
+        ThreadItem::EnteredReviewMode { .. } => {}
+        // A finished review reaches later turns as its findings (a review
+        // that did not finish has none).
+        ThreadItem::ExitedReviewMode { review, .. } => {
+            if !review.is_empty() {
+                out.push(message(
+                    "user",
+                    vec![ContentItem::InputText {
+                        text: format!("{REVIEW_PREFIX}{review}"),
+                    }],
+                ));
+            }
+        }
     }
 }
 

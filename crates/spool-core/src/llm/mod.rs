@@ -69,7 +69,9 @@ use spool_protocol::responses::ResponseItem;
 
 use crate::record::ItemRecord;
 
-pub use convert::{COMPACTION_PREFIX, INPUT_ITEM_KEY, in_view, is_cut_point, raw_input_item};
+pub use convert::{
+    COMPACTION_PREFIX, INPUT_ITEM_KEY, REVIEW_PREFIX, in_view, is_cut_point, raw_input_item,
+};
 pub use pack::{Offered, Packer, count_turns};
 pub use sanitize::{ToolSide, tool_side};
 pub use tools::IMAGE_URL_KEY;
@@ -119,6 +121,29 @@ pub fn llm_view(records: &[ItemRecord], options: &LlmViewOptions) -> LlmView {
         "records must be in ordinal order"
     );
     pack::pack(records, options)
+}
+
+/// The input of a review's next model call: the records of the review's
+/// turn (in ordinal order), whatever their audience, each converted as the
+/// `llm` view converts it, then sanitized. A review's items are the
+/// client's alone in the thread's view (only its `exitedReviewMode`
+/// reaches later turns); the reviewer sees them all, and nothing before
+/// the turn.
+pub fn review_input(turn: &[ItemRecord], reasoning_ids: ReasoningIdPolicy) -> Vec<ResponseItem> {
+    let scoped: Vec<ItemRecord> = turn
+        .iter()
+        .filter(|record| record.item.kind() != spool_protocol::ItemKind::ExitedReviewMode)
+        .cloned()
+        .map(|mut record| {
+            record.envelope.audience.llm = true;
+            record
+        })
+        .collect();
+    let options = LlmViewOptions {
+        token_budget: None,
+        reasoning_ids,
+    };
+    pack::pack(&scoped, &options).input
 }
 
 /// The input items one record stands for, unpacked and unsanitized: its

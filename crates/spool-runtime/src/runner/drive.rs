@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::execute::{decline, run_filed};
 use super::file_call::{Filed, FiledCall, file_call, prepare};
-use super::items::{ItemSink, OpenItem};
+use super::items::{ItemSink, OpenItem, envelope_mut};
 use super::requests::{Gate, gate, replay_session_grants};
 use super::{RunError, RunResult, Runner};
 use crate::agent::{Agent, AgentSet};
@@ -42,6 +42,16 @@ pub(crate) struct Run<'r, S> {
     pub waiting: Vec<(PendingRequest, FiledCall)>,
     /// Control passes to this agent before the next model call.
     pub next_agent: Option<AgentKey>,
+    /// A review turn: the model sees only this turn (see `review`).
+    pub review: bool,
+}
+
+/// What a turn opens with.
+pub(crate) enum Opening {
+    /// The user's message.
+    User(Vec<UserInput>),
+    /// A review: `enteredReviewMode` and the reviewer's prompt.
+    Review(super::review::Review),
 }
 
 /// How one model call ended.
@@ -67,7 +77,7 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
         thread_id: &str,
         events: &mpsc::UnboundedSender<Appended>,
         interrupt: watch::Receiver<bool>,
-        input: Vec<UserInput>,
+        opening: Opening,
     ) -> Result<Run<'r, S>, RunError> {
         let agents = AgentSet::new(agent);
         let (agent_key, agent) = {
@@ -90,23 +100,20 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
             turn_id: turn_id.clone(),
             agent: "user".to_owned(),
             step: 0,
+            audience: None,
         };
-        let mut message = sink.whole(ThreadItem::user_message(new_item_id(), input), None, None);
-        for event in &mut message {
-            if let ServerNotification::ItemStarted(ItemStartedNotification {
-                envelope: Some(e),
-                ..
-            })
-            | ServerNotification::ItemCompleted(ItemCompletedNotification {
-                envelope: Some(e),
-                ..
-            }) = event
-            {
-                e.provenance.phase = WorkPhase::Main;
-                e.provenance.step_index = None;
+        let review = matches!(opening, Opening::Review(_));
+        let sink = match opening {
+            Opening::User(input) => {
+                appender.push(user_message(&sink, input))?;
+                sink
             }
-        }
-        appender.push(message)?;
+            Opening::Review(review) => {
+                let sink = super::review::reviewer_sink(sink);
+                appender.push(super::review::opening(&sink, review))?;
+                sink
+            }
+        };
         let grants = load_grants(runner, thread_id).await?;
         let state = RunState {
             thread_id: thread_id.to_owned(),
@@ -141,6 +148,7 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
             final_text: None,
             waiting: Vec::new(),
             next_agent: None,
+            review,
         })
     }
 
@@ -185,8 +193,12 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
     }
 
     /// The thread's model history, as the next call gets it (committed
-    /// events only: sync the appender first).
+    /// events only: sync the appender first). A review sees its own turn
+    /// only.
     pub(super) async fn history(&self) -> Result<Vec<ResponseItem>, RunError> {
+        if self.review {
+            return self.review_history().await;
+        }
         let options = LlmViewOptions {
             token_budget: self.runner.history_token_budget,
             ..LlmViewOptions::default()
@@ -232,7 +244,8 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
         self.sink.step = self.state.step;
         let mut mapper =
             OutputMapper::new(&self.state.thread_id, &self.state.turn_id, &self.agent.name)
-                .deferring_calls();
+                .deferring_calls()
+                .with_audience(self.sink.audience);
         let mut stream = self.runner.provider.stream(request);
         let mut interrupt = self.interrupt.clone();
         let end = loop {
@@ -402,6 +415,19 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
 
 /// The grants a run starts with: the rules file's rules and the thread's
 /// session approvals.
+/// The user's message that opens a turn (the user's own step: no model
+/// call yet).
+fn user_message(sink: &ItemSink, input: Vec<UserInput>) -> Vec<ServerNotification> {
+    let mut message = sink.whole(ThreadItem::user_message(new_item_id(), input), None, None);
+    for event in &mut message {
+        if let Some(envelope) = envelope_mut(event) {
+            envelope.provenance.phase = WorkPhase::Main;
+            envelope.provenance.step_index = None;
+        }
+    }
+    message
+}
+
 pub(crate) async fn load_grants<S: Store>(
     runner: &Runner<S>,
     thread_id: &str,

@@ -69,6 +69,18 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
         for (request, filed) in std::mem::take(&mut run.waiting) {
             run.cancel_request(request, filed).await?;
         }
+        if run.review {
+            // The review text is the reviewer's final answer; a review that
+            // did not finish has none.
+            let review = match status {
+                TurnStatus::Completed => run.final_text.clone().unwrap_or_default(),
+                TurnStatus::Interrupted | TurnStatus::Failed | TurnStatus::InProgress => {
+                    String::new()
+                }
+            };
+            run.appender
+                .push(super::review::closing(&run.sink, review))?;
+        }
         if let Some(error) = &error {
             run.appender
                 .push(vec![ServerNotification::Error(ErrorNotification {

@@ -13,6 +13,9 @@ pub(crate) struct ItemSink {
     pub agent: String,
     /// The model call (1-based) the items belong to, for provenance.
     pub step: u32,
+    /// Who every item is for, when not its kind's default (a review's
+    /// items are the client's alone; see `runner::review`).
+    pub audience: Option<Audience>,
 }
 
 /// An item that has started and not finished.
@@ -37,7 +40,10 @@ impl ItemSink {
         provider_data: Option<Value>,
     ) -> (OpenItem, ServerNotification) {
         let now = now_ms();
-        let mut envelope = ItemEnvelope::started(&self.agent, item.kind().default_audience(), now);
+        let audience = self
+            .audience
+            .unwrap_or_else(|| item.kind().default_audience());
+        let mut envelope = ItemEnvelope::started(&self.agent, audience, now);
         envelope.provenance.parent_item_id = parent_item_id;
         envelope.provenance.phase = WorkPhase::Work;
         envelope.provenance.step_index = Some(self.step);
@@ -94,5 +100,20 @@ impl ItemSink {
             item_id: item_id.to_owned(),
             delta,
         })
+    }
+}
+
+/// The envelope of an item lifecycle event, to adjust before it is logged.
+pub(crate) fn envelope_mut(event: &mut ServerNotification) -> Option<&mut ItemEnvelope> {
+    match event {
+        ServerNotification::ItemStarted(ItemStartedNotification {
+            envelope: Some(envelope),
+            ..
+        })
+        | ServerNotification::ItemCompleted(ItemCompletedNotification {
+            envelope: Some(envelope),
+            ..
+        }) => Some(envelope),
+        _ => None,
     }
 }

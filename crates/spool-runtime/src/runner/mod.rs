@@ -23,6 +23,7 @@ mod file_call;
 mod items;
 mod requests;
 mod resume;
+mod review;
 mod waiting;
 
 use std::path::PathBuf;
@@ -39,6 +40,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::agent::Agent;
 pub use requests::ClientRequests;
+pub use review::{REVIEWER_INSTRUCTIONS, Review, reviewer};
 
 /// Runs agents on one store and one model provider.
 pub struct Runner<S> {
@@ -196,7 +198,8 @@ impl<S: Store + Clone + 'static> Runner<S> {
         events: &mpsc::UnboundedSender<Appended>,
         interrupt: watch::Receiver<bool>,
     ) -> Result<RunResult, RunError> {
-        let run = drive::Run::start(self, agent, thread_id, events, interrupt, input).await?;
+        let opening = drive::Opening::User(input);
+        let run = drive::Run::start(self, agent, thread_id, events, interrupt, opening).await?;
         run.drive().await
     }
 

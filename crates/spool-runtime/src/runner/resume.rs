@@ -66,6 +66,7 @@ pub(crate) async fn reopen<'r, S: Store + Clone + 'static>(
         turn_id: turn_id.clone(),
         agent: agent.name.clone(),
         step: state.step,
+        audience: None,
     };
     let appender = Appender::spawn(runner.store.clone(), &thread_id, events.clone());
     let records = runner
@@ -182,6 +183,7 @@ pub(crate) async fn reopen<'r, S: Store + Clone + 'static>(
         final_text: None,
         waiting,
         next_agent: None,
+        review: false,
     })
 }
 

@@ -5,7 +5,8 @@
 //! `thread/read`, `thread/list`, `turn/start`, `turn/interrupt`;
 //! `history` pages turns and items (`thread/turns/list`,
 //! `thread/items/list`); `reshape` renames, archives, reverts and steers;
-//! `fork` copies a thread's history into a new one.
+//! `fork` copies a thread's history into a new one; `review` runs
+//! `review/start`.
 //!
 //! A turn whose items were all removed (a revert, a rollback, the Session
 //! API's `pop_item` or `clear`) is no longer part of the history: reads
@@ -15,6 +16,7 @@
 mod fork;
 mod history;
 mod reshape;
+mod review;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -107,6 +109,7 @@ pub(crate) async fn call(
         ClientRequest::ThreadRevert(params) => reshape::revert(hub, params).await,
         ClientRequest::ThreadRollback(params) => reshape::rollback(hub, params).await,
         ClientRequest::TurnSteer(params) => reshape::steer(hub, params).await,
+        ClientRequest::ReviewStart(params) => review::review_start(hub, state, params).await,
     }
 }
 
