@@ -9,7 +9,7 @@
 //!
 //! | target | diff |
 //! |---|---|
-//! | `uncommittedChanges` | `git diff HEAD` (staged and unstaged; `git diff --cached` plus `git diff` before the first commit), then every untracked file not ignored, as a new-file diff |
+//! | `uncommittedChanges` | `git diff HEAD` (staged and unstaged; `git diff --cached` plus `git diff` before the first commit), then every untracked file not ignored, as a new-file diff (one larger than [`MAX_DIFF_BYTES`] is named with its size, not read) |
 //! | `baseBranch` | `git diff <merge base of HEAD and branch>`: the branch's commits and the working tree's changes |
 //! | `commit` | `git show <sha>` (its message and diff) |
 //! | `custom` | none: the instructions are the request |
@@ -223,6 +223,14 @@ impl<'a> Git<'a> {
         for path in untracked.split('\0').filter(|p| !p.is_empty()) {
             if diff.len() > MAX_DIFF_BYTES {
                 break;
+            }
+            // A file too big to show is named, not read.
+            let size = std::fs::metadata(self.dir.join(path)).map_or(0, |m| m.len());
+            if size > MAX_DIFF_BYTES as u64 {
+                diff.push_str(&format!(
+                    "new file {path}: {size} bytes, too large to show here\n"
+                ));
+                continue;
             }
             // `--no-index` exits 1 when the files differ, which they do.
             let new_file = self

@@ -41,6 +41,8 @@ async fn uncommitted_changes_hold_staged_unstaged_and_untracked_work() {
     std::fs::write(root.join("new.rs"), "pub fn fresh() {}\n").unwrap();
     std::fs::write(root.join(".gitignore"), "ignored.txt\n").unwrap();
     std::fs::write(root.join("ignored.txt"), "secret\n").unwrap();
+    let huge = "y".repeat(spool_tools::review::MAX_DIFF_BYTES + 1);
+    std::fs::write(root.join("huge.log"), &huge).unwrap();
 
     let material = gather(root, &ReviewTarget::UncommittedChanges)
         .await

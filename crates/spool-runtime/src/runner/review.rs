@@ -20,7 +20,9 @@
 //! The reviewer ([`reviewer`]) may run read-only commands and nothing
 //! else, without asking: a review never waits on a person, so it never
 //! pauses (a paused run resumes as an ordinary turn, which a review is
-//! not).
+//! not). A review cut short by a crash is closed by recovery like any
+//! turn (`interrupted`, open items `incomplete`), with no
+//! `exitedReviewMode`.
 
 use std::sync::Arc;
 
