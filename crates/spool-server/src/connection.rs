@@ -26,7 +26,7 @@ use spool_store::PendingRequest;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use crate::filter::{Capabilities, for_client};
+use crate::filter::{Capabilities, line_for_client};
 use crate::hub::{ConnectionId, Delivery, Hub};
 use crate::methods;
 
@@ -49,6 +49,9 @@ pub(crate) struct ConnectionState {
     /// after a resume, and by the resumed run asking it) is not forwarded
     /// once answered.
     answered: HashSet<String>,
+    /// Threads this connection was delivered an event of (see
+    /// `handle_delivering`).
+    delivered_threads: HashSet<String>,
     pub deliveries: mpsc::UnboundedSender<Delivery>,
     receiver: Option<mpsc::UnboundedReceiver<Delivery>>,
 }
@@ -132,9 +135,7 @@ where
         tokio::select! {
             message = queued.recv() => {
                 let Some(message) = message else { break };
-                if let Some(reply) = handle_line(&hub, &mut state, &message).await {
-                    let _ = lines_tx.send(reply);
-                }
+                handle_delivering(&hub, &mut state, &message, &mut deliveries_rx, &lines_tx).await;
             }
             Some(delivery) = deliveries_rx.recv() => {
                 if let Some(line) = deliver(&mut state, delivery) {
@@ -147,6 +148,89 @@ where
     hub.unsubscribe_all(state.id);
     drop(lines_tx);
     let _ = writing.await;
+}
+
+/// Handles one message (sending its reply, if any) while still delivering,
+/// meanwhile, the events of
+/// the threads it cannot be about: a request waiting on the store (a
+/// `turn/start` waits for its `turn/started` to be committed) would
+/// otherwise hold up every other thread's stream on this connection.
+///
+/// What is held until the reply is sent, in the order it came: the events
+/// of the thread the message names (`params.threadId`), of threads this
+/// connection was not delivered anything of before (a thread the request
+/// subscribes to: its replay follows the reply, as before), every server
+/// request (forwarding one updates the connection's state), and whatever
+/// comes after a held delivery of the same thread.
+async fn handle_delivering(
+    hub: &Arc<Hub>,
+    state: &mut ConnectionState,
+    line: &str,
+    deliveries: &mut mpsc::UnboundedReceiver<Delivery>,
+    lines: &mpsc::UnboundedSender<String>,
+) {
+    let capabilities = state.capabilities;
+    let mut held_threads: HashSet<String> = named_thread(line).into_iter().collect();
+    let seen = std::mem::take(&mut state.delivered_threads);
+    let mut held = Vec::new();
+    let reply = {
+        let handling = handle_line(hub, state, line);
+        tokio::pin!(handling);
+        loop {
+            tokio::select! {
+                biased;
+                reply = &mut handling => break reply,
+                Some(delivery) = deliveries.recv() => {
+                    let thread = delivery_thread(&delivery);
+                    let passes = matches!(delivery, Delivery::Event(_))
+                        && seen.contains(thread)
+                        && !held_threads.contains(thread);
+                    if passes {
+                        if let Delivery::Event(event) = &delivery
+                            && let Some(line) = line_for_client(event, &capabilities)
+                        {
+                            let _ = lines.send(line);
+                        }
+                    } else {
+                        held_threads.insert(thread.to_owned());
+                        held.push(delivery);
+                    }
+                }
+            }
+        }
+    };
+    state.delivered_threads = seen;
+    if let Some(reply) = reply {
+        let _ = lines.send(reply);
+    }
+    for delivery in held {
+        if let Some(line) = deliver(state, delivery) {
+            let _ = lines.send(line);
+        }
+    }
+}
+
+/// The `params.threadId` of a request or notification, if it names one.
+fn named_thread(line: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Params {
+        #[serde(rename = "threadId")]
+        thread_id: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct Message {
+        params: Params,
+    }
+    serde_json::from_str::<Message>(line)
+        .ok()
+        .map(|message| message.params.thread_id)
+}
+
+fn delivery_thread(delivery: &Delivery) -> &str {
+    match delivery {
+        Delivery::Event(event) => event.notification().thread_id(),
+        Delivery::Request(request) => &request.thread_id,
+    }
 }
 
 /// Requests a connection may have waiting behind the one being handled
@@ -206,10 +290,25 @@ where
     }
 }
 
+/// Messages written to the transport before it is flushed, when more are
+/// queued.
+const MAX_WRITE_BATCH: usize = 64;
+
+/// Writes every queued message, flushing once what queued up meanwhile is
+/// written (at most [`MAX_WRITE_BATCH`] at a time), not after each.
 async fn write_messages<O: Sink<String>>(outgoing: O, mut lines: mpsc::UnboundedReceiver<String>) {
     let mut outgoing = std::pin::pin!(outgoing);
-    while let Some(line) = lines.recv().await {
-        if outgoing.send(line).await.is_err() {
+    'writing: while let Some(line) = lines.recv().await {
+        if outgoing.feed(line).await.is_err() {
+            break;
+        }
+        for _ in 1..MAX_WRITE_BATCH {
+            let Ok(line) = lines.try_recv() else { break };
+            if outgoing.feed(line).await.is_err() {
+                break 'writing;
+            }
+        }
+        if outgoing.flush().await.is_err() {
             break;
         }
     }
@@ -226,6 +325,7 @@ impl ConnectionState {
             capabilities: Capabilities::default(),
             forwarded: HashMap::new(),
             answered: HashSet::new(),
+            delivered_threads: HashSet::new(),
             deliveries,
             receiver: Some(receiver),
         }
@@ -369,8 +469,11 @@ pub(crate) fn answer_of(
 fn deliver(state: &mut ConnectionState, delivery: Delivery) -> Option<String> {
     match delivery {
         Delivery::Event(appended) => {
-            let value = for_client(&appended, &state.capabilities)?;
-            Some(value.to_string())
+            let thread = appended.notification().thread_id();
+            if !state.delivered_threads.contains(thread) {
+                state.delivered_threads.insert(thread.to_owned());
+            }
+            line_for_client(&appended, &state.capabilities)
         }
         Delivery::Request(request) => {
             if state.forwarded.contains_key(&request.request_id)

@@ -4,6 +4,8 @@
 //! envelopes (status, provenance, audience) and spool's own item kinds and
 //! notifications.
 
+use std::fmt::Write;
+
 use serde_json::Value;
 use spool_protocol::*;
 use spool_store::Appended;
@@ -40,6 +42,63 @@ pub fn for_client(appended: &Appended, capabilities: &Capabilities) -> Option<Va
     Some(value)
 }
 
+/// [`for_client`] as the line sent, encoded straight from the notification
+/// rather than through a `Value` when nothing has to be taken out of it (the
+/// client opted in to envelopes, or there is none): `params.seq` and
+/// `jsonrpc` are added to the encoded text where `for_client` puts them,
+/// so the line is the same byte for byte.
+pub fn line_for_client(appended: &Appended, capabilities: &Capabilities) -> Option<String> {
+    let notification = appended.notification();
+    if !capabilities.spool_items && !codex_knows(notification) {
+        return None;
+    }
+    if !capabilities.spool_items && has_envelope(notification) {
+        return for_client(appended, capabilities).map(|value| value.to_string());
+    }
+    // `{"method":"…","params":{…}}`: every notification's params are an
+    // object, so the text ends with the two closing braces.
+    let mut line = serde_json::to_string(notification).ok()?;
+    if !line.ends_with("}}") {
+        return for_client(appended, capabilities).map(|value| value.to_string());
+    }
+    line.truncate(line.len() - 2);
+    if capabilities.seq
+        && let Some(seq) = appended.seq()
+    {
+        if !line.ends_with('{') {
+            line.push(',');
+        }
+        let _ = write!(line, "\"seq\":{seq}");
+    }
+    line.push_str("},\"jsonrpc\":\"2.0\"}");
+    Some(line)
+}
+
+fn has_envelope(notification: &ServerNotification) -> bool {
+    match notification {
+        ServerNotification::ItemStarted(n) => n.envelope.is_some(),
+        ServerNotification::ItemCompleted(n) => n.envelope.is_some(),
+        ServerNotification::ItemRemoved(_)
+        | ServerNotification::ThreadCleared(_)
+        | ServerNotification::ThreadStarted(_)
+        | ServerNotification::ThreadStatusChanged(_)
+        | ServerNotification::ThreadNameUpdated(_)
+        | ServerNotification::ThreadArchived(_)
+        | ServerNotification::TurnStarted(_)
+        | ServerNotification::TurnCompleted(_)
+        | ServerNotification::AgentMessageDelta(_)
+        | ServerNotification::PlanDelta(_)
+        | ServerNotification::ReasoningSummaryTextDelta(_)
+        | ServerNotification::ReasoningSummaryPartAdded(_)
+        | ServerNotification::ReasoningTextDelta(_)
+        | ServerNotification::CommandExecutionOutputDelta(_)
+        | ServerNotification::McpToolCallProgress(_)
+        | ServerNotification::ThreadTokenUsageUpdated(_)
+        | ServerNotification::Error(_)
+        | ServerNotification::ServerRequestResolved(_) => false,
+    }
+}
+
 /// Whether a Codex app-server client would get this notification: not
 /// spool's own kinds, nor an item kept from the client's view (a review's
 /// prompt).
@@ -70,5 +129,57 @@ fn codex_knows(notification: &ServerNotification) -> bool {
         | ServerNotification::ThreadTokenUsageUpdated(_)
         | ServerNotification::Error(_)
         | ServerNotification::ServerRequestResolved(_) => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn logged(seq: u64, payload: ServerNotification) -> Appended {
+        Appended::Logged(ThreadEvent {
+            thread_id: "t".to_owned(),
+            seq,
+            at_ms: 0,
+            payload,
+        })
+    }
+
+    /// The direct encoding is the `Value` one byte for byte, for every
+    /// combination of opt-ins, with and without an envelope to remove.
+    #[test]
+    fn line_for_client_is_for_client_encoded() {
+        let item = ThreadItem::agent_message("msg_1", "Hello \"there\"");
+        let envelope = ItemEnvelope::started("test", Audience::BOTH, 7);
+        let started = |envelope| {
+            ServerNotification::ItemStarted(ItemStartedNotification {
+                item: item.clone(),
+                thread_id: "t".to_owned(),
+                turn_id: "turn_1".to_owned(),
+                started_at_ms: 7,
+                envelope,
+            })
+        };
+        let delta = ServerNotification::AgentMessageDelta(TextDeltaNotification {
+            thread_id: "t".to_owned(),
+            turn_id: "turn_1".to_owned(),
+            item_id: "msg_1".to_owned(),
+            delta: "wor\u{e9}ld\n".to_owned(),
+        });
+        let events = [
+            logged(3, started(Some(envelope))),
+            logged(4, started(None)),
+            logged(5, delta.clone()),
+            Appended::Transient(delta),
+        ];
+        for seq in [false, true] {
+            for spool_items in [false, true] {
+                let capabilities = Capabilities { seq, spool_items };
+                for event in &events {
+                    let expected = for_client(event, &capabilities).map(|v| v.to_string());
+                    assert_eq!(line_for_client(event, &capabilities), expected);
+                }
+            }
+        }
     }
 }

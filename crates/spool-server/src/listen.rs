@@ -8,6 +8,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
@@ -175,8 +176,16 @@ impl Listeners {
                     _ => http::ws_router(app.clone(), self.token.clone()),
                 };
                 let shutdown = shutdown.clone();
+                // Each message is written and flushed as one frame: with
+                // Nagle's algorithm a small frame could wait for the ACK of
+                // the previous one (tens of milliseconds with delayed ACKs).
+                let listener = bound.listener.tap_io(|tcp| {
+                    if let Err(error) = tcp.set_nodelay(true) {
+                        tracing::debug!(%error, "cannot set TCP_NODELAY");
+                    }
+                });
                 tokio::spawn(async move {
-                    let serving = axum::serve(bound.listener, router)
+                    let serving = axum::serve(listener, router)
                         .with_graceful_shutdown(async move { shutdown.draining().await });
                     if let Err(error) = serving.await {
                         tracing::error!(%error, "a listener failed");

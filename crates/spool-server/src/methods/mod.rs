@@ -268,11 +268,13 @@ async fn history_turns(
     view: View,
 ) -> Result<Vec<(TurnRecord, Vec<ItemRecord>)>, MethodError> {
     let turns = hub.store().turns(thread_id).await?;
+    // The thread's items are read once: which turns still have any, then
+    // those of `view` (the store's `items(view)` is the same selection).
     let all = hub.store().items(thread_id, View::All).await?;
     let kept: HashSet<String> = all.iter().map(|r| r.turn_id.clone()).collect();
     let shown = match view {
         View::All => all,
-        other => hub.store().items(thread_id, other).await?,
+        other => keep_view(all, other),
     };
     let mut by_turn: HashMap<String, Vec<ItemRecord>> = HashMap::new();
     for record in shown {
@@ -289,6 +291,27 @@ async fn history_turns(
             (turn, items)
         })
         .collect())
+}
+
+/// The records of `view`, moved out of `records` (in ordinal order, as the
+/// store gives them): `spool_core::select` picks them, one merge walk by
+/// ordinal (unique per thread) takes them.
+fn keep_view(records: Vec<ItemRecord>, view: View) -> Vec<ItemRecord> {
+    let selected: Vec<u64> = spool_core::views::select(&records, view)
+        .iter()
+        .map(|record| record.ordinal)
+        .collect();
+    let mut selected = selected.into_iter().peekable();
+    records
+        .into_iter()
+        .filter(|record| {
+            let keep = selected.peek() == Some(&record.ordinal);
+            if keep {
+                selected.next();
+            }
+            keep
+        })
+        .collect()
 }
 
 async fn turns_with_items(hub: &Arc<Hub>, thread_id: &str) -> Result<Vec<Turn>, MethodError> {

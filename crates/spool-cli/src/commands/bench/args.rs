@@ -31,15 +31,33 @@ pub struct BenchServerArgs {
     /// (b) Deltas each of those threads streams.
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
     pub thread_deltas: u32,
+    /// (b) Milliseconds between two deltas of one thread, as a model
+    /// streaming tokens (10: 100 tokens/s per thread, 10,000 deltas/s in
+    /// all with 100 threads); 0 streams as fast as polled, which measures
+    /// the backlog rather than delivery.
+    #[arg(long, default_value_t = 10.0)]
+    pub pace_ms: f64,
     /// (c) Idle threads loaded to measure memory per thread.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     pub idle_threads: u32,
     /// (d) Items of the thread resumed (two per turn).
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(2..))]
     pub items: u32,
+    /// Which workloads to run, comma-separated (default: all, a to d).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub workloads: Vec<ServerWorkload>,
     /// Where the temporary store goes (default: the system temp dir).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+}
+
+/// The workloads of `spool bench server`, named by their letter in issue 5.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ServerWorkload {
+    A,
+    B,
+    C,
+    D,
 }
 
 #[derive(Debug, clap::Args)]

@@ -4,25 +4,34 @@
 //! serve` uses: full durability, deltas through group commit) is served on
 //! a real WebSocket listener (`Listeners::bind` on `ws://127.0.0.1:0`); one
 //! client in the same process speaks JSON-RPC to it over TCP with a
-//! minimal WebSocket client of its own. The model is a provider that
-//! streams its deltas as fast as it is polled, each delta stamped with the
-//! instant it was emitted (nanoseconds since the bench's start), so the
-//! client can tell how long a delta took to reach it.
+//! minimal WebSocket client of its own. The model is a provider whose
+//! deltas carry the instant they were emitted (nanoseconds since the
+//! bench's start), so the client can tell how long a delta took to reach it.
 //!
-//! - (a) notifications/s: one turn of `--deltas` deltas; every
-//!   notification the client receives, from `turn/start` sent to
+//! - (a) throughput, notifications/s: after one short warm-up turn (the
+//!   process's first model call loads the tokenizer), one turn of
+//!   `--deltas` deltas streamed as fast as the provider is polled; every
+//!   notification the client receives counts, from `turn/start` sent to
 //!   `turn/completed` received; the log is checked to hold every delta.
-//! - (b) `--threads` threads streaming `--thread-deltas` deltas each at
-//!   once: p50/p99 of (client received − provider emitted) per delta.
+//! - (b) delivery latency: `--threads` threads streaming `--thread-deltas`
+//!   deltas each at once, each thread a delta every `--pace-ms` (10 ms by
+//!   default: 100 tokens/s per thread, like a model streaming; each stream
+//!   starts at its own phase within a period); p50/p99/max of (client
+//!   received − provider emitted) per delta, and the p99 of how late the
+//!   provider's timer emitted them (not part of the latency). `--pace-ms 0`
+//!   streams as fast as polled: that measures the backlog, not delivery.
 //! - (c) resident memory per loaded idle thread: the RSS growth
 //!   (`/proc/self/statm`) over `--idle-threads` `thread/start`s, per thread.
 //! - (d) `thread/resume` (with turns) of a thread of `--items` items:
 //!   request sent to reply received; the median of a few resumes.
+//!
+//! `--workloads` runs some of them only (the others are `null` in the
+//! report).
 
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, ensure};
@@ -41,7 +50,7 @@ use spool_store::{NewThread, SqliteStore, Store, StoreOptions};
 
 use super::ws_client::Client;
 
-use super::args::BenchServerArgs;
+use super::args::{BenchServerArgs, ServerWorkload};
 use super::report::{Machine, median};
 
 const TARGET_NOTIFICATIONS_PER_S: f64 = 100_000.0;
@@ -60,10 +69,10 @@ struct Report {
     workload: &'static str,
     transport: &'static str,
     store: &'static str,
-    notifications: Notifications,
-    latency: Latency,
-    idle_thread_memory: Memory,
-    resume: Resume,
+    notifications: Option<Notifications>,
+    latency: Option<Latency>,
+    idle_thread_memory: Option<Memory>,
+    resume: Option<Resume>,
     machine: Machine,
 }
 
@@ -83,10 +92,16 @@ struct Notifications {
 struct Latency {
     threads: usize,
     deltas_per_thread: usize,
+    /// Between two deltas of one thread; 0: as fast as polled.
+    pace_ms: f64,
     samples: usize,
     p50_ms: f64,
     p99_ms: f64,
     max_ms: f64,
+    /// How late the provider emitted its deltas (emitted − due), p99: the
+    /// runtime's timer and scheduling slack, not part of the latency.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    emit_lag_p99_ms: Option<f64>,
     target_p99_ms: f64,
     holds: bool,
 }
@@ -133,6 +148,12 @@ pub async fn server(args: BenchServerArgs) -> anyhow::Result<()> {
 }
 
 async fn run(args: &BenchServerArgs, dir: &Path, machine: Machine) -> anyhow::Result<Report> {
+    ensure!(
+        args.pace_ms.is_finite() && (0.0..=10_000.0).contains(&args.pace_ms),
+        "--pace-ms {}: not a number of milliseconds from 0 to 10000",
+        args.pace_ms
+    );
+    let pace = Duration::from_secs_f64(args.pace_ms / 1000.0);
     let store = SqliteStore::open(dir.join("spool.db"), StoreOptions::default())?;
     let workspace = dir.join("workspace");
     std::fs::create_dir_all(&workspace)?;
@@ -175,33 +196,51 @@ async fn run(args: &BenchServerArgs, dir: &Path, machine: Machine) -> anyhow::Re
         )
         .await?;
 
+    let runs = |w: ServerWorkload| args.workloads.is_empty() || args.workloads.contains(&w);
     // (c) first, on a heap the other workloads have not grown.
-    let memory = idle_memory(&mut client, args.idle_threads as usize).await?;
-    eprintln!(
-        "(c) {} idle threads: {:.1} KiB per thread",
-        memory.threads, memory.kib_per_thread
-    );
-    let resume = resume(&mut client, &store, &cwd, args.items as usize).await?;
-    eprintln!(
-        "(d) thread/resume of {} items: median {:.2} ms",
-        resume.items, resume.median_ms
-    );
-    let notifications = notifications(&mut client, &store, &provider, args.deltas as usize).await?;
-    eprintln!(
-        "(a) {} notifications in {:.3} s: {:.0}/s",
-        notifications.notifications, notifications.seconds, notifications.per_s
-    );
-    let latency = latency(
-        &mut client,
-        &provider,
-        args.threads as usize,
-        args.thread_deltas as usize,
-    )
-    .await?;
-    eprintln!(
-        "(b) {} threads at once: p50 {:.3} ms, p99 {:.3} ms",
-        latency.threads, latency.p50_ms, latency.p99_ms
-    );
+    let mut memory = None;
+    if runs(ServerWorkload::C) {
+        let m = idle_memory(&mut client, args.idle_threads as usize).await?;
+        eprintln!(
+            "(c) {} idle threads: {:.1} KiB per thread",
+            m.threads, m.kib_per_thread
+        );
+        memory = Some(m);
+    }
+    let mut resumed = None;
+    if runs(ServerWorkload::D) {
+        let r = resume(&mut client, &store, &cwd, args.items as usize).await?;
+        eprintln!(
+            "(d) thread/resume of {} items: median {:.2} ms",
+            r.items, r.median_ms
+        );
+        resumed = Some(r);
+    }
+    let mut notified = None;
+    if runs(ServerWorkload::A) {
+        let n = notifications(&mut client, &store, &provider, args.deltas as usize).await?;
+        eprintln!(
+            "(a) {} notifications in {:.3} s: {:.0}/s",
+            n.notifications, n.seconds, n.per_s
+        );
+        notified = Some(n);
+    }
+    let mut latency = None;
+    if runs(ServerWorkload::B) {
+        let l = delivery_latency(
+            &mut client,
+            &provider,
+            args.threads as usize,
+            args.thread_deltas as usize,
+            pace,
+        )
+        .await?;
+        eprintln!(
+            "(b) {} threads at once, a delta every {} ms each: p50 {:.3} ms, p99 {:.3} ms",
+            l.threads, l.pace_ms, l.p50_ms, l.p99_ms
+        );
+        latency = Some(l);
+    }
 
     drop(client);
     shutdown.run(&hub, Duration::from_secs(10)).await;
@@ -211,10 +250,10 @@ async fn run(args: &BenchServerArgs, dir: &Path, machine: Machine) -> anyhow::Re
         workload: "server",
         transport: "WebSocket on 127.0.0.1 (spool_server::Listeners), one client in process",
         store: "SqliteStore, StoreOptions::default() (full durability, group commit)",
-        notifications,
+        notifications: notified,
         latency,
         idle_thread_memory: memory,
-        resume,
+        resume: resumed,
         machine,
     })
 }
@@ -226,6 +265,15 @@ async fn notifications(
     provider: &Stamping,
     deltas: usize,
 ) -> anyhow::Result<Notifications> {
+    // One short turn first: the process's first model call pays one-time
+    // costs (the tokenizer's tables, first reads) that are not per
+    // notification.
+    let warm_up = client.start_thread().await?;
+    provider.set_deltas(10);
+    client
+        .send_request("turn/start", turn_params(&warm_up))
+        .await?;
+    while !client.next_frame().await?.contains("\"turn/completed\"") {}
     let thread = client.start_thread().await?;
     provider.set_deltas(deltas);
     let start = Instant::now();
@@ -273,34 +321,42 @@ async fn notifications(
     })
 }
 
-/// (b): `threads` threads streaming at once.
-async fn latency(
+/// (b): `threads` threads streaming at once, each a delta every `pace`
+/// (as fast as polled when zero).
+async fn delivery_latency(
     client: &mut Client,
     provider: &Stamping,
     threads: usize,
     deltas: usize,
+    pace: Duration,
 ) -> anyhow::Result<Latency> {
     let mut ids = Vec::with_capacity(threads);
     for _ in 0..threads {
         ids.push(client.start_thread().await?);
     }
     provider.set_deltas(deltas);
+    provider.set_pace(pace);
     for thread in &ids {
         client
             .send_request("turn/start", turn_params(thread))
             .await?;
     }
     let mut latencies_ns = Vec::with_capacity(threads * deltas);
+    let mut lags_ns = Vec::with_capacity(threads * deltas);
     let mut completed = 0;
     while completed < threads {
         let frame = client.next_frame().await?;
         let now = provider.now_ns();
         if let Some(stamp) = delta_stamp(&frame) {
-            latencies_ns.push(now.saturating_sub(stamp) as f64);
+            latencies_ns.push(now.saturating_sub(stamp.emitted) as f64);
+            if let Some(due) = stamp.due {
+                lags_ns.push(stamp.emitted.saturating_sub(due) as f64);
+            }
         } else if frame.contains("\"turn/completed\"") {
             completed += 1;
         }
     }
+    provider.set_pace(Duration::ZERO);
     ensure!(
         latencies_ns.len() == threads * deltas,
         "{} deltas received, not {}",
@@ -308,15 +364,18 @@ async fn latency(
         threads * deltas
     );
     latencies_ns.sort_by(f64::total_cmp);
-    let ms = |p: f64| round(percentile(&latencies_ns, p) / 1e6, 3);
-    let p99_ms = ms(0.99);
+    lags_ns.sort_by(f64::total_cmp);
+    let ms = |values: &[f64], p: f64| round(percentile(values, p) / 1e6, 3);
+    let p99_ms = ms(&latencies_ns, 0.99);
     Ok(Latency {
         threads,
         deltas_per_thread: deltas,
+        pace_ms: round(pace.as_secs_f64() * 1000.0, 3),
         samples: latencies_ns.len(),
-        p50_ms: ms(0.5),
+        p50_ms: ms(&latencies_ns, 0.5),
         p99_ms,
-        max_ms: ms(1.0),
+        max_ms: ms(&latencies_ns, 1.0),
+        emit_lag_p99_ms: (!lags_ns.is_empty()).then(|| ms(&lags_ns, 0.99)),
         target_p99_ms: TARGET_P99_MS,
         holds: p99_ms <= TARGET_P99_MS,
     })
@@ -451,18 +510,30 @@ fn turn_events(thread: &str, k: usize) -> Vec<ServerNotification> {
     ]
 }
 
-/// The stamp of an agent message delta: its text is the nanoseconds since
-/// the bench's start at which the provider emitted it.
-fn delta_stamp(frame: &str) -> Option<u64> {
+/// When a delta was emitted and, for a paced one, when it was due (in
+/// nanoseconds since the bench's start).
+struct Stamp {
+    emitted: u64,
+    due: Option<u64>,
+}
+
+/// The stamp of an agent message delta: its text is `EMITTED ` or
+/// `EMITTED/DUE ` (see [`Stamping`]).
+fn delta_stamp(frame: &str) -> Option<Stamp> {
     if !frame.contains("\"item/agentMessage/delta\"") {
         return None;
     }
     let at = frame.find("\"delta\":\"")? + "\"delta\":\"".len();
-    let digits: String = frame[at..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    digits.parse().ok()
+    let text = &frame[at..];
+    let text = &text[..text.find(' ')?];
+    let (emitted, due) = match text.split_once('/') {
+        Some((emitted, due)) => (emitted, Some(due.parse().ok()?)),
+        None => (text, None),
+    };
+    Some(Stamp {
+        emitted: emitted.parse().ok()?,
+        due,
+    })
 }
 
 /// Whether `frame` is the reply to request `id`.
@@ -502,11 +573,16 @@ fn now_ms() -> i64 {
 }
 
 /// A model that answers every request with one assistant message of
-/// `deltas` deltas, as fast as it is polled; each delta's text is the
-/// instant it was emitted, in nanoseconds since `base`.
+/// `deltas` deltas. Each delta's text is the instant it was emitted, in
+/// nanoseconds since `base`: `EMITTED ` when unpaced (a delta as soon as
+/// the stream is polled), `EMITTED/DUE ` when paced (a delta every `pace`,
+/// the first at a phase of its own within one period, so that many streams
+/// do not tick together; `DUE` is when it was scheduled).
 struct Stamping {
     base: Instant,
     deltas: AtomicUsize,
+    /// Nanoseconds between two deltas; 0: as fast as polled.
+    pace_ns: AtomicU64,
     responses: AtomicUsize,
 }
 
@@ -515,12 +591,18 @@ impl Stamping {
         Stamping {
             base: Instant::now(),
             deltas: AtomicUsize::new(1),
+            pace_ns: AtomicU64::new(0),
             responses: AtomicUsize::new(0),
         }
     }
 
     fn set_deltas(&self, deltas: usize) {
         self.deltas.store(deltas, Ordering::SeqCst);
+    }
+
+    fn set_pace(&self, pace: Duration) {
+        let ns = u64::try_from(pace.as_nanos()).unwrap_or(u64::MAX);
+        self.pace_ns.store(ns, Ordering::SeqCst);
     }
 
     fn now_ns(&self) -> u64 {
@@ -539,17 +621,53 @@ impl ModelProvider for Stamping {
         let script = ScriptedProvider::text_response(&format!("resp_{n}"), &deltas);
         let base = self.base;
         let inner = ScriptedProvider::new(vec![script]).stream(request);
-        Box::pin(inner.map(move |event| match event {
-            Ok(ModelEvent::OutputTextDelta {
-                item_id,
-                output_index,
-                ..
-            }) => Ok(ModelEvent::OutputTextDelta {
-                item_id,
-                output_index,
-                delta: format!("{} ", base.elapsed().as_nanos()),
-            }),
-            other => other,
+        let pace = Duration::from_nanos(self.pace_ns.load(Ordering::SeqCst));
+        if pace.is_zero() {
+            return Box::pin(inner.map(move |event| match event {
+                Ok(ModelEvent::OutputTextDelta {
+                    item_id,
+                    output_index,
+                    ..
+                }) => Ok(ModelEvent::OutputTextDelta {
+                    item_id,
+                    output_index,
+                    delta: format!("{} ", base.elapsed().as_nanos()),
+                }),
+                other => other,
+            }));
+        }
+        // A phase in [0, pace) spread evenly over the streams.
+        let phase = pace.mul_f64(((n * 7919) % 1000) as f64 / 1000.0);
+        let first = tokio::time::Instant::now() + phase;
+        let mut sent = 0u32;
+        Box::pin(inner.then(move |event| {
+            let due = match &event {
+                Ok(ModelEvent::OutputTextDelta { .. }) => {
+                    let due = first + pace * sent;
+                    sent += 1;
+                    Some(due)
+                }
+                _ => None,
+            };
+            async move {
+                let Some(due) = due else {
+                    return event;
+                };
+                tokio::time::sleep_until(due).await;
+                let due_ns = due.into_std().saturating_duration_since(base).as_nanos();
+                match event {
+                    Ok(ModelEvent::OutputTextDelta {
+                        item_id,
+                        output_index,
+                        ..
+                    }) => Ok(ModelEvent::OutputTextDelta {
+                        item_id,
+                        output_index,
+                        delta: format!("{}/{due_ns} ", base.elapsed().as_nanos()),
+                    }),
+                    other => other,
+                }
+            }
         }))
     }
 }
