@@ -18,8 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use futures_util::{Sink, SinkExt, Stream, StreamExt, sink, stream};
 use serde_json::{Value, json};
 use spool_protocol::jsonrpc::{
-    JsonRpcError, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId,
-    error_codes,
+    JsonRpcError, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, RequestId, error_codes,
 };
 use spool_protocol::*;
 use spool_store::PendingRequest;
@@ -388,12 +387,7 @@ async fn handle_request(
         return error_line(Some(id), error_codes::INVALID_REQUEST, "Not initialized");
     }
     match methods::call(hub, state, &request).await {
-        Ok(result) => JsonRpcMessage::Response(JsonRpcResponse {
-            jsonrpc: Default::default(),
-            id,
-            result,
-        })
-        .to_line(),
+        Ok(result) => result.to_line(&id),
         Err(error) => error_line(Some(id), error.code, &error.message),
     }
 }

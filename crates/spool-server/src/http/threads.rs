@@ -42,7 +42,9 @@ async fn call(app: &App, method: &str, params: Map<String, Value>) -> Result<Val
     };
     let result = methods::call(&app.hub, &mut state, &request).await;
     app.hub.unsubscribe_all(state.id);
-    Ok(result?)
+    result?
+        .to_value()
+        .map_err(|e| ApiError::internal(format!("cannot read the reply: {e}")))
 }
 
 /// A JSON object body; an empty body is `{}`.

@@ -10,13 +10,12 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
 use spool_core::View;
 use spool_protocol::*;
 use spool_store::{Appended, NewThread, Store, StoreError};
 
 use super::{
-    MethodError, history_turns, reply, session, settings_of, thread_record, turns_with_items,
+    MethodError, Reply, history_turns, reply, session, settings_of, thread_record, turns_with_items,
 };
 use crate::connection::ConnectionState;
 use crate::hub::{Delivery, Hub};
@@ -25,7 +24,7 @@ pub(super) async fn thread_fork(
     hub: &Arc<Hub>,
     state: &mut ConnectionState,
     params: ThreadForkParams,
-) -> Result<Value, MethodError> {
+) -> Result<Reply, MethodError> {
     let source = thread_record(hub, &params.thread_id).await?;
     let before_turn = copy_before(hub, &params).await?;
     let settings = hub.resolve(settings_of(

@@ -10,7 +10,6 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
 use spool_core::ItemRecord;
 use spool_core::llm::{LlmViewOptions, Offered, Packer, ReasoningIdPolicy, input_items};
 use spool_core::tokens::{count_input_item, count_text};
@@ -18,7 +17,7 @@ use spool_core::{TurnRecord, View};
 use spool_protocol::*;
 use spool_store::Store;
 
-use super::{MethodError, history_turns, reply, thread_record};
+use super::{MethodError, Reply, history_turns, reply, thread_record};
 use crate::connection::ConnectionState;
 use crate::hub::Hub;
 
@@ -144,7 +143,7 @@ pub(super) async fn turns_list(
     hub: &Arc<Hub>,
     state: &ConnectionState,
     params: ThreadTurnsListParams,
-) -> Result<Value, MethodError> {
+) -> Result<Reply, MethodError> {
     let after = parse_cursor(Place::Turn, params.cursor.as_deref())?;
     thread_record(hub, &params.thread_id).await?;
     let turns: Vec<(TurnRecord, Vec<ItemRecord>)> =
@@ -210,7 +209,7 @@ pub(super) async fn items_list(
     hub: &Arc<Hub>,
     state: &ConnectionState,
     params: ThreadItemsListParams,
-) -> Result<Value, MethodError> {
+) -> Result<Reply, MethodError> {
     let after = parse_cursor(Place::Item, params.cursor.as_deref())?;
     thread_record(hub, &params.thread_id).await?;
     let view = view_of(params.view);

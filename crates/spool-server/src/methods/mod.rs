@@ -24,7 +24,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 use spool_core::{ItemRecord, TurnRecord, View};
-use spool_protocol::jsonrpc::{JsonRpcRequest, error_codes};
+use spool_protocol::jsonrpc::{JsonRpcRequest, RequestId, error_codes};
 use spool_protocol::*;
 use spool_store::{NewThread, Store, ThreadListQuery, ThreadSortKey as StoreSortKey};
 
@@ -73,18 +73,38 @@ impl From<spool_store::StoreError> for MethodError {
     }
 }
 
-fn reply<T: Serialize>(value: T) -> Result<Value, MethodError> {
-    serde_json::to_value(value).map_err(|e| MethodError {
-        code: error_codes::INTERNAL_ERROR,
-        message: format!("cannot encode the reply: {e}"),
-    })
+/// A method's result as JSON text: encoded once, straight from the
+/// response type (a `thread/resume` reply can be megabytes; building a
+/// `Value` first and encoding that doubled its cost).
+pub(crate) struct Reply(pub String);
+
+impl Reply {
+    /// The result as a `Value`, for callers that read it (the HTTP API).
+    pub fn to_value(&self) -> Result<Value, serde_json::Error> {
+        serde_json::from_str(&self.0)
+    }
+
+    /// The JSON-RPC response line that carries it.
+    pub fn to_line(&self, id: &RequestId) -> String {
+        let id = serde_json::to_string(id).unwrap_or_else(|_| "null".to_owned());
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{}}}", self.0)
+    }
+}
+
+fn reply<T: Serialize>(value: T) -> Result<Reply, MethodError> {
+    serde_json::to_string(&value)
+        .map(Reply)
+        .map_err(|e| MethodError {
+            code: error_codes::INTERNAL_ERROR,
+            message: format!("cannot encode the reply: {e}"),
+        })
 }
 
 pub(crate) async fn call(
     hub: &Arc<Hub>,
     state: &mut ConnectionState,
     request: &JsonRpcRequest,
-) -> Result<Value, MethodError> {
+) -> Result<Reply, MethodError> {
     let call = ClientRequest::from_jsonrpc(request).map_err(|error| MethodError {
         code: error.code(),
         message: error.to_string(),
@@ -113,7 +133,7 @@ pub(crate) async fn call(
     }
 }
 
-fn initialize(state: &mut ConnectionState, params: InitializeParams) -> Result<Value, MethodError> {
+fn initialize(state: &mut ConnectionState, params: InitializeParams) -> Result<Reply, MethodError> {
     let asked = params
         .capabilities
         .and_then(|c| c.spool)
@@ -174,7 +194,7 @@ async fn thread_start(
     hub: &Arc<Hub>,
     state: &mut ConnectionState,
     params: ThreadStartParams,
-) -> Result<Value, MethodError> {
+) -> Result<Reply, MethodError> {
     let settings = hub.resolve(ThreadSettings {
         dynamic_tools: params.dynamic_tools.unwrap_or_default(),
         ..settings_of(
@@ -221,7 +241,7 @@ async fn thread_resume(
     hub: &Arc<Hub>,
     state: &mut ConnectionState,
     params: ThreadResumeParams,
-) -> Result<Value, MethodError> {
+) -> Result<Reply, MethodError> {
     let record = thread_record(hub, &params.thread_id).await?;
     // `thread/resume` declares no client tools: those of `thread/start`
     // stay.
@@ -329,7 +349,7 @@ async fn turns_with_items(hub: &Arc<Hub>, thread_id: &str) -> Result<Vec<Turn>, 
         .collect())
 }
 
-async fn thread_read(hub: &Arc<Hub>, params: ThreadReadParams) -> Result<Value, MethodError> {
+async fn thread_read(hub: &Arc<Hub>, params: ThreadReadParams) -> Result<Reply, MethodError> {
     let record = thread_record(hub, &params.thread_id).await?;
     let mut thread = record.thread;
     if params.include_turns {
@@ -338,7 +358,7 @@ async fn thread_read(hub: &Arc<Hub>, params: ThreadReadParams) -> Result<Value, 
     reply(ThreadReadResponse { thread })
 }
 
-async fn thread_list(hub: &Arc<Hub>, params: ThreadListParams) -> Result<Value, MethodError> {
+async fn thread_list(hub: &Arc<Hub>, params: ThreadListParams) -> Result<Reply, MethodError> {
     let query = ThreadListQuery {
         limit: params.limit.unwrap_or(25).clamp(1, 200) as usize,
         sort_key: match params.sort_key {
@@ -359,7 +379,7 @@ async fn thread_list(hub: &Arc<Hub>, params: ThreadListParams) -> Result<Value, 
     })
 }
 
-async fn turn_start(hub: &Arc<Hub>, params: TurnStartParams) -> Result<Value, MethodError> {
+async fn turn_start(hub: &Arc<Hub>, params: TurnStartParams) -> Result<Reply, MethodError> {
     if params.input.is_empty() {
         return Err(MethodError::invalid_params("turn/start needs some input"));
     }

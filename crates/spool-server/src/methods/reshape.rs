@@ -10,20 +10,19 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
 use spool_core::View;
 use spool_protocol::*;
 use spool_runtime::output_mapper::new_item_id;
 use spool_store::{Appended, Store, StoreError};
 
 use super::history::{Place, cursor};
-use super::{MethodError, history_turns, reply, thread_record, turns_with_items};
+use super::{MethodError, Reply, history_turns, reply, thread_record, turns_with_items};
 use crate::hub::Hub;
 
 pub(super) async fn archive(
     hub: &Arc<Hub>,
     params: ThreadArchiveParams,
-) -> Result<Value, MethodError> {
+) -> Result<Reply, MethodError> {
     thread_record(hub, &params.thread_id).await?;
     let event = hub.store().set_archived(&params.thread_id, true).await?;
     hub.publish(&params.thread_id, event.into_iter().collect());
@@ -33,7 +32,7 @@ pub(super) async fn archive(
 pub(super) async fn unarchive(
     hub: &Arc<Hub>,
     params: ThreadUnarchiveParams,
-) -> Result<Value, MethodError> {
+) -> Result<Reply, MethodError> {
     thread_record(hub, &params.thread_id).await?;
     hub.store().set_archived(&params.thread_id, false).await?;
     let record = thread_record(hub, &params.thread_id).await?;
@@ -45,7 +44,7 @@ pub(super) async fn unarchive(
 pub(super) async fn set_name(
     hub: &Arc<Hub>,
     params: ThreadSetNameParams,
-) -> Result<Value, MethodError> {
+) -> Result<Reply, MethodError> {
     let name = params.name.trim();
     if name.is_empty() {
         return Err(MethodError::invalid_params("a thread name cannot be empty"));
@@ -105,7 +104,7 @@ async fn revert_from(
 pub(super) async fn revert(
     hub: &Arc<Hub>,
     params: ThreadRevertParams,
-) -> Result<Value, MethodError> {
+) -> Result<Reply, MethodError> {
     let thread_id = &params.thread_id;
     thread_record(hub, thread_id).await?;
     ensure_idle(hub, thread_id)?;
@@ -136,7 +135,7 @@ pub(super) async fn revert(
 pub(super) async fn rollback(
     hub: &Arc<Hub>,
     params: ThreadRollbackParams,
-) -> Result<Value, MethodError> {
+) -> Result<Reply, MethodError> {
     let thread_id = &params.thread_id;
     if params.num_turns == 0 {
         return Err(MethodError::invalid_params("numTurns must be at least 1"));
@@ -157,7 +156,7 @@ pub(super) async fn rollback(
 /// turn, logged at once; the turn's next model call reads it with the rest
 /// of the history. If the turn makes no further model call, the message
 /// stays in the history and the next turn's model sees it.
-pub(super) async fn steer(hub: &Arc<Hub>, params: TurnSteerParams) -> Result<Value, MethodError> {
+pub(super) async fn steer(hub: &Arc<Hub>, params: TurnSteerParams) -> Result<Reply, MethodError> {
     let thread_id = &params.thread_id;
     if params.input.is_empty() {
         return Err(MethodError::invalid_params("turn/steer needs some input"));

@@ -12,14 +12,13 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use serde_json::Value;
 use spool_protocol::jsonrpc::error_codes;
 use spool_protocol::*;
 use spool_runtime::Review;
 use spool_store::{NewThread, Store};
 use spool_tools::review::{ReviewError, gather};
 
-use super::{MethodError, reply, thread_record};
+use super::{MethodError, Reply, reply, thread_record};
 use crate::connection::ConnectionState;
 use crate::hub::Hub;
 
@@ -27,7 +26,7 @@ pub(super) async fn review_start(
     hub: &Arc<Hub>,
     state: &mut ConnectionState,
     params: ReviewStartParams,
-) -> Result<Value, MethodError> {
+) -> Result<Reply, MethodError> {
     let record = thread_record(hub, &params.thread_id).await?;
     let mut settings = hub.thread_settings(&params.thread_id);
     let cwd = settings

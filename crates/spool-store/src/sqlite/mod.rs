@@ -185,16 +185,17 @@ fn prepare_append(
             });
         }
     }
-    notifications
-        .into_iter()
-        .map(|notification| {
-            let json = match never_stored(&notification) {
-                true => None,
-                false => Some(encode("notification", &notification)?),
-            };
-            Ok(Incoming { notification, json })
-        })
-        .collect()
+    // Sized up front: collecting into a `Result` cannot know the length,
+    // and a burst of deltas is thousands of entries.
+    let mut incoming = Vec::with_capacity(notifications.len());
+    for notification in notifications {
+        let json = match never_stored(&notification) {
+            true => None,
+            false => Some(encode("notification", &notification)?),
+        };
+        incoming.push(Incoming { notification, json });
+    }
+    Ok(incoming)
 }
 
 /// Events about items that no thread stores (`status`); whether the others
