@@ -333,6 +333,58 @@ impl ServerNotification {
         }
     }
 
+    /// The envelope an `item/started` or `item/completed` carries, if any.
+    pub fn envelope(&self) -> Option<&ItemEnvelope> {
+        match self {
+            ServerNotification::ItemStarted(n) => n.envelope.as_ref(),
+            ServerNotification::ItemCompleted(n) => n.envelope.as_ref(),
+            ServerNotification::ThreadStarted(_)
+            | ServerNotification::ThreadStatusChanged(_)
+            | ServerNotification::ThreadNameUpdated(_)
+            | ServerNotification::ThreadArchived(_)
+            | ServerNotification::TurnStarted(_)
+            | ServerNotification::TurnCompleted(_)
+            | ServerNotification::AgentMessageDelta(_)
+            | ServerNotification::PlanDelta(_)
+            | ServerNotification::ReasoningSummaryTextDelta(_)
+            | ServerNotification::ReasoningSummaryPartAdded(_)
+            | ServerNotification::ReasoningTextDelta(_)
+            | ServerNotification::CommandExecutionOutputDelta(_)
+            | ServerNotification::McpToolCallProgress(_)
+            | ServerNotification::ThreadTokenUsageUpdated(_)
+            | ServerNotification::Error(_)
+            | ServerNotification::ServerRequestResolved(_)
+            | ServerNotification::ItemRemoved(_)
+            | ServerNotification::ThreadCleared(_) => None,
+        }
+    }
+
+    /// [`ServerNotification::envelope`], to adjust before it is logged.
+    pub fn envelope_mut(&mut self) -> Option<&mut ItemEnvelope> {
+        match self {
+            ServerNotification::ItemStarted(n) => n.envelope.as_mut(),
+            ServerNotification::ItemCompleted(n) => n.envelope.as_mut(),
+            ServerNotification::ThreadStarted(_)
+            | ServerNotification::ThreadStatusChanged(_)
+            | ServerNotification::ThreadNameUpdated(_)
+            | ServerNotification::ThreadArchived(_)
+            | ServerNotification::TurnStarted(_)
+            | ServerNotification::TurnCompleted(_)
+            | ServerNotification::AgentMessageDelta(_)
+            | ServerNotification::PlanDelta(_)
+            | ServerNotification::ReasoningSummaryTextDelta(_)
+            | ServerNotification::ReasoningSummaryPartAdded(_)
+            | ServerNotification::ReasoningTextDelta(_)
+            | ServerNotification::CommandExecutionOutputDelta(_)
+            | ServerNotification::McpToolCallProgress(_)
+            | ServerNotification::ThreadTokenUsageUpdated(_)
+            | ServerNotification::Error(_)
+            | ServerNotification::ServerRequestResolved(_)
+            | ServerNotification::ItemRemoved(_)
+            | ServerNotification::ThreadCleared(_) => None,
+        }
+    }
+
     /// The item a delta, start or completion is about.
     pub fn item_id(&self) -> Option<&str> {
         match self {

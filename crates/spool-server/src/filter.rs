@@ -52,7 +52,7 @@ pub fn line_for_client(appended: &Appended, capabilities: &Capabilities) -> Opti
     if !capabilities.spool_items && !codex_knows(notification) {
         return None;
     }
-    if !capabilities.spool_items && has_envelope(notification) {
+    if !capabilities.spool_items && notification.envelope().is_some() {
         return for_client(appended, capabilities).map(|value| value.to_string());
     }
     // `{"method":"…","params":{…}}`: every notification's params are an
@@ -74,44 +74,14 @@ pub fn line_for_client(appended: &Appended, capabilities: &Capabilities) -> Opti
     Some(line)
 }
 
-fn has_envelope(notification: &ServerNotification) -> bool {
-    match notification {
-        ServerNotification::ItemStarted(n) => n.envelope.is_some(),
-        ServerNotification::ItemCompleted(n) => n.envelope.is_some(),
-        ServerNotification::ItemRemoved(_)
-        | ServerNotification::ThreadCleared(_)
-        | ServerNotification::ThreadStarted(_)
-        | ServerNotification::ThreadStatusChanged(_)
-        | ServerNotification::ThreadNameUpdated(_)
-        | ServerNotification::ThreadArchived(_)
-        | ServerNotification::TurnStarted(_)
-        | ServerNotification::TurnCompleted(_)
-        | ServerNotification::AgentMessageDelta(_)
-        | ServerNotification::PlanDelta(_)
-        | ServerNotification::ReasoningSummaryTextDelta(_)
-        | ServerNotification::ReasoningSummaryPartAdded(_)
-        | ServerNotification::ReasoningTextDelta(_)
-        | ServerNotification::CommandExecutionOutputDelta(_)
-        | ServerNotification::McpToolCallProgress(_)
-        | ServerNotification::ThreadTokenUsageUpdated(_)
-        | ServerNotification::Error(_)
-        | ServerNotification::ServerRequestResolved(_) => false,
-    }
-}
-
 /// Whether a Codex app-server client would get this notification: not
 /// spool's own kinds, nor an item kept from the client's view (a review's
 /// prompt).
 fn codex_knows(notification: &ServerNotification) -> bool {
-    let for_client =
-        |envelope: &Option<ItemEnvelope>| envelope.as_ref().is_none_or(|e| e.audience.client);
+    let for_client = notification.envelope().is_none_or(|e| e.audience.client);
     match notification {
-        ServerNotification::ItemStarted(n) => {
-            n.item.kind().is_codex_kind() && for_client(&n.envelope)
-        }
-        ServerNotification::ItemCompleted(n) => {
-            n.item.kind().is_codex_kind() && for_client(&n.envelope)
-        }
+        ServerNotification::ItemStarted(n) => n.item.kind().is_codex_kind() && for_client,
+        ServerNotification::ItemCompleted(n) => n.item.kind().is_codex_kind() && for_client,
         ServerNotification::ItemRemoved(_) | ServerNotification::ThreadCleared(_) => false,
         ServerNotification::ThreadStarted(_)
         | ServerNotification::ThreadStatusChanged(_)

@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::execute::{decline, run_filed};
 use super::file_call::{Filed, FiledCall, file_call, prepare};
-use super::items::{ItemSink, OpenItem, envelope_mut};
+use super::items::{ItemSink, OpenItem};
 use super::requests::{Gate, gate, replay_session_grants};
 use super::{RunError, RunResult, Runner};
 use crate::agent::{Agent, AgentSet};
@@ -420,7 +420,7 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
 fn user_message(sink: &ItemSink, input: Vec<UserInput>) -> Vec<ServerNotification> {
     let mut message = sink.whole(ThreadItem::user_message(new_item_id(), input), None, None);
     for event in &mut message {
-        if let Some(envelope) = envelope_mut(event) {
+        if let Some(envelope) = event.envelope_mut() {
             envelope.provenance.phase = WorkPhase::Main;
             envelope.provenance.step_index = None;
         }

@@ -102,18 +102,3 @@ impl ItemSink {
         })
     }
 }
-
-/// The envelope of an item lifecycle event, to adjust before it is logged.
-pub(crate) fn envelope_mut(event: &mut ServerNotification) -> Option<&mut ItemEnvelope> {
-    match event {
-        ServerNotification::ItemStarted(ItemStartedNotification {
-            envelope: Some(envelope),
-            ..
-        })
-        | ServerNotification::ItemCompleted(ItemCompletedNotification {
-            envelope: Some(envelope),
-            ..
-        }) => Some(envelope),
-        _ => None,
-    }
-}

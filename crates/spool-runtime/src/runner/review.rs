@@ -35,7 +35,7 @@ use spool_tools::policy::{ApprovalPolicy, SandboxMode};
 use tokio::sync::{mpsc, watch};
 
 use super::drive::{Opening, Run};
-use super::items::{ItemSink, envelope_mut};
+use super::items::ItemSink;
 use super::{RunError, RunResult, Runner};
 use crate::agent::{Agent, ShellTool, Tool};
 use crate::output_mapper::new_item_id;
@@ -126,7 +126,7 @@ pub(super) fn opening(sink: &ItemSink, review: Review) -> Vec<ServerNotification
         None,
     );
     for event in &mut prompt {
-        if let Some(envelope) = envelope_mut(event) {
+        if let Some(envelope) = event.envelope_mut() {
             envelope.audience = Audience {
                 client: false,
                 llm: false,
@@ -151,7 +151,7 @@ pub(super) fn closing(sink: &ItemSink, review: String) -> Vec<ServerNotification
         None,
     );
     for event in &mut events {
-        if let Some(envelope) = envelope_mut(event) {
+        if let Some(envelope) = event.envelope_mut() {
             envelope.audience = Audience::BOTH;
         }
     }
