@@ -28,6 +28,8 @@ LABELS = {
     "g": "(g) llm view under a budget",
     "h": "(h) floor: (a) on bare rusqlite",
     "i": "(i) batch floor: (b) on bare rusqlite",
+    "j": "(j) layout floor: (a)'s rows, bare rusqlite",
+    "k": "(k) layout floor: (b)'s rows, bare rusqlite",
 }
 
 
@@ -84,7 +86,7 @@ def rows(sdk: dict, spool: dict) -> list[list[str]]:
             i = spool["i"]
             out.append(["(b) time / batch floor (i) time", f"{s['median_s'] / i['median_s']:.2f}x",
                         f"{p['median_s'] / i['median_s']:.2f}x", "", "(reference)", "", ""])
-    for name in "efghi":
+    for name in "efghijk":
         if name not in spool:
             continue
         p = spool[name]
@@ -146,6 +148,14 @@ def main() -> None:
         print(f"(b): {SDK_TARGETS['b']:g}x the SDK would be {wanted:,.0f} items/s; the batch "
               f"floor (i) is {floor:,.0f} items/s ({floor / sdk_w['b']['per_s']:.1f}x the SDK)")
         print()
+    # Where (a)'s and (b)'s time goes: spool's code (over the layout floor)
+    # and its layout (the layout floor over the one-row floor).
+    for mine, layout, floor in (("a", "j", "h"), ("b", "k", "i")):
+        if all(n in spool_w for n in (mine, layout, floor)):
+            m, l, f = (spool_w[n]["median_s"] for n in (mine, layout, floor))
+            print(f"({mine}) = {m / f:.2f}x ({floor})'s time: spool's code {m / l:.2f}x "
+                  f"(({mine}) over ({layout})), its rows {l / f:.2f}x (({layout}) over ({floor}))")
+    print()
     for w in spool_report["workloads"]:
         print(f"({w['name']}) {w['description']}")
 

@@ -24,7 +24,10 @@ fn quick_bench_reports_every_workload() {
         .iter()
         .map(|w| w["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["a", "b", "c", "d", "e", "f", "g", "h", "i"]);
+    assert_eq!(
+        names,
+        ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"]
+    );
     for w in workloads {
         let runs = w["runs_s"].as_array().unwrap();
         assert_eq!(runs.len(), 1, "{w}");
@@ -36,6 +39,14 @@ fn quick_bench_reports_every_workload() {
         assert!(!w["unit"].as_str().unwrap().is_empty(), "{w}");
     }
     assert!(report["a_vs_floor"]["measured"].as_f64().unwrap() > 0.0);
+    for split in [
+        "a_vs_layout_floor",
+        "layout_floor_a_vs_floor",
+        "b_vs_layout_floor",
+        "layout_floor_b_vs_batch_floor",
+    ] {
+        assert!(report["layout"][split].as_f64().unwrap() > 0.0, "{split}");
+    }
     assert_eq!(report["items"]["count"], 200);
     assert_eq!(report["settings"]["quick"], true);
     assert!(report["machine"]["cores"].as_u64().unwrap() >= 1);

@@ -105,10 +105,12 @@ pub enum WorkloadId {
     G,
     H,
     I,
+    J,
+    K,
 }
 
 impl WorkloadId {
-    pub const ALL: [WorkloadId; 9] = [
+    pub const ALL: [WorkloadId; 11] = [
         WorkloadId::A,
         WorkloadId::B,
         WorkloadId::C,
@@ -118,6 +120,8 @@ impl WorkloadId {
         WorkloadId::G,
         WorkloadId::H,
         WorkloadId::I,
+        WorkloadId::J,
+        WorkloadId::K,
     ];
 
     pub fn letter(self) -> &'static str {
@@ -131,6 +135,8 @@ impl WorkloadId {
             WorkloadId::G => "g",
             WorkloadId::H => "h",
             WorkloadId::I => "i",
+            WorkloadId::J => "j",
+            WorkloadId::K => "k",
         }
     }
 }

@@ -14,6 +14,7 @@
 mod args;
 mod floor;
 mod items;
+mod layout_floor;
 mod log_workloads;
 mod report;
 mod runner;
@@ -30,7 +31,7 @@ use serde_json::Value;
 use spool_store::{Durability, SqliteStore, StoreOptions};
 
 pub use self::args::{BenchCommand, BenchStoreArgs, WorkloadId};
-use self::report::{ItemsInfo, Machine, Report, Settings, Target, WorkloadReport};
+use self::report::{ItemsInfo, LayoutSplit, Machine, Report, Settings, Target, WorkloadReport};
 use self::workloads::{Sample, Sizes, Spec};
 
 /// Issue 3 asks (a) to stay within this factor of the floor's (h) time.
@@ -103,6 +104,29 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
     if let Some(ratio) = b_vs_batch_floor {
         eprintln!("(b) time / batch floor (i) time: {ratio:.2}x");
     }
+    let time_ratio = |over: &str, under: &str| match (find(&reports, over), find(&reports, under)) {
+        (Some(o), Some(u)) => Some(o.median_s / u.median_s),
+        _ => None,
+    };
+    let layout = LayoutSplit {
+        a_vs_layout_floor: time_ratio("a", "j"),
+        layout_floor_a_vs_floor: time_ratio("j", "h"),
+        b_vs_layout_floor: time_ratio("b", "k"),
+        layout_floor_b_vs_batch_floor: time_ratio("k", "i"),
+    };
+    for (what, ratio) in [
+        ("(a) time / layout floor (j) time", layout.a_vs_layout_floor),
+        ("(j) time / floor (h) time", layout.layout_floor_a_vs_floor),
+        ("(b) time / layout floor (k) time", layout.b_vs_layout_floor),
+        (
+            "(k) time / batch floor (i) time",
+            layout.layout_floor_b_vs_batch_floor,
+        ),
+    ] {
+        if let Some(ratio) = ratio {
+            eprintln!("{what}: {ratio:.2}x");
+        }
+    }
     let report = Report {
         machine,
         settings: Settings {
@@ -118,6 +142,7 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
         workloads: reports,
         a_vs_floor,
         b_vs_batch_floor,
+        layout,
     };
     let mut stdout = std::io::stdout().lock();
     serde_json::to_writer_pretty(&mut stdout, &report)?;
@@ -142,6 +167,8 @@ async fn run_once(
         WorkloadId::G => log_workloads::llm_view(dir, sizes).await,
         WorkloadId::H => floor::floor(dir, items.to_vec(), 1).await,
         WorkloadId::I => floor::floor(dir, items.to_vec(), sizes.batch).await,
+        WorkloadId::J => layout_floor::layout_floor(dir, items.to_vec(), 1).await,
+        WorkloadId::K => layout_floor::layout_floor(dir, items.to_vec(), sizes.batch).await,
     }
 }
 

@@ -21,6 +21,33 @@ pub struct Report {
     /// (b) is from the best one row per item allows (no target in issue 3).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub b_vs_batch_floor: Option<f64>,
+    /// Median time ratios splitting (a) and (b) into the cost of spool's
+    /// code and of its layout (see `layout_floor.rs`), when the workloads
+    /// involved ran.
+    #[serde(skip_serializing_if = "LayoutSplit::is_empty")]
+    pub layout: LayoutSplit,
+}
+
+/// (a) over (j) and (j) over (h); (b) over (k) and (k) over (i).
+#[derive(Debug, Default, Serialize)]
+pub struct LayoutSplit {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub a_vs_layout_floor: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout_floor_a_vs_floor: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub b_vs_layout_floor: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout_floor_b_vs_batch_floor: Option<f64>,
+}
+
+impl LayoutSplit {
+    fn is_empty(&self) -> bool {
+        self.a_vs_layout_floor.is_none()
+            && self.layout_floor_a_vs_floor.is_none()
+            && self.b_vs_layout_floor.is_none()
+            && self.layout_floor_b_vs_batch_floor.is_none()
+    }
 }
 
 #[derive(Debug, Serialize)]

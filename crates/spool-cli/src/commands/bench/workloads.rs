@@ -7,7 +7,7 @@ use super::report::{Target, WorkloadReport, median};
 /// The sizes of every workload; issue 3's, or tiny ones for `--quick`.
 #[derive(Debug, Clone, Copy)]
 pub struct Sizes {
-    /// Items of (a), (b), (c), (d), (h) and (i).
+    /// Items of (a), (b), (c), (d), (h), (i), (j) and (k).
     pub items: usize,
     /// Items per `add_items` call in (b) and per transaction in (i), and
     /// per call in the setup of (c) and (d).
@@ -179,6 +179,28 @@ impl Spec {
                 "item",
                 Headline::Rate("items/s"),
             ),
+            WorkloadId::J => (
+                format!(
+                    "the layout floor of (a): spool's own rows for the {} items of (a) (events, \
+                     turn, item), replayed on bare rusqlite into a fresh store file, one \
+                     transaction per add_items call, WAL, synchronous=FULL",
+                    s.items
+                ),
+                s.items,
+                "item",
+                Headline::Rate("items/s"),
+            ),
+            WorkloadId::K => (
+                format!(
+                    "the layout floor of (b): spool's own rows for the {} items of (b), \
+                     replayed on bare rusqlite, one transaction per add_items call of {} items, \
+                     WAL, synchronous=FULL",
+                    s.items, s.batch
+                ),
+                s.items,
+                "item",
+                Headline::Rate("items/s"),
+            ),
         };
         Spec {
             id,
@@ -242,6 +264,8 @@ fn target(id: WorkloadId, value: f64) -> Option<Target> {
         | WorkloadId::C
         | WorkloadId::D
         | WorkloadId::H
-        | WorkloadId::I => None,
+        | WorkloadId::I
+        | WorkloadId::J
+        | WorkloadId::K => None,
     }
 }

@@ -1,0 +1,178 @@
+//! The layout floors (j) and (k): the loops of (a) and (b) writing spool's
+//! own rows with nothing but SQLite.
+//!
+//! Untimed, spool stores the items through the Session API (one call per
+//! item for (j), batches for (k)) in a first file; its rows (events, turns,
+//! items) are read back and grouped by `add_items` call (one turn each).
+//! Timed, the same rows are inserted into a second, freshly migrated store
+//! file on a bare connection, one `BEGIN IMMEDIATE … COMMIT` per call, with
+//! the store's settings (WAL, `synchronous=FULL`, foreign keys on).
+//!
+//! What a floor's time leaves out is spool's code (mapping, encoding, the
+//! reducer, the writer thread's hand-offs); what it keeps is the layout:
+//! the bytes and b-trees a log plus its projection write per item. (a)
+//! against (j) is the cost of the code, (j) against (h) the cost of the
+//! layout.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, ensure};
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, params_from_iter};
+use serde_json::Value;
+use spool_store::{Session, SqliteStore, Store, StoreOptions};
+
+use super::open_store;
+use super::workloads::Sample;
+
+const EVENT_COLUMNS: &str = "thread_id, seq, method, item_id, at_ms, payload";
+const TURN_COLUMNS: &str = "thread_id, turn_id, ordinal, seq, status, error, started_at, \
+     completed_at, duration_ms, token_usage, view_rank";
+const ITEM_COLUMNS: &str = "thread_id, item_id, turn_id, ordinal, seq, kind, status, item, \
+     envelope, token_count, input_item, llm";
+
+/// The rows one `add_items` call wrote.
+#[derive(Default)]
+struct CallRows {
+    events: Vec<Vec<SqlValue>>,
+    turn: Vec<SqlValue>,
+    items: Vec<Vec<SqlValue>>,
+}
+
+/// `items` added `per_call` at a time by spool, then their rows replayed.
+pub async fn layout_floor(
+    dir: &Path,
+    items: Vec<Value>,
+    per_call: usize,
+) -> anyhow::Result<Sample> {
+    ensure!(per_call > 0, "a call needs at least one item");
+    let count = items.len();
+    let source_dir = dir.join("source");
+    let target_dir = dir.join("target");
+    std::fs::create_dir_all(&source_dir)?;
+    std::fs::create_dir_all(&target_dir)?;
+
+    // The source: spool writes the rows.
+    let store = open_store(&source_dir)?;
+    let session = Session::open(store.clone(), "bench").await?;
+    for call in items.chunks(per_call) {
+        session.add_items(call.to_vec()).await?;
+    }
+    store.close().await?;
+    // The target: migrated, with the session's thread row, and empty.
+    let store = SqliteStore::open(target_dir.join("spool.db"), StoreOptions::default())?;
+    Session::open(store.clone(), "bench").await?;
+    store.close().await?;
+
+    let source = source_dir.join("spool.db");
+    let target = target_dir.join("spool.db");
+    tokio::task::spawn_blocking(move || {
+        let calls = read_calls(&source)?;
+        ensure!(
+            calls.iter().map(|c| c.items.len()).sum::<usize>() == count,
+            "the source store does not hold the {count} items"
+        );
+        replay(&target, &calls, count)
+    })
+    .await
+    .context("the layout floor workload panicked")?
+}
+
+/// The source's rows, one entry per turn (per `add_items` call), events in
+/// seq order; the thread's own first event (`thread/started`) is left out:
+/// the target has it.
+fn read_calls(path: &Path) -> anyhow::Result<Vec<CallRows>> {
+    let conn = Connection::open(path)?;
+    let mut calls: Vec<CallRows> = Vec::new();
+    let mut turns = conn.prepare(&format!(
+        "SELECT {TURN_COLUMNS} FROM turns ORDER BY ordinal"
+    ))?;
+    let mut rows = turns.query([])?;
+    while let Some(row) = rows.next()? {
+        calls.push(CallRows {
+            turn: columns(row, 11)?,
+            ..CallRows::default()
+        });
+    }
+    let turn_ids: Vec<String> = calls
+        .iter()
+        .map(|c| match &c.turn[1] {
+            SqlValue::Text(id) => Ok(id.clone()),
+            other => anyhow::bail!("a turn id is not text: {other:?}"),
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let index_of = |turn_id: &str| turn_ids.iter().position(|id| id == turn_id);
+
+    let mut items = conn.prepare(&format!(
+        "SELECT {ITEM_COLUMNS} FROM items ORDER BY ordinal"
+    ))?;
+    let mut rows = items.query([])?;
+    while let Some(row) = rows.next()? {
+        let turn_id: String = row.get(2)?;
+        let call = index_of(&turn_id).context("an item of an unknown turn")?;
+        calls[call].items.push(columns(row, 12)?);
+    }
+
+    // Events fall between their turn's start and completion.
+    let mut events = conn.prepare(&format!(
+        "SELECT {EVENT_COLUMNS}, json_extract(payload, '$.params.turnId'), \
+         json_extract(payload, '$.params.turn.id') FROM events WHERE seq > 1 ORDER BY seq"
+    ))?;
+    let mut rows = events.query([])?;
+    while let Some(row) = rows.next()? {
+        let turn_id: Option<String> = row.get(6)?;
+        let turn_id = turn_id.or(row.get(7)?).context("an event outside a turn")?;
+        let call = index_of(&turn_id).context("an event of an unknown turn")?;
+        calls[call].events.push(columns(row, 6)?);
+    }
+    Ok(calls)
+}
+
+fn columns(row: &rusqlite::Row<'_>, n: usize) -> rusqlite::Result<Vec<SqlValue>> {
+    (0..n).map(|i| row.get(i)).collect()
+}
+
+fn replay(path: &Path, calls: &[CallRows], count: usize) -> anyhow::Result<Sample> {
+    let conn = Connection::open(path)?;
+    let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))?;
+    ensure!(mode == "wal", "SQLite refused WAL mode (got {mode})");
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", true)?;
+    let placeholders = |n: usize| vec!["?"; n].join(", ");
+    let mut begin = conn.prepare("BEGIN IMMEDIATE")?;
+    let mut event = conn.prepare(&format!(
+        "INSERT INTO events ({EVENT_COLUMNS}) VALUES ({})",
+        placeholders(6)
+    ))?;
+    let mut turn = conn.prepare(&format!(
+        "INSERT INTO turns ({TURN_COLUMNS}) VALUES ({})",
+        placeholders(11)
+    ))?;
+    let mut item = conn.prepare(&format!(
+        "INSERT INTO items ({ITEM_COLUMNS}) VALUES ({})",
+        placeholders(12)
+    ))?;
+    let mut commit = conn.prepare("COMMIT")?;
+
+    let start = Instant::now();
+    for call in calls {
+        begin.execute([])?;
+        for row in &call.events {
+            event.execute(params_from_iter(row))?;
+        }
+        turn.execute(params_from_iter(&call.turn))?;
+        for row in &call.items {
+            item.execute(params_from_iter(row))?;
+        }
+        commit.execute([])?;
+    }
+    let sample = Sample::timed(start.elapsed());
+
+    let stored: i64 = conn.query_row("SELECT count(*) FROM items", [], |row| row.get(0))?;
+    ensure!(
+        usize::try_from(stored) == Ok(count),
+        "stored {stored} of {count} items"
+    );
+    Ok(sample)
+}
