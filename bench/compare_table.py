@@ -30,6 +30,7 @@ LABELS = {
     "i": "(i) batch floor: (b) on bare rusqlite",
     "j": "(j) layout floor: (a)'s rows, bare rusqlite",
     "k": "(k) layout floor: (b)'s rows, bare rusqlite",
+    "l": "(l) layout floor: (e)'s rows, bare rusqlite",
 }
 
 
@@ -86,7 +87,7 @@ def rows(sdk: dict, spool: dict) -> list[list[str]]:
             i = spool["i"]
             out.append(["(b) time / batch floor (i) time", f"{s['median_s'] / i['median_s']:.2f}x",
                         f"{p['median_s'] / i['median_s']:.2f}x", "", "(reference)", "", ""])
-    for name in "efghijk":
+    for name in "efghijkl":
         if name not in spool:
             continue
         p = spool[name]
@@ -155,6 +156,10 @@ def main() -> None:
             m, l, f = (spool_w[n]["median_s"] for n in (mine, layout, floor))
             print(f"({mine}) = {m / f:.2f}x ({floor})'s time: spool's code {m / l:.2f}x "
                   f"(({mine}) over ({layout})), its rows {l / f:.2f}x (({layout}) over ({floor}))")
+    if "e" in spool_w and "l" in spool_w:
+        e, l = spool_w["e"], spool_w["l"]
+        print(f"(e): {e['per_s']:,.0f} items/s; its layout floor (l), the same rows in groups of "
+              f"one call per session, {l['per_s']:,.0f} items/s")
     print()
     for w in spool_report["workloads"]:
         print(f"({w['name']}) {w['description']}")

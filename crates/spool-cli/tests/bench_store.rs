@@ -26,7 +26,7 @@ fn quick_bench_reports_every_workload() {
         .collect();
     assert_eq!(
         names,
-        ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"]
+        ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"]
     );
     for w in workloads {
         let runs = w["runs_s"].as_array().unwrap();
@@ -44,6 +44,7 @@ fn quick_bench_reports_every_workload() {
         "layout_floor_a_vs_floor",
         "b_vs_layout_floor",
         "layout_floor_b_vs_batch_floor",
+        "e_vs_layout_floor",
     ] {
         assert!(report["layout"][split].as_f64().unwrap() > 0.0, "{split}");
     }

@@ -107,10 +107,11 @@ pub enum WorkloadId {
     I,
     J,
     K,
+    L,
 }
 
 impl WorkloadId {
-    pub const ALL: [WorkloadId; 11] = [
+    pub const ALL: [WorkloadId; 12] = [
         WorkloadId::A,
         WorkloadId::B,
         WorkloadId::C,
@@ -122,6 +123,7 @@ impl WorkloadId {
         WorkloadId::I,
         WorkloadId::J,
         WorkloadId::K,
+        WorkloadId::L,
     ];
 
     pub fn letter(self) -> &'static str {
@@ -137,6 +139,7 @@ impl WorkloadId {
             WorkloadId::I => "i",
             WorkloadId::J => "j",
             WorkloadId::K => "k",
+            WorkloadId::L => "l",
         }
     }
 }

@@ -113,6 +113,7 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
         layout_floor_a_vs_floor: time_ratio("j", "h"),
         b_vs_layout_floor: time_ratio("b", "k"),
         layout_floor_b_vs_batch_floor: time_ratio("k", "i"),
+        e_vs_layout_floor: time_ratio("e", "l"),
     };
     for (what, ratio) in [
         ("(a) time / layout floor (j) time", layout.a_vs_layout_floor),
@@ -167,8 +168,9 @@ async fn run_once(
         WorkloadId::G => log_workloads::llm_view(dir, sizes).await,
         WorkloadId::H => floor::floor(dir, items.to_vec(), 1).await,
         WorkloadId::I => floor::floor(dir, items.to_vec(), sizes.batch).await,
-        WorkloadId::J => layout_floor::layout_floor(dir, items.to_vec(), 1).await,
-        WorkloadId::K => layout_floor::layout_floor(dir, items.to_vec(), sizes.batch).await,
+        WorkloadId::J => layout_floor::one_session(dir, items.to_vec(), 1).await,
+        WorkloadId::K => layout_floor::one_session(dir, items.to_vec(), sizes.batch).await,
+        WorkloadId::L => layout_floor::concurrent(dir, sizes.appenders, sizes.appends_each).await,
     }
 }
 

@@ -28,7 +28,8 @@ pub struct Report {
     pub layout: LayoutSplit,
 }
 
-/// (a) over (j) and (j) over (h); (b) over (k) and (k) over (i).
+/// (a) over (j) and (j) over (h); (b) over (k) and (k) over (i); (e)
+/// over (l).
 #[derive(Debug, Default, Serialize)]
 pub struct LayoutSplit {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -39,6 +40,8 @@ pub struct LayoutSplit {
     pub b_vs_layout_floor: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub layout_floor_b_vs_batch_floor: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub e_vs_layout_floor: Option<f64>,
 }
 
 impl LayoutSplit {
@@ -47,6 +50,7 @@ impl LayoutSplit {
             && self.layout_floor_a_vs_floor.is_none()
             && self.b_vs_layout_floor.is_none()
             && self.layout_floor_b_vs_batch_floor.is_none()
+            && self.e_vs_layout_floor.is_none()
     }
 }
 

@@ -201,6 +201,17 @@ impl Spec {
                 "item",
                 Headline::Rate("items/s"),
             ),
+            WorkloadId::L => (
+                format!(
+                    "the layout floor of (e): spool's own rows for the {} sessions of (e), \
+                     replayed on bare rusqlite, one transaction per round of one single-item \
+                     call of every session (the largest group commit), WAL, synchronous=FULL",
+                    s.appenders
+                ),
+                s.appenders * s.appends_each,
+                "item",
+                Headline::Rate("items/s"),
+            ),
         };
         Spec {
             id,
@@ -266,6 +277,7 @@ fn target(id: WorkloadId, value: f64) -> Option<Target> {
         | WorkloadId::H
         | WorkloadId::I
         | WorkloadId::J
-        | WorkloadId::K => None,
+        | WorkloadId::K
+        | WorkloadId::L => None,
     }
 }
