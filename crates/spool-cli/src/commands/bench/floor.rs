@@ -24,12 +24,19 @@ pub async fn floor(dir: &Path, items: Vec<Value>, per_commit: usize) -> anyhow::
         .context("the floor workload panicked")?
 }
 
-fn insert_batches(path: &Path, items: &[Value], per_commit: usize) -> anyhow::Result<Sample> {
-    ensure!(per_commit > 0, "a transaction needs at least one item");
+/// A plain connection with the store's durability settings (WAL,
+/// `synchronous=FULL`) and nothing else: what every floor writes through.
+pub(super) fn bare_connection(path: &Path) -> anyhow::Result<Connection> {
     let conn = Connection::open(path)?;
     let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))?;
     ensure!(mode == "wal", "SQLite refused WAL mode (got {mode})");
     conn.pragma_update(None, "synchronous", "FULL")?;
+    Ok(conn)
+}
+
+fn insert_batches(path: &Path, items: &[Value], per_commit: usize) -> anyhow::Result<Sample> {
+    ensure!(per_commit > 0, "a transaction needs at least one item");
+    let conn = bare_connection(path)?;
     conn.execute_batch("CREATE TABLE items (id INTEGER PRIMARY KEY, data TEXT NOT NULL)")?;
     let mut begin = conn.prepare("BEGIN")?;
     let mut insert = conn.prepare("INSERT INTO items (data) VALUES (?1)")?;

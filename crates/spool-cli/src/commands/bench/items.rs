@@ -72,6 +72,12 @@ pub fn items_in(range: std::ops::Range<usize>) -> Vec<Value> {
     range.map(item).collect()
 }
 
+/// The items appender `k` of (e) (and its layout floor (l)) adds, one per
+/// call: each appender has a range of its own.
+pub fn appender_items(k: usize, appends_each: usize) -> Vec<Value> {
+    items_in(k * appends_each..(k + 1) * appends_each)
+}
+
 /// FNV-1a (64 bit) over the compact JSON of each item followed by `\n`, as
 /// 16 hex digits: cheap to reproduce in Python with no dependency.
 pub fn digest(items: &[Value]) -> String {

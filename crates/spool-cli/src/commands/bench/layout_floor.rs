@@ -16,6 +16,7 @@
 //! against (j) is the cost of the code, (j) against (h) the cost of the
 //! layout; (l) is the most (e) can get from these rows.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
 
@@ -25,6 +26,7 @@ use rusqlite::{Connection, params_from_iter};
 use serde_json::Value;
 use spool_store::{Durability, Session, SqliteStore, Store, StoreOptions};
 
+use super::floor::bare_connection;
 use super::workloads::Sample;
 
 const EVENT_COLUMNS: &str = "thread_id, seq, method, item_id, at_ms, payload";
@@ -59,8 +61,7 @@ pub async fn concurrent(
 ) -> anyhow::Result<Sample> {
     let sessions = (0..appenders)
         .map(|k| {
-            let first = k * appends_each;
-            super::items::items_in(first..first + appends_each)
+            super::items::appender_items(k, appends_each)
                 .into_iter()
                 .map(|item| vec![item])
                 .collect()
@@ -138,14 +139,15 @@ fn read_calls(conn: &Connection, thread_id: &str) -> anyhow::Result<Vec<CallRows
             ..CallRows::default()
         });
     }
-    let turn_ids: Vec<String> = calls
+    let call_of_turn: HashMap<String, usize> = calls
         .iter()
-        .map(|c| match &c.turn[1] {
-            SqlValue::Text(id) => Ok(id.clone()),
+        .enumerate()
+        .map(|(index, c)| match &c.turn[1] {
+            SqlValue::Text(id) => Ok((id.clone(), index)),
             other => anyhow::bail!("a turn id is not text: {other:?}"),
         })
         .collect::<anyhow::Result<_>>()?;
-    let index_of = |turn_id: &str| turn_ids.iter().position(|id| id == turn_id);
+    let index_of = |turn_id: &str| call_of_turn.get(turn_id).copied();
 
     let mut items = conn.prepare(&format!(
         "SELECT {ITEM_COLUMNS} FROM items WHERE thread_id = ?1 ORDER BY ordinal"
@@ -178,10 +180,7 @@ fn columns(row: &rusqlite::Row<'_>, n: usize) -> rusqlite::Result<Vec<SqlValue>>
 }
 
 fn replay(path: &Path, sessions: &[Vec<CallRows>], count: usize) -> anyhow::Result<Sample> {
-    let conn = Connection::open(path)?;
-    let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))?;
-    ensure!(mode == "wal", "SQLite refused WAL mode (got {mode})");
-    conn.pragma_update(None, "synchronous", "FULL")?;
+    let conn = bare_connection(path)?;
     conn.pragma_update(None, "foreign_keys", true)?;
     let placeholders = |n: usize| vec!["?"; n].join(", ");
     let mut begin = conn.prepare("BEGIN IMMEDIATE")?;

@@ -89,25 +89,14 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
         reports.push(report);
     }
 
-    let a_vs_floor = match (find(&reports, "a"), find(&reports, "h")) {
-        (Some(a), Some(h)) => Some(Target::at_most(
-            FLOOR_FACTOR,
-            "x the floor's time",
-            a.median_s / h.median_s,
-        )),
-        _ => None,
-    };
-    let b_vs_batch_floor = match (find(&reports, "b"), find(&reports, "i")) {
-        (Some(b), Some(i)) => Some(b.median_s / i.median_s),
-        _ => None,
-    };
-    if let Some(ratio) = b_vs_batch_floor {
-        eprintln!("(b) time / batch floor (i) time: {ratio:.2}x");
-    }
+    // Median time of one workload over another's, when both ran.
     let time_ratio = |over: &str, under: &str| match (find(&reports, over), find(&reports, under)) {
         (Some(o), Some(u)) => Some(o.median_s / u.median_s),
         _ => None,
     };
+    let a_vs_floor = time_ratio("a", "h")
+        .map(|ratio| Target::at_most(FLOOR_FACTOR, "x the floor's time", ratio));
+    let b_vs_batch_floor = time_ratio("b", "i");
     let layout = LayoutSplit {
         a_vs_layout_floor: time_ratio("a", "j"),
         layout_floor_a_vs_floor: time_ratio("j", "h"),
@@ -116,6 +105,7 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
         e_vs_layout_floor: time_ratio("e", "l"),
     };
     for (what, ratio) in [
+        ("(b) time / batch floor (i) time", b_vs_batch_floor),
         ("(a) time / layout floor (j) time", layout.a_vs_layout_floor),
         ("(j) time / floor (h) time", layout.layout_floor_a_vs_floor),
         ("(b) time / layout floor (k) time", layout.b_vs_layout_floor),
@@ -123,6 +113,7 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
             "(k) time / batch floor (i) time",
             layout.layout_floor_b_vs_batch_floor,
         ),
+        ("(e) time / layout floor (l) time", layout.e_vs_layout_floor),
     ] {
         if let Some(ratio) = ratio {
             eprintln!("{what}: {ratio:.2}x");

@@ -87,8 +87,7 @@ pub async fn concurrent(dir: &Path, sizes: &Sizes) -> anyhow::Result<Sample> {
     let mut appenders = Vec::with_capacity(sizes.appenders);
     for k in 0..sizes.appenders {
         let session = Session::open(store.clone(), &format!("bench-{k}")).await?;
-        let first = k * sizes.appends_each;
-        let calls = chunks(super::items::items_in(first..first + sizes.appends_each), 1);
+        let calls = chunks(super::items::appender_items(k, sizes.appends_each), 1);
         appenders.push((session, calls));
     }
 
