@@ -239,7 +239,35 @@ async fn updated_at_lags_by_under_a_second_and_is_exact_after_close_or_a_crash()
             updated <= newest && newest - updated < 1_000,
             "{updated} {newest}"
         );
+        // A read is exact all the same: it takes the newest event's time.
+        let read = store.thread(&t).await.unwrap().unwrap();
+        assert_eq!(read.thread.updated_at, newest.div_euclid(1000));
     }
+    // However far the row is behind, a read and a listing say the newest
+    // event's time (the listing's order still follows the row).
+    raw(dir.path())
+        .execute(
+            "UPDATE threads SET updated_at_ms = updated_at_ms - 5000 WHERE id = ?1",
+            [&t],
+        )
+        .unwrap();
+    let (_, newest) = updated_and_newest(dir.path(), &t);
+    let read = store.thread(&t).await.unwrap().unwrap();
+    assert_eq!(read.thread.updated_at, newest.div_euclid(1000));
+    let listed = store
+        .list_threads(ThreadListQuery {
+            sort_key: ThreadSortKey::UpdatedAt,
+            ..ThreadListQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed.threads[0].thread.updated_at, newest.div_euclid(1000));
+    raw(dir.path())
+        .execute(
+            "UPDATE threads SET updated_at_ms = updated_at_ms + 5000 WHERE id = ?1",
+            [&t],
+        )
+        .unwrap();
     // Closing writes it exactly.
     store.close().await.unwrap();
     drop(store);

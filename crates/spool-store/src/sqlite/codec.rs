@@ -30,11 +30,16 @@ macro_rules! turn_columns {
     };
 }
 /// Columns [`decode_thread`] reads, in order (from `threads`). The last
-/// seq is the newest event's, found on the primary key of `events`.
+/// seq is the newest event's, found on the primary key of `events`. The
+/// update time is exact: the stored `updated_at_ms` may lag the newest
+/// event by under a second while a writer runs (see `writer/batch.rs`), so
+/// it is raised to that event's time, one more probe of the same key.
 macro_rules! thread_columns {
     () => {
         "id, name, preview, model_provider, model, cwd, cli_version, history_mode, dev_mode, \
-         forked_from_id, archived, created_at_ms, updated_at_ms, \
+         forked_from_id, archived, created_at_ms, \
+         max(updated_at_ms, coalesce((SELECT at_ms FROM events WHERE events.thread_id = threads.id \
+         ORDER BY seq DESC LIMIT 1), updated_at_ms)), \
          (SELECT max(seq) FROM events WHERE events.thread_id = threads.id)"
     };
 }
