@@ -31,6 +31,7 @@ LABELS = {
     "j": "(j) layout floor: (a)'s rows, bare rusqlite",
     "k": "(k) layout floor: (b)'s rows, bare rusqlite",
     "l": "(l) layout floor: (e)'s rows, bare rusqlite",
+    "m": "(m) hand-off floor: (j) through a writer thread",
 }
 
 
@@ -156,6 +157,10 @@ def main() -> None:
             m, l, f = (spool_w[n]["median_s"] for n in (mine, layout, floor))
             print(f"({mine}) = {m / f:.2f}x ({floor})'s time: spool's code {m / l:.2f}x "
                   f"(({mine}) over ({layout})), its rows {l / f:.2f}x (({layout}) over ({floor}))")
+    if all(n in spool_w for n in ("a", "m", "j")):
+        a, m, j = (spool_w[n]["median_s"] for n in ("a", "m", "j"))
+        print(f"(a) over (j), {a / j:.2f}x: the hand-offs to the writer thread {m / j:.2f}x "
+              f"((m) over (j)), the rest of spool's code {a / m:.2f}x ((a) over (m))")
     if "e" in spool_w and "l" in spool_w:
         e, l = spool_w["e"], spool_w["l"]
         print(f"(e): {e['per_s']:,.0f} items/s; its layout floor (l), the same rows in groups of "

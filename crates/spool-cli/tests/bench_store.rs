@@ -26,7 +26,9 @@ fn quick_bench_reports_every_workload() {
         .collect();
     assert_eq!(
         names,
-        ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"]
+        [
+            "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m"
+        ]
     );
     for w in workloads {
         let runs = w["runs_s"].as_array().unwrap();
@@ -41,6 +43,8 @@ fn quick_bench_reports_every_workload() {
     assert!(report["a_vs_floor"]["measured"].as_f64().unwrap() > 0.0);
     for split in [
         "a_vs_layout_floor",
+        "a_vs_handoff_floor",
+        "handoff_floor_vs_layout_floor",
         "layout_floor_a_vs_floor",
         "b_vs_layout_floor",
         "layout_floor_b_vs_batch_floor",

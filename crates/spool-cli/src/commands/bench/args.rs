@@ -78,7 +78,7 @@ pub struct BenchRunnerArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct BenchStoreArgs {
-    /// Which workloads to run, comma-separated (default: all, a to i).
+    /// Which workloads to run, comma-separated (default: all, a to m).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub workloads: Vec<WorkloadId>,
     /// Runs per workload, each on a fresh store file; the median is reported.
@@ -108,10 +108,11 @@ pub enum WorkloadId {
     J,
     K,
     L,
+    M,
 }
 
 impl WorkloadId {
-    pub const ALL: [WorkloadId; 12] = [
+    pub const ALL: [WorkloadId; 13] = [
         WorkloadId::A,
         WorkloadId::B,
         WorkloadId::C,
@@ -124,6 +125,7 @@ impl WorkloadId {
         WorkloadId::J,
         WorkloadId::K,
         WorkloadId::L,
+        WorkloadId::M,
     ];
 
     pub fn letter(self) -> &'static str {
@@ -140,6 +142,7 @@ impl WorkloadId {
             WorkloadId::J => "j",
             WorkloadId::K => "k",
             WorkloadId::L => "l",
+            WorkloadId::M => "m",
         }
     }
 }

@@ -17,12 +17,12 @@
 //! layout; (l) is the most (e) can get from these rows.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, ensure};
 use rusqlite::types::Value as SqlValue;
-use rusqlite::{Connection, params_from_iter};
+use rusqlite::{Connection, Statement, params_from_iter};
 use serde_json::Value;
 use spool_store::{Durability, Session, SqliteStore, Store, StoreOptions};
 
@@ -37,7 +37,7 @@ const ITEM_COLUMNS: &str = "thread_id, item_id, turn_id, ordinal, seq, kind, sta
 
 /// The rows one `add_items` call wrote.
 #[derive(Default)]
-struct CallRows {
+pub(super) struct CallRows {
     events: Vec<Vec<SqlValue>>,
     turn: Vec<SqlValue>,
     items: Vec<Vec<SqlValue>>,
@@ -74,6 +74,34 @@ pub async fn concurrent(
 /// them (untimed), then their rows are replayed (timed), transaction `r`
 /// holding call `r` of every session that has one.
 async fn layout_floor(dir: &Path, sessions: Vec<Vec<Vec<Value>>>) -> anyhow::Result<Sample> {
+    let rows = stored_rows(dir, sessions).await?;
+    tokio::task::spawn_blocking(move || replay(&rows))
+        .await
+        .context("the layout floor workload panicked")?
+}
+
+/// What a layout floor replays: the rows spool wrote for each call, and
+/// the freshly migrated store file they go into.
+pub(super) struct StoredRows {
+    pub(super) target: PathBuf,
+    pub(super) sessions: Vec<Vec<CallRows>>,
+    pub(super) count: usize,
+}
+
+impl StoredRows {
+    /// Transactions in the replay: one per call of the longest session.
+    pub(super) fn rounds(&self) -> usize {
+        self.sessions.iter().map(Vec::len).max().unwrap_or(0)
+    }
+}
+
+/// Has spool store the calls of `sessions` (untimed) and reads back the
+/// rows each call wrote; the target file is migrated, holds the sessions'
+/// thread rows and nothing else.
+pub(super) async fn stored_rows(
+    dir: &Path,
+    sessions: Vec<Vec<Vec<Value>>>,
+) -> anyhow::Result<StoredRows> {
     let count: usize = sessions.iter().flatten().map(Vec::len).sum();
     let source_dir = dir.join("source");
     let target_dir = dir.join("target");
@@ -105,23 +133,24 @@ async fn layout_floor(dir: &Path, sessions: Vec<Vec<Vec<Value>>>) -> anyhow::Res
     store.close().await?;
 
     let source = source_dir.join("spool.db");
-    let target = target_dir.join("spool.db");
-    tokio::task::spawn_blocking(move || {
+    let sessions = tokio::task::spawn_blocking(move || {
         let conn = Connection::open(&source)?;
-        let sessions = ids
-            .iter()
+        ids.iter()
             .map(|id| read_calls(&conn, id))
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        drop(conn);
-        let stored: usize = sessions.iter().flatten().map(|c| c.items.len()).sum();
-        ensure!(
-            stored == count,
-            "the source store holds {stored} of the {count} items"
-        );
-        replay(&target, &sessions, count)
+            .collect::<anyhow::Result<Vec<_>>>()
     })
     .await
-    .context("the layout floor workload panicked")?
+    .context("reading the rows back panicked")??;
+    let stored: usize = sessions.iter().flatten().map(|c| c.items.len()).sum();
+    ensure!(
+        stored == count,
+        "the source store holds {stored} of the {count} items"
+    );
+    Ok(StoredRows {
+        target: target_dir.join("spool.db"),
+        sessions,
+        count,
+    })
 }
 
 /// The rows of one thread, one entry per turn (per `add_items` call),
@@ -179,46 +208,79 @@ fn columns(row: &rusqlite::Row<'_>, n: usize) -> rusqlite::Result<Vec<SqlValue>>
     (0..n).map(|i| row.get(i)).collect()
 }
 
-fn replay(path: &Path, sessions: &[Vec<CallRows>], count: usize) -> anyhow::Result<Sample> {
-    let conn = bare_connection(path)?;
-    conn.pragma_update(None, "foreign_keys", true)?;
-    let placeholders = |n: usize| vec!["?"; n].join(", ");
-    let mut begin = conn.prepare("BEGIN IMMEDIATE")?;
-    let mut event = conn.prepare(&format!(
-        "INSERT INTO events ({EVENT_COLUMNS}) VALUES ({})",
-        placeholders(6)
-    ))?;
-    let mut turn = conn.prepare(&format!(
-        "INSERT INTO turns ({TURN_COLUMNS}) VALUES ({})",
-        placeholders(11)
-    ))?;
-    let mut item = conn.prepare(&format!(
-        "INSERT INTO items ({ITEM_COLUMNS}) VALUES ({})",
-        placeholders(12)
-    ))?;
-    let mut commit = conn.prepare("COMMIT")?;
-
-    let rounds = sessions.iter().map(Vec::len).max().unwrap_or(0);
+fn replay(rows: &StoredRows) -> anyhow::Result<Sample> {
+    let conn = target_connection(rows)?;
+    let mut replayer = Replayer::new(&conn)?;
     let start = Instant::now();
-    for round in 0..rounds {
-        begin.execute([])?;
-        for call in sessions.iter().filter_map(|calls| calls.get(round)) {
-            for row in &call.events {
-                event.execute(params_from_iter(row))?;
-            }
-            turn.execute(params_from_iter(&call.turn))?;
-            for row in &call.items {
-                item.execute(params_from_iter(row))?;
-            }
-        }
-        commit.execute([])?;
+    for round in 0..rows.rounds() {
+        replayer.round(&rows.sessions, round)?;
     }
     let sample = Sample::timed(start.elapsed());
+    check_count(&conn, rows.count)?;
+    Ok(sample)
+}
 
+/// A bare connection on the target file, as the store sets it up for
+/// writing (WAL, `synchronous=FULL`, foreign keys on).
+pub(super) fn target_connection(rows: &StoredRows) -> anyhow::Result<Connection> {
+    let conn = bare_connection(&rows.target)?;
+    conn.pragma_update(None, "foreign_keys", true)?;
+    Ok(conn)
+}
+
+/// The prepared statements of a replay.
+pub(super) struct Replayer<'c> {
+    begin: Statement<'c>,
+    event: Statement<'c>,
+    turn: Statement<'c>,
+    item: Statement<'c>,
+    commit: Statement<'c>,
+}
+
+impl<'c> Replayer<'c> {
+    pub(super) fn new(conn: &'c Connection) -> anyhow::Result<Self> {
+        let placeholders = |n: usize| vec!["?"; n].join(", ");
+        Ok(Replayer {
+            begin: conn.prepare("BEGIN IMMEDIATE")?,
+            event: conn.prepare(&format!(
+                "INSERT INTO events ({EVENT_COLUMNS}) VALUES ({})",
+                placeholders(6)
+            ))?,
+            turn: conn.prepare(&format!(
+                "INSERT INTO turns ({TURN_COLUMNS}) VALUES ({})",
+                placeholders(11)
+            ))?,
+            item: conn.prepare(&format!(
+                "INSERT INTO items ({ITEM_COLUMNS}) VALUES ({})",
+                placeholders(12)
+            ))?,
+            commit: conn.prepare("COMMIT")?,
+        })
+    }
+
+    /// One transaction: call `round` of every session that has one.
+    pub(super) fn round(&mut self, sessions: &[Vec<CallRows>], round: usize) -> anyhow::Result<()> {
+        self.begin.execute([])?;
+        for call in sessions.iter().filter_map(|calls| calls.get(round)) {
+            for row in &call.events {
+                self.event.execute(params_from_iter(row))?;
+            }
+            self.turn.execute(params_from_iter(&call.turn))?;
+            for row in &call.items {
+                self.item.execute(params_from_iter(row))?;
+            }
+        }
+        self.commit.execute([])?;
+        Ok(())
+    }
+}
+
+/// Every item of the replay landed in the target.
+pub(super) fn check_count(conn: &Connection, count: usize) -> anyhow::Result<()> {
     let stored: i64 = conn.query_row("SELECT count(*) FROM items", [], |row| row.get(0))?;
     ensure!(
         usize::try_from(stored) == Ok(count),
         "stored {stored} of {count} items"
     );
-    Ok(sample)
+    Ok(())
 }

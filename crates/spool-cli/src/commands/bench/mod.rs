@@ -13,6 +13,7 @@
 
 mod args;
 mod floor;
+mod handoff_floor;
 mod items;
 mod layout_floor;
 mod log_workloads;
@@ -99,6 +100,8 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
     let b_vs_batch_floor = time_ratio("b", "i");
     let layout = LayoutSplit {
         a_vs_layout_floor: time_ratio("a", "j"),
+        a_vs_handoff_floor: time_ratio("a", "m"),
+        handoff_floor_vs_layout_floor: time_ratio("m", "j"),
         layout_floor_a_vs_floor: time_ratio("j", "h"),
         b_vs_layout_floor: time_ratio("b", "k"),
         layout_floor_b_vs_batch_floor: time_ratio("k", "i"),
@@ -107,6 +110,14 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
     for (what, ratio) in [
         ("(b) time / batch floor (i) time", b_vs_batch_floor),
         ("(a) time / layout floor (j) time", layout.a_vs_layout_floor),
+        (
+            "(a) time / hand-off floor (m) time",
+            layout.a_vs_handoff_floor,
+        ),
+        (
+            "(m) time / layout floor (j) time",
+            layout.handoff_floor_vs_layout_floor,
+        ),
         ("(j) time / floor (h) time", layout.layout_floor_a_vs_floor),
         ("(b) time / layout floor (k) time", layout.b_vs_layout_floor),
         (
@@ -162,6 +173,7 @@ async fn run_once(
         WorkloadId::J => layout_floor::one_session(dir, items.to_vec(), 1).await,
         WorkloadId::K => layout_floor::one_session(dir, items.to_vec(), sizes.batch).await,
         WorkloadId::L => layout_floor::concurrent(dir, sizes.appenders, sizes.appends_each).await,
+        WorkloadId::M => handoff_floor::one_session(dir, items.to_vec()).await,
     }
 }
 

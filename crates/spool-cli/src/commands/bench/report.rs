@@ -28,12 +28,17 @@ pub struct Report {
     pub layout: LayoutSplit,
 }
 
-/// (a) over (j) and (j) over (h); (b) over (k) and (k) over (i); (e)
-/// over (l).
+/// (a) over (j) and (j) over (h), with (a) over (m) and (m) over (j)
+/// splitting (a)'s share into the rest of the code and the hand-offs
+/// (see `handoff_floor.rs`); (b) over (k) and (k) over (i); (e) over (l).
 #[derive(Debug, Default, Serialize)]
 pub struct LayoutSplit {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub a_vs_layout_floor: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub a_vs_handoff_floor: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handoff_floor_vs_layout_floor: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub layout_floor_a_vs_floor: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -47,6 +52,8 @@ pub struct LayoutSplit {
 impl LayoutSplit {
     fn is_empty(&self) -> bool {
         self.a_vs_layout_floor.is_none()
+            && self.a_vs_handoff_floor.is_none()
+            && self.handoff_floor_vs_layout_floor.is_none()
             && self.layout_floor_a_vs_floor.is_none()
             && self.b_vs_layout_floor.is_none()
             && self.layout_floor_b_vs_batch_floor.is_none()

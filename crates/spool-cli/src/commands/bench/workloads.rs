@@ -212,6 +212,17 @@ impl Spec {
                 "item",
                 Headline::Rate("items/s"),
             ),
+            WorkloadId::M => (
+                format!(
+                    "the hand-off floor of (a): the rows of (j), {} calls, each handed from an \
+                     async caller to a writer thread (std mpsc) and answered after its COMMIT \
+                     (tokio oneshot), as the store does, WAL, synchronous=FULL",
+                    s.items
+                ),
+                s.items,
+                "item",
+                Headline::Rate("items/s"),
+            ),
         };
         Spec {
             id,
@@ -278,6 +289,7 @@ fn target(id: WorkloadId, value: f64) -> Option<Target> {
         | WorkloadId::I
         | WorkloadId::J
         | WorkloadId::K
-        | WorkloadId::L => None,
+        | WorkloadId::L
+        | WorkloadId::M => None,
     }
 }
