@@ -88,7 +88,7 @@ def rows(sdk: dict, spool: dict) -> list[list[str]]:
             i = spool["i"]
             out.append(["(b) time / batch floor (i) time", f"{s['median_s'] / i['median_s']:.2f}x",
                         f"{p['median_s'] / i['median_s']:.2f}x", "", "(reference)", "", ""])
-    for name in "efghijkl":
+    for name in "efghijklm":
         if name not in spool:
             continue
         p = spool[name]
