@@ -80,6 +80,34 @@ pub fn select(records: &[ItemRecord], view: View) -> Vec<&ItemRecord> {
     selected
 }
 
+/// [`select`] on owned records: those of `view`, moved out of `records`
+/// (which must be in ordinal order, as the store gives them) rather than
+/// cloned.
+pub fn keep(records: Vec<ItemRecord>, view: View) -> Vec<ItemRecord> {
+    match view {
+        View::All => records,
+        View::Client | View::Llm => {
+            // `select` returns a subsequence in ordinal order, and ordinals
+            // are unique per thread, so one merge walk finds its records.
+            let selected: Vec<u64> = select(&records, view)
+                .iter()
+                .map(|record| record.ordinal)
+                .collect();
+            let mut selected = selected.into_iter().peekable();
+            records
+                .into_iter()
+                .filter(|record| {
+                    let keep = selected.peek() == Some(&record.ordinal);
+                    if keep {
+                        selected.next();
+                    }
+                    keep
+                })
+                .collect()
+        }
+    }
+}
+
 /// Whether a client view may show an item of this kind at all (its
 /// audience decides the rest).
 fn client_shows(kind: ItemKind) -> bool {

@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 use spool_core::llm::{LlmViewOptions, ReasoningIdPolicy, llm_view};
 use spool_core::tokens::count_input_item;
-use spool_core::views::select;
+use spool_core::views::{keep, select};
 use spool_core::{ItemRecord, View};
 use spool_protocol::{
     Audience, CommandExecutionStatus, FunctionCallStatus, ItemStatus, ThreadItem,
@@ -246,6 +246,12 @@ proptest! {
         // The budget holds whenever more than the newest turn went in.
         if let (Some(budget), true) = (budget, view.turns_included > 1) {
             prop_assert!(view.total_tokens <= budget, "{} > {budget}", view.total_tokens);
+        }
+
+        // Owned or borrowed, every view picks the same records.
+        for view in [View::All, View::Client, View::Llm] {
+            let selected: Vec<ItemRecord> = select(&records, view).into_iter().cloned().collect();
+            prop_assert_eq!(keep(records.clone(), view), selected);
         }
 
         // Every turn of the view is either included or omitted.

@@ -292,10 +292,7 @@ async fn history_turns(
     // those of `view` (the store's `items(view)` is the same selection).
     let all = hub.store().items(thread_id, View::All).await?;
     let kept: HashSet<String> = all.iter().map(|r| r.turn_id.clone()).collect();
-    let shown = match view {
-        View::All => all,
-        other => keep_view(all, other),
-    };
+    let shown = spool_core::views::keep(all, view);
     let mut by_turn: HashMap<String, Vec<ItemRecord>> = HashMap::new();
     for record in shown {
         by_turn
@@ -311,27 +308,6 @@ async fn history_turns(
             (turn, items)
         })
         .collect())
-}
-
-/// The records of `view`, moved out of `records` (in ordinal order, as the
-/// store gives them): `spool_core::select` picks them, one merge walk by
-/// ordinal (unique per thread) takes them.
-fn keep_view(records: Vec<ItemRecord>, view: View) -> Vec<ItemRecord> {
-    let selected: Vec<u64> = spool_core::views::select(&records, view)
-        .iter()
-        .map(|record| record.ordinal)
-        .collect();
-    let mut selected = selected.into_iter().peekable();
-    records
-        .into_iter()
-        .filter(|record| {
-            let keep = selected.peek() == Some(&record.ordinal);
-            if keep {
-                selected.next();
-            }
-            keep
-        })
-        .collect()
 }
 
 async fn turns_with_items(hub: &Arc<Hub>, thread_id: &str) -> Result<Vec<Turn>, MethodError> {

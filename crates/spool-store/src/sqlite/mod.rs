@@ -18,7 +18,6 @@ use std::thread::JoinHandle;
 
 use rusqlite::Connection;
 use spool_core::llm::{LlmView, LlmViewOptions};
-use spool_core::views::select;
 use spool_core::{ItemRecord, ThreadReducer, TurnRecord, View};
 use spool_protocol::{ServerNotification, ThreadEvent};
 use tokio::sync::oneshot;
@@ -206,33 +205,6 @@ fn never_stored(notification: &ServerNotification) -> bool {
         .is_some_and(|kind| !kind.is_persisted(true))
 }
 
-/// The records of `view`, moved out of `records` (which is in ordinal
-/// order) rather than cloned.
-fn keep_view(records: Vec<ItemRecord>, view: View) -> Vec<ItemRecord> {
-    match view {
-        View::All => records,
-        View::Client | View::Llm => {
-            // `select` returns a subsequence in ordinal order, and ordinals
-            // are unique per thread, so one merge walk finds its records.
-            let selected: Vec<u64> = select(&records, view)
-                .iter()
-                .map(|record| record.ordinal)
-                .collect();
-            let mut selected = selected.into_iter().peekable();
-            records
-                .into_iter()
-                .filter(|record| {
-                    let keep = selected.peek() == Some(&record.ordinal);
-                    if keep {
-                        selected.next();
-                    }
-                    keep
-                })
-                .collect()
-        }
-    }
-}
-
 impl Store for SqliteStore {
     async fn create_thread(&self, new: NewThread) -> Result<ThreadRecord, StoreError> {
         let (record, started_json, created_at_ms) = thread_ops::new_thread_record(new)?;
@@ -290,7 +262,7 @@ impl Store for SqliteStore {
     async fn items(&self, thread_id: &str, view: View) -> Result<Vec<ItemRecord>, StoreError> {
         self.read_thread_rows(thread_id, move |conn, id| {
             let records = reads::read_items(conn, id, false)?;
-            Ok(keep_view(records, view))
+            Ok(spool_core::views::keep(records, view))
         })
         .await
     }
