@@ -7,7 +7,7 @@ mod support;
 
 use serde_json::{Value, json};
 use spool_testkit::ScriptedServer;
-use spool_testkit::responses_api::{calls_response, message_response};
+use spool_testkit::responses_api::message_response;
 use support::rpc::{Client, method_of, thread_id_of};
 use support::*;
 
@@ -135,30 +135,10 @@ async fn a_turn_streams_and_completes_once_and_a_cursor_resume_has_no_gap_or_dup
 
 #[tokio::test]
 async fn an_approval_is_asked_of_the_client_and_its_answer_runs_the_command() {
-    let model = ScriptedServer::with_responses([
-        calls_response(
-            "r1",
-            &[(
-                "call_1",
-                "shell",
-                json!({"command": ["touch", "approved.txt"]}),
-            )],
-        ),
-        message_response("r2", &["Done."]),
-    ])
-    .await
-    .unwrap();
+    let model = model_touching("approved.txt", "Done.").await;
     let home = Home::new();
     let mut client = Client::start(&home, &model.url(), &["--tools", "shell"]);
-    client.initialize(json!({})).await;
-    let started = client
-        .call(
-            1,
-            "thread/start",
-            json!({"approvalPolicy": "on-request", "sandbox": "workspace-write"}),
-        )
-        .await;
-    let thread_id = thread_id_of(&started);
+    let thread_id = client.approval_thread().await;
     client
         .call(
             2,

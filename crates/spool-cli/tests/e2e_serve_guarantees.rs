@@ -164,30 +164,10 @@ fn call_output(request: &Value, call_id: &str) -> Value {
 
 #[tokio::test]
 async fn a_declined_approval_does_not_run_the_command_and_the_turn_completes() {
-    let model = ScriptedServer::with_responses([
-        calls_response(
-            "r1",
-            &[(
-                "call_1",
-                "shell",
-                json!({"command": ["touch", "declined.txt"]}),
-            )],
-        ),
-        message_response("r2", &["Understood."]),
-    ])
-    .await
-    .unwrap();
+    let model = model_touching("declined.txt", "Understood.").await;
     let home = Home::new();
     let mut client = Client::start(&home, &model.url(), &["--tools", "shell"]);
-    client.initialize(json!({})).await;
-    let started = client
-        .call(
-            1,
-            "thread/start",
-            json!({"approvalPolicy": "on-request", "sandbox": "workspace-write"}),
-        )
-        .await;
-    let thread_id = thread_id_of(&started);
+    let thread_id = client.approval_thread().await;
     client
         .call(2, "turn/start", text_input(&thread_id, "make a file"))
         .await;
@@ -434,7 +414,7 @@ async fn a_pending_approval_survives_kill_9_and_a_restart() {
     .await
     .unwrap();
     let home = Home::new();
-    let settings = json!({"approvalPolicy": "on-request", "sandbox": "workspace-write"});
+    let settings = approval_settings();
     let mut client = Client::start(&home, &model.url(), &["--tools", "shell"]);
     client.initialize(json!({})).await;
     let thread_id = thread_id_of(&client.call(1, "thread/start", settings.clone()).await);

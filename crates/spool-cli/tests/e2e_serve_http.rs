@@ -9,7 +9,7 @@ mod support;
 use serde_json::{Value, json};
 use serve_net::{Server, Sse, SseEvent, Upgrade, WebSocket, http};
 use spool_testkit::ScriptedServer;
-use spool_testkit::responses_api::{calls_response, message_response};
+use spool_testkit::responses_api::message_response;
 use support::*;
 
 fn text_of(events: &[SseEvent]) -> String {
@@ -172,19 +172,7 @@ async fn threads_a_turn_as_sse_and_resumable_event_streams() {
 
 #[tokio::test]
 async fn an_approval_is_answered_over_http() {
-    let model = ScriptedServer::with_responses([
-        calls_response(
-            "r1",
-            &[(
-                "call_1",
-                "shell",
-                json!({"command": ["touch", "approved.txt"]}),
-            )],
-        ),
-        message_response("r2", &["Done."]),
-    ])
-    .await
-    .unwrap();
+    let model = model_touching("approved.txt", "Done.").await;
     let home = Home::new();
     let server = Server::start(
         &home,
@@ -194,11 +182,7 @@ async fn an_approval_is_answered_over_http() {
     )
     .await;
     let addr = server.addr("http");
-    let thread_id = new_thread(
-        &addr,
-        json!({"approvalPolicy": "on-request", "sandbox": "workspace-write"}),
-    )
-    .await;
+    let thread_id = new_thread(&addr, approval_settings()).await;
     let mut sse = turn(&addr, &thread_id, "make a file").await;
     let asked = sse
         .until(|e| e.event == "item/commandExecution/requestApproval")

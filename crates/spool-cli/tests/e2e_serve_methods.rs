@@ -7,7 +7,7 @@ mod support;
 
 use serde_json::{Value, json};
 use spool_testkit::ScriptedServer;
-use spool_testkit::responses_api::{calls_response, message_response};
+use spool_testkit::responses_api::message_response;
 use support::rpc::{Client, method_of, thread_id_of};
 use support::*;
 
@@ -440,30 +440,10 @@ async fn archive_rename_fork_and_revert_are_recorded_in_the_log() {
 
 #[tokio::test]
 async fn steering_adds_input_to_the_running_turn_for_its_next_model_call() {
-    let model = ScriptedServer::with_responses([
-        calls_response(
-            "r1",
-            &[(
-                "call_1",
-                "shell",
-                json!({"command": ["touch", "steered.txt"]}),
-            )],
-        ),
-        message_response("r2", &["Steered."]),
-    ])
-    .await
-    .unwrap();
+    let model = model_touching("steered.txt", "Steered.").await;
     let home = Home::new();
     let mut client = Client::start(&home, &model.url(), &["--tools", "shell"]);
-    client.initialize(json!({})).await;
-    let started = client
-        .call(
-            1,
-            "thread/start",
-            json!({"approvalPolicy": "on-request", "sandbox": "workspace-write"}),
-        )
-        .await;
-    let thread_id = thread_id_of(&started);
+    let thread_id = client.approval_thread().await;
     let no_turn = client
         .call(
             2,

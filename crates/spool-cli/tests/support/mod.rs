@@ -10,6 +10,29 @@ use std::process::Output;
 
 use serde_json::Value;
 
+/// The settings of a thread whose shell commands need the client's
+/// approval.
+pub fn approval_settings() -> Value {
+    serde_json::json!({"approvalPolicy": "on-request", "sandbox": "workspace-write"})
+}
+
+/// A scripted model that first calls the shell to `touch file` (call id
+/// `call_1`), then answers `answer`.
+pub async fn model_touching(file: &str, answer: &str) -> spool_testkit::ScriptedServer {
+    use spool_testkit::responses_api::{calls_response, message_response};
+    let call = (
+        "call_1",
+        "shell",
+        serde_json::json!({"command": ["touch", file]}),
+    );
+    spool_testkit::ScriptedServer::with_responses([
+        calls_response("r1", &[call]),
+        message_response("r2", &[answer]),
+    ])
+    .await
+    .unwrap()
+}
+
 /// The local llama-server's base URL. CI starts it (`scripts/test.sh`);
 /// without it these tests fail and say how to start it.
 pub fn local_model_url() -> String {

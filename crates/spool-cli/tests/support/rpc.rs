@@ -119,6 +119,16 @@ impl Client {
         reply
     }
 
+    /// Initializes and starts a thread (request id 1) whose shell commands
+    /// need this client's approval; returns its id.
+    pub async fn approval_thread(&mut self) -> String {
+        self.initialize(json!({})).await;
+        let started = self
+            .call(1, "thread/start", super::approval_settings())
+            .await;
+        thread_id_of(&started)
+    }
+
     pub async fn close(mut self) {
         drop(self.stdin);
         let status = tokio::time::timeout(Duration::from_secs(30), self.child.wait())
