@@ -19,6 +19,12 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
         if !self.persisted {
             return Ok(());
         }
+        self.write_state().await
+    }
+
+    /// Makes everything appended so far durable, then saves the run state
+    /// over it.
+    async fn write_state(&mut self) -> Result<(), RunError> {
         self.appender.sync().await?;
         let snapshot = self.snapshot().await?;
         self.runner
@@ -39,12 +45,7 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
 
     /// Stops here, waiting on a person; everything so far is durable.
     pub(super) async fn pause(mut self) -> Result<RunResult, RunError> {
-        self.appender.sync().await?;
-        let snapshot = self.snapshot().await?;
-        self.runner
-            .store
-            .save_run_state(&self.state.thread_id, &self.state.turn_id, snapshot)
-            .await?;
+        self.write_state().await?;
         let Run {
             runner,
             appender,
