@@ -35,6 +35,27 @@ pub enum Command {
     /// Benchmarks (JSON on stdout).
     #[command(subcommand)]
     Bench(crate::commands::bench::BenchCommand),
+    /// Internal: confine this process (Landlock, seccomp, read-only
+    /// mounts) and run a command in it. spool starts itself this way for
+    /// every sandboxed command.
+    #[command(hide = true)]
+    SandboxExec(SandboxExecArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SandboxExecArgs {
+    /// A directory the command may write beneath (none: read-only).
+    #[arg(long)]
+    pub writable: Vec<PathBuf>,
+    /// A path beneath a writable root that stays read-only.
+    #[arg(long)]
+    pub protect: Vec<PathBuf>,
+    /// Allow network sockets.
+    #[arg(long)]
+    pub network: bool,
+    /// The command and its arguments.
+    #[arg(last = true, required = true)]
+    pub argv: Vec<std::ffi::OsString>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -76,6 +97,17 @@ pub struct AgentArgs {
     /// Most model calls in one turn.
     #[arg(long, default_value_t = 10)]
     pub max_turns: u32,
+    /// What to do when the kernel cannot sandbox commands (no Landlock):
+    /// `refuse` to start (the default), or `classify` commands as spool
+    /// did without a sandbox (only known read-only commands run unasked).
+    #[arg(long, value_enum, default_value = "refuse")]
+    pub sandbox_fallback: SandboxFallbackArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SandboxFallbackArg {
+    Refuse,
+    Classify,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

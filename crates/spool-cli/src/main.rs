@@ -22,6 +22,11 @@ use crate::cli::{Cli, Command, ThreadsCommand};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Before anything starts a thread: confining a process needs it
+    // single-threaded.
+    if let Command::SandboxExec(args) = cli.command {
+        return commands::sandbox_exec::run(args);
+    }
     init_tracing();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -95,6 +100,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             commands::bench::run(command).await?;
             Ok(0)
         }
+        Command::SandboxExec(_) => unreachable!("handled before the runtime starts"),
     }
 }
 

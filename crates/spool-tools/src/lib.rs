@@ -7,4 +7,5 @@ pub mod apply_patch;
 pub mod function;
 pub mod policy;
 pub mod review;
+pub mod sandbox;
 pub mod shell;

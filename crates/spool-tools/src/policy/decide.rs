@@ -6,6 +6,75 @@ use std::path::{Path, PathBuf};
 
 use super::grants::{Grants, RuleDecision, path_within};
 use super::modes::{ApprovalPolicy, SandboxMode};
+use crate::sandbox::SandboxPolicy;
+
+/// A shell call as the kernel-sandbox rules see it.
+struct ShellCall<'a> {
+    argv: &'a [String],
+    cwd_inside: bool,
+    escalation_requested: bool,
+    known_safe: bool,
+}
+
+/// Whether a command the policy lets run (or a person accepted) runs
+/// outside the kernel sandbox: only when it was asked to leave it (an
+/// escalation, a working directory outside the workspace, a re-run after
+/// the sandbox denied it) and a person, now or through a grant, said yes.
+/// Everything else runs inside.
+pub fn leaves_sandbox(
+    workspace_root: &Path,
+    cwd: &Path,
+    escalation_requested: bool,
+    retry_after_denial: bool,
+) -> bool {
+    escalation_requested || retry_after_denial || !path_within(cwd, workspace_root)
+}
+
+fn decide_confined_shell(
+    policy: ApprovalPolicy,
+    sandbox: SandboxMode,
+    call: &ShellCall<'_>,
+    grants: &Grants,
+) -> Verdict {
+    let command = display_command(call.argv);
+    let rule = grants.exec_rule_for(call.argv);
+    if let Some(rule) = rule
+        && rule.decision == RuleDecision::Deny
+    {
+        return refuse(format!(
+            "{command} is denied by the rule on commands starting with {}",
+            display_command(&rule.pattern)
+        ));
+    }
+    let granted = rule.is_some() || grants.session.is_command_approved(call.argv);
+    let leaving = if call.escalation_requested {
+        Some(format!(
+            "the model asked to run {command} outside the sandbox ({sandbox})"
+        ))
+    } else if !call.cwd_inside {
+        Some(format!(
+            "{command} would run in a folder outside the workspace, outside the sandbox ({sandbox})"
+        ))
+    } else {
+        None
+    };
+    if let Some(why) = leaving {
+        return match (granted, policy) {
+            (true, _) => Verdict::Run,
+            (false, ApprovalPolicy::Never) => refuse(format!(
+                "{why}, and the approval policy is never: run it without asking to leave the \
+                 sandbox, in the workspace, and it runs inside the sandbox"
+            )),
+            (false, _) => ask(why),
+        };
+    }
+    match policy {
+        ApprovalPolicy::Untrusted if !(call.known_safe || granted) => ask(format!(
+            "{command} is not a known-safe command and the approval policy is untrusted"
+        )),
+        _ => Verdict::Run,
+    }
+}
 
 /// A tool call, reduced to what the policy looks at.
 #[derive(Debug, Clone, Copy)]
@@ -34,11 +103,46 @@ pub enum Verdict {
     Refuse { reason: String },
 }
 
-/// Decides one call. See the module docs for the table.
+/// How the sandbox mode is made to hold for shell commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Enforcement {
+    /// The kernel confines every command that runs inside the sandbox
+    /// (Landlock, seccomp): commands run there unasked, and only leaving it
+    /// needs a person.
+    Kernel,
+    /// No OS sandbox: a command counts as inside it only when it is known
+    /// to be read-only (the operator's explicit fallback, and the default
+    /// of a library agent that was given no sandbox helper).
+    #[default]
+    Classify,
+}
+
+/// Decides one call with the classification fallback; see [`decide_with`].
+pub fn decide(
+    policy: ApprovalPolicy,
+    sandbox: SandboxMode,
+    workspace_root: &Path,
+    request: ToolRequest<'_>,
+    grants: &Grants,
+    is_known_safe: impl Fn(&[String]) -> bool,
+) -> Verdict {
+    decide_with(
+        Enforcement::Classify,
+        policy,
+        sandbox,
+        workspace_root,
+        request,
+        grants,
+        is_known_safe,
+    )
+}
+
+/// Decides one call. See the module docs for the tables.
 ///
 /// `is_known_safe` classifies a command as read-only and harmless; it is
 /// passed in because the list belongs to the shell tool.
-pub fn decide(
+pub fn decide_with(
+    enforcement: Enforcement,
     policy: ApprovalPolicy,
     sandbox: SandboxMode,
     workspace_root: &Path,
@@ -49,16 +153,32 @@ pub fn decide(
     match request {
         ToolRequest::Shell {
             argv,
-            cwd: _,
+            cwd,
             escalation_requested,
-        } => decide_shell(
-            policy,
-            sandbox,
-            argv,
-            escalation_requested,
-            grants,
-            is_known_safe(argv),
-        ),
+        } => {
+            let shell = ShellCall {
+                argv,
+                cwd_inside: path_within(cwd, workspace_root),
+                escalation_requested,
+                // A command is known-safe only where it runs: in a folder
+                // outside the workspace, even `git status` reads a config
+                // nobody has looked at.
+                known_safe: path_within(cwd, workspace_root) && is_known_safe(argv),
+            };
+            match (enforcement, sandbox) {
+                (Enforcement::Kernel, SandboxMode::ReadOnly | SandboxMode::WorkspaceWrite) => {
+                    decide_confined_shell(policy, sandbox, &shell, grants)
+                }
+                _ => decide_shell(
+                    policy,
+                    sandbox,
+                    argv,
+                    escalation_requested,
+                    grants,
+                    shell.known_safe,
+                ),
+            }
+        }
         ToolRequest::Patch { paths } => {
             decide_patch(policy, sandbox, workspace_root, paths, grants)
         }
@@ -135,9 +255,18 @@ fn decide_patch(
     grants: &Grants,
 ) -> Verdict {
     let granted = grants.session.covers_paths(paths);
+    // The same write rules the kernel applies to commands: beneath the
+    // workspace once symlinks are resolved, never into `.git` or the
+    // project's spool.toml.
+    let sandbox_policy = SandboxPolicy::writable_roots([workspace_root.to_path_buf()], false).ok();
     let outside: Vec<&PathBuf> = paths
         .iter()
-        .filter(|p| !path_within(p, workspace_root))
+        .filter(|p| {
+            !path_within(p, workspace_root)
+                || !sandbox_policy
+                    .as_ref()
+                    .is_some_and(|policy| policy.allows_write(p))
+        })
         .collect();
     let within = match sandbox {
         SandboxMode::ReadOnly => false,
@@ -147,7 +276,7 @@ fn decide_patch(
     let what = match sandbox {
         SandboxMode::ReadOnly => "the sandbox is read-only".to_owned(),
         _ => format!(
-            "{} outside the workspace {}",
+            "{} outside the workspace {} or in a protected place (.git, spool.toml)",
             display_paths(&outside),
             workspace_root.display()
         ),

@@ -47,7 +47,7 @@ mod grants;
 mod modes;
 mod rules_file;
 
-pub use decide::{ToolRequest, Verdict, decide};
+pub use decide::{Enforcement, ToolRequest, Verdict, decide, decide_with, leaves_sandbox};
 pub use decision::{ApprovalDecision, DecisionEffect, NetworkPolicyAmendment};
 pub use grants::{
     ExecRule, ExecRules, Grants, NetworkRule, NetworkRules, Rule, RuleDecision, SessionApprovals,
