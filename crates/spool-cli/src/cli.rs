@@ -102,6 +102,10 @@ pub struct AgentArgs {
     /// did without a sandbox (only known read-only commands run unasked).
     #[arg(long, value_enum, default_value = "refuse")]
     pub sandbox_fallback: SandboxFallbackArg,
+    /// An environment variable commands get although its name looks like
+    /// a secret (`*_KEY`, `*_TOKEN`, `AWS_*`, …); repeatable.
+    #[arg(long = "pass-env", value_name = "NAME")]
+    pub pass_env: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -41,6 +41,9 @@ pub struct ChosenProvider {
     pub base_url: String,
     pub wire_api: WireApi,
     pub api_key: Option<String>,
+    /// The variable the key came from: a secret, kept from tool commands
+    /// whatever its name.
+    pub api_key_env: Option<String>,
     pub model: String,
     /// Default system instructions of the provider.
     pub instructions: Option<String>,
@@ -92,6 +95,7 @@ pub fn choose(
         base_url: args.base_url.clone().unwrap_or(entry.base_url),
         wire_api: args.wire_api.unwrap_or(entry.wire_api),
         api_key,
+        api_key_env: entry.api_key_env.clone(),
         model,
         instructions: entry.instructions,
         temperature: entry.temperature,

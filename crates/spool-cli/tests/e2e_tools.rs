@@ -19,10 +19,18 @@ fn answer(text: &str) -> ScriptedResponse {
 
 #[tokio::test]
 async fn without_a_terminal_a_call_needing_approval_is_declined_with_a_message() {
-    let server =
-        ScriptedServer::with_responses([shell_call(&["touch", "made.txt"]), answer("OK.")])
-            .await
-            .unwrap();
+    // Asking to leave the sandbox is what needs a person under on-request.
+    let escalated = calls_response(
+        "r1",
+        &[(
+            "call_1",
+            "shell",
+            json!({ "command": ["touch", "made.txt"], "sandbox_permissions": "require_escalated" }),
+        )],
+    );
+    let server = ScriptedServer::with_responses([escalated, answer("OK.")])
+        .await
+        .unwrap();
     let home = Home::new();
     let (_, stderr) = home
         .spool_ok(&server.url(), &["run", "--tools", "shell", "make a file"])

@@ -26,6 +26,30 @@ pub struct Agent {
     /// Where shell commands run and patches apply; nothing outside it is
     /// written without a person's approval.
     pub workspace_root: PathBuf,
+    /// How the sandbox mode holds for shell commands.
+    pub confinement: Confinement,
+    /// Commands inside the sandbox may use the network.
+    pub sandbox_network: bool,
+    /// Environment variables commands get even though their names look
+    /// like secrets.
+    pub env_pass_through: Vec<String>,
+    /// Environment variables that are secrets whatever their names (the
+    /// provider's key variable): never given to commands.
+    pub env_secrets: Vec<String>,
+}
+
+/// How commands are kept inside the sandbox mode.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Confinement {
+    /// The kernel confines them: each sandboxed command is started through
+    /// this helper (the `spool` binary's `sandbox-exec`).
+    Kernel(spool_tools::sandbox::Launcher),
+    /// No OS sandbox: only commands known to be read-only count as inside
+    /// it. The default of [`Agent::new`], because a library cannot know
+    /// where a sandbox helper is; the `spool` binary always sets `Kernel`
+    /// unless its operator chose this fallback explicitly.
+    #[default]
+    Classify,
 }
 
 impl Agent {
@@ -39,6 +63,10 @@ impl Agent {
             approval_policy: ApprovalPolicy::default(),
             sandbox: SandboxMode::default(),
             workspace_root: workspace_root.into(),
+            confinement: Confinement::default(),
+            sandbox_network: false,
+            env_pass_through: Vec::new(),
+            env_secrets: Vec::new(),
         }
     }
 
@@ -83,6 +111,7 @@ impl std::fmt::Debug for Agent {
             )
             .field("approval_policy", &self.approval_policy)
             .field("sandbox", &self.sandbox)
+            .field("confinement", &self.confinement)
             .finish()
     }
 }

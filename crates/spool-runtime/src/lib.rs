@@ -8,7 +8,7 @@ pub mod runner;
 pub mod turn;
 mod usage;
 
-pub use agent::{Agent, AgentSet, DynamicTool, ModelSettings, ShellTool, Tool};
+pub use agent::{Agent, AgentSet, Confinement, DynamicTool, ModelSettings, ShellTool, Tool};
 pub use runner::{
     ClientRequests, REVIEWER_INSTRUCTIONS, Review, RunError, RunResult, RunStatus, Runner, reviewer,
 };

@@ -8,12 +8,14 @@ use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use spool_model::{ChatProvider, ModelProvider, ProviderConfig, ResponsesProvider};
 use spool_protocol::{CodexErrorInfo, ServerNotification, ThreadItem, TurnError, UserInput};
-use spool_runtime::{Agent, ModelSettings, RunResult, RunStatus, Runner, ShellTool, Tool};
+use spool_runtime::{
+    Agent, Confinement, ModelSettings, RunResult, RunStatus, Runner, ShellTool, Tool,
+};
 use spool_store::{Appended, NewThread, SqliteStore, Store};
 use tokio::sync::{mpsc, watch};
 
 use super::approve::TerminalApprover;
-use crate::cli::{AgentArgs, ResumeArgs, RunArgs, ToolArg};
+use crate::cli::{AgentArgs, ResumeArgs, RunArgs, SandboxFallbackArg, ToolArg};
 use crate::config::WireApi;
 use crate::provider_choice::ChosenProvider;
 
@@ -108,7 +110,7 @@ fn terminal_runner(
     max_output_tokens: Option<u32>,
 ) -> anyhow::Result<(Runner<SqliteStore>, Arc<Agent>)> {
     let provider: Arc<dyn ModelProvider> = Arc::from(build_provider(chosen));
-    let mut agent = agent_of(args)?;
+    let mut agent = agent_of(args, chosen)?;
     agent.instructions = instructions;
     agent.model = ModelSettings {
         model: chosen.model.clone(),
@@ -141,9 +143,12 @@ fn interrupt_on_ctrl_c() -> watch::Receiver<bool> {
 
 /// The agent `spool run` drives: the tools asked for, in the working
 /// directory, under the given policy.
-pub fn agent_of(args: &AgentArgs) -> anyhow::Result<Agent> {
+pub fn agent_of(args: &AgentArgs, chosen: &ChosenProvider) -> anyhow::Result<Agent> {
     let cwd = std::env::current_dir().context("the working directory")?;
     let mut agent = Agent::new("assistant", cwd).with_policy(args.approval_policy, args.sandbox);
+    agent.confinement = confinement(args)?;
+    agent.env_secrets = chosen.api_key_env.iter().cloned().collect();
+    agent.env_pass_through = args.pass_env.clone();
     for tool in &args.tools {
         agent.tools.push(match tool {
             ToolArg::Shell => Tool::Shell(ShellTool::default()),
@@ -153,6 +158,31 @@ pub fn agent_of(args: &AgentArgs) -> anyhow::Result<Agent> {
         });
     }
     Ok(agent)
+}
+
+/// How commands are kept in their sandbox: the kernel sandbox (this binary
+/// as its helper) when the kernel offers it; otherwise an error naming
+/// what is missing, unless the operator chose classification explicitly.
+pub fn confinement(args: &AgentArgs) -> anyhow::Result<Confinement> {
+    let classify = args.sandbox_fallback == SandboxFallbackArg::Classify;
+    if let Err(missing) = spool_tools::sandbox::probe() {
+        if classify {
+            eprintln!(
+                "spool: warning: commands are not sandboxed ({missing}); judging them by \
+                 classification (--sandbox-fallback classify)"
+            );
+            return Ok(Confinement::Classify);
+        }
+        anyhow::bail!(
+            "cannot sandbox commands: {missing}. Pass --sandbox-fallback classify to run with \
+             only known read-only commands allowed unasked, or --sandbox danger-full-access \
+             with a policy that asks"
+        );
+    }
+    let program = std::env::current_exe().context("the path of the spool binary")?;
+    Ok(Confinement::Kernel(spool_tools::sandbox::Launcher::spool(
+        program,
+    )))
 }
 
 /// Where accepted "always allow" rules are kept, for review.

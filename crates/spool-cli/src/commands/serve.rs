@@ -42,7 +42,7 @@ pub async fn serve(
         dynamic_tools: Vec::new(),
     };
     // Every thread's agent: the tools asked for, its own settings.
-    let template = agent_of(&args.agent)?;
+    let template = agent_of(&args.agent, &chosen)?;
     let temperature = chosen.temperature;
     let agent_for = Arc::new(move |settings: &ThreadSettings| -> Agent {
         let mut agent = template.clone();

@@ -16,14 +16,15 @@ pub fn approval_settings() -> Value {
     serde_json::json!({"approvalPolicy": "on-request", "sandbox": "workspace-write"})
 }
 
-/// A scripted model that first calls the shell to `touch file` (call id
-/// `call_1`), then answers `answer`.
+/// A scripted model that first calls the shell to `touch file` outside the
+/// sandbox (call id `call_1`; an escalation, so the client is asked under
+/// `on-request`), then answers `answer`.
 pub async fn model_touching(file: &str, answer: &str) -> spool_testkit::ScriptedServer {
     use spool_testkit::responses_api::{calls_response, message_response};
     let call = (
         "call_1",
         "shell",
-        serde_json::json!({"command": ["touch", file]}),
+        serde_json::json!({"command": ["touch", file], "sandbox_permissions": "require_escalated"}),
     );
     spool_testkit::ScriptedServer::with_responses([
         calls_response("r1", &[call]),

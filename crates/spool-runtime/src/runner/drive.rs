@@ -12,10 +12,10 @@ use spool_store::{Appended, Appender, PendingRequest, Store};
 use spool_tools::policy::{Grants, RulesFile};
 use tokio::sync::{mpsc, watch};
 
-use super::execute::{decline, run_filed};
+use super::execute::{Ran, decline, run_filed};
 use super::file_call::{Filed, FiledCall, file_call, prepare};
 use super::items::{ItemSink, OpenItem};
-use super::requests::{Gate, gate, replay_session_grants};
+use super::requests::{Gate, gate, replay_session_grants, retry_request};
 use super::{RunError, RunResult, Runner};
 use crate::agent::{Agent, AgentSet};
 use crate::now_ms;
@@ -155,7 +155,9 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
     /// Runs until the turn ends or pauses.
     pub async fn drive(mut self) -> Result<RunResult, RunError> {
         loop {
-            if !self.waiting.is_empty() {
+            // A re-run asked about after a sandbox denial can add a request
+            // while others are settled.
+            while !self.waiting.is_empty() {
                 match self.settle_waiting().await? {
                     Settled::Done => {}
                     Settled::Paused => return self.pause().await,
@@ -349,7 +351,13 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
                 &self.state.thread_id,
                 &self.state.turn_id,
             ) {
-                Gate::Run => to_run.push(filed),
+                Gate::Run(outside) => {
+                    let mut filed = filed;
+                    if let Filed::Shell { outside: o, .. } = &mut filed.filed {
+                        *o = outside;
+                    }
+                    to_run.push(filed)
+                }
                 Gate::Refuse(reason) => {
                     self.mark_done(&filed.call.call_id);
                     let refusal = format!("Not run: {reason}");
@@ -377,11 +385,9 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
             }
         }
         self.save_state().await?;
-        let runs = calls.iter().map(|_| ()).count();
-        let mut futures = Vec::with_capacity(runs);
-        let mut ids = Vec::with_capacity(runs);
+        let mut futures = Vec::with_capacity(calls.len());
+        let mut rest = Vec::with_capacity(calls.len());
         for call in calls {
-            ids.push(call.call.call_id.clone());
             futures.push(run_filed(
                 call.filed,
                 &self.agent,
@@ -389,15 +395,40 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
                 &self.appender,
                 self.interrupt.clone(),
             ));
+            rest.push((call.call, call.tool, call.item_id, call.handoff));
         }
         let outcomes = futures_util::future::join_all(futures).await;
-        for outcome in outcomes {
-            outcome?;
-        }
-        for id in ids {
-            self.mark_done(&id);
+        let mut retries = Vec::new();
+        for (outcome, (call, tool, item_id, handoff)) in outcomes.into_iter().zip(rest) {
+            match outcome? {
+                Ran::Done => self.mark_done(&call.call_id),
+                // Executed but not completed: the ledger shows the re-run
+                // it is asked about comes after a confined first run.
+                Ran::Denied { filed, reason } => {
+                    let filed = FiledCall {
+                        call,
+                        tool,
+                        item_id,
+                        filed,
+                        handoff,
+                    };
+                    let reason = format!("{reason}; run it again outside the sandbox?");
+                    if let Some(request) = retry_request(
+                        &filed,
+                        &reason,
+                        &self.agent,
+                        &self.state.thread_id,
+                        &self.state.turn_id,
+                    ) {
+                        retries.push((request, filed));
+                    }
+                }
+            }
         }
         self.save_state().await?;
+        if !retries.is_empty() {
+            self.open_requests(retries).await?;
+        }
         Ok(())
     }
 

@@ -15,10 +15,21 @@ use spool_tools::function::{EmissionKind, ToolContext, ToolEmission};
 use spool_tools::shell::{self, ShellEnd};
 use tokio::sync::{mpsc, watch};
 
+use super::confine::{self, SandboxVerdict};
 use super::file_call::Filed;
 use super::items::{ItemSink, OpenItem};
 use crate::agent::Agent;
 use crate::output_mapper::new_item_id;
+
+/// How running a call ended.
+pub(crate) enum Ran {
+    /// Its item is completed.
+    Done,
+    /// The sandbox denied the command something and the policy asks before
+    /// a re-run outside it: the item stays open, the call goes back to the
+    /// caller with the reason to ask with.
+    Denied { filed: Filed, reason: String },
+}
 
 /// Runs a call the policy let through and logs its completion (and what
 /// it streamed or emitted on the way).
@@ -28,9 +39,23 @@ pub(crate) async fn run_filed(
     sink: &ItemSink,
     appender: &Appender,
     mut interrupt: watch::Receiver<bool>,
-) -> Result<(), StoreError> {
+) -> Result<Ran, StoreError> {
     match filed {
-        Filed::Shell { open, command, .. } => {
+        Filed::Shell {
+            open,
+            command,
+            escalation_requested,
+            outside,
+        } => {
+            let prepared = match confine::prepare(agent, &command, outside) {
+                Ok(prepared) => prepared,
+                Err(reason) => {
+                    let error = format!("the sandbox could not be set up: {reason}");
+                    let ran = Err(shell::ShellError::Sandbox(error));
+                    appender.push(vec![finish_command(open, ran, sink)])?;
+                    return Ok(Ran::Done);
+                }
+            };
             let item_id = open.id().to_owned();
             let cancel = async move {
                 // Only a real stop kills the command; a dropped sender never
@@ -40,8 +65,8 @@ pub(crate) async fn run_filed(
                 }
             };
             let mut push_error = None;
-            let ran = shell::run_command(
-                &command,
+            let mut ran = shell::run_command(
+                &prepared.command,
                 |_, bytes| {
                     let delta = String::from_utf8_lossy(bytes).into_owned();
                     if let Err(error) = appender.push(vec![sink.output_delta(&item_id, delta)]) {
@@ -54,11 +79,40 @@ pub(crate) async fn run_filed(
             if let Some(error) = push_error {
                 return Err(error);
             }
-            appender.push(vec![finish_command(open, ran, sink)])
+            if let Ok(outcome) = &mut ran {
+                match confine::judge(agent, outcome, prepared.sandboxed) {
+                    SandboxVerdict::Plain => {}
+                    SandboxVerdict::SetupFailed(line) => {
+                        outcome.aggregated_output = format!("{line}\n[the command did not run]");
+                    }
+                    SandboxVerdict::Denied { note } => {
+                        if confine::asks_after_denial(agent.approval_policy) {
+                            let filed = Filed::Shell {
+                                open,
+                                command,
+                                escalation_requested,
+                                outside,
+                            };
+                            return Ok(Ran::Denied {
+                                filed,
+                                reason: note,
+                            });
+                        }
+                        let output = &mut outcome.aggregated_output;
+                        if !output.is_empty() && !output.ends_with('\n') {
+                            output.push('\n');
+                        }
+                        output.push_str(&note);
+                    }
+                }
+            }
+            appender.push(vec![finish_command(open, ran, sink)])?;
+            Ok(Ran::Done)
         }
         Filed::Patch { open, patch, .. } => {
             let applied = apply_patch::apply(&patch, &agent.workspace_root);
-            appender.push(vec![finish_patch(open, applied, sink)])
+            appender.push(vec![finish_patch(open, applied, sink)])?;
+            Ok(Ran::Done)
         }
         Filed::Function { open, tool } => {
             let (emissions, mut received) = mpsc::unbounded_channel();
@@ -107,10 +161,11 @@ pub(crate) async fn run_filed(
                 false => ItemStatus::Failed,
             };
             out.push(sink.complete(open, envelope_status));
-            appender.push(out)
+            appender.push(out)?;
+            Ok(Ran::Done)
         }
         // Run by the client: finished when its answer comes (see `requests.rs`).
-        Filed::Dynamic { .. } | Filed::Done => Ok(()),
+        Filed::Dynamic { .. } | Filed::Done => Ok(Ran::Done),
     }
 }
 

@@ -57,6 +57,8 @@ pub(crate) enum Filed {
         open: OpenItem,
         command: ShellCommand,
         escalation_requested: bool,
+        /// Runs outside the kernel sandbox (a person or a grant let it).
+        outside: bool,
     },
     Patch {
         open: OpenItem,
@@ -151,6 +153,7 @@ pub(crate) fn file_call(
                 open,
                 command,
                 escalation_requested,
+                outside: false,
             };
             (filed, id)
         }

@@ -16,6 +16,7 @@
 //! executed but not completed by a crash is reported failed, not re-run.
 //! See `docs/internals/run-state.md` and `docs/internals/approvals.md`.
 
+mod confine;
 mod drive;
 mod ending;
 mod execute;

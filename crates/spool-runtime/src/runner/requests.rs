@@ -19,7 +19,7 @@ use spool_tools::policy::{self, Grants, ToolRequest, Verdict};
 use spool_tools::shell;
 
 use super::file_call::{Filed, FiledCall};
-use crate::agent::Agent;
+use crate::agent::{Agent, Confinement};
 use crate::now_ms;
 
 /// Who answers a run's requests while it runs (a terminal, a client
@@ -33,7 +33,8 @@ pub trait ClientRequests: Send + Sync {
 
 /// What the policy says about one filed call.
 pub(crate) enum Gate {
-    Run,
+    /// Run it; `true` outside the kernel sandbox (a grant let it leave).
+    Run(bool),
     Refuse(String),
     Ask(Box<PendingRequest>),
 }
@@ -50,7 +51,8 @@ pub(crate) fn gate(
     // access to it: the network rules speak first.
     if let Filed::Shell { command, .. } = &filed.filed {
         for (host, protocol) in hosts_in(&command.argv) {
-            let verdict = policy::decide(
+            let verdict = policy::decide_with(
+                enforcement(agent),
                 agent.approval_policy,
                 agent.sandbox,
                 &agent.workspace_root,
@@ -74,7 +76,8 @@ pub(crate) fn gate(
             command,
             escalation_requested,
             ..
-        } => policy::decide(
+        } => policy::decide_with(
+            enforcement(agent),
             agent.approval_policy,
             agent.sandbox,
             &agent.workspace_root,
@@ -86,7 +89,8 @@ pub(crate) fn gate(
             grants,
             shell::is_known_safe,
         ),
-        Filed::Patch { paths, .. } => policy::decide(
+        Filed::Patch { paths, .. } => policy::decide_with(
+            enforcement(agent),
             agent.approval_policy,
             agent.sandbox,
             &agent.workspace_root,
@@ -113,20 +117,60 @@ pub(crate) fn gate(
         }
     };
     match verdict {
-        Verdict::Run => Gate::Run,
+        // A call that wants to leave the sandbox only gets `Run` through a
+        // grant, so it runs outside; every other call runs inside.
+        Verdict::Run => Gate::Run(leaves_sandbox(filed, agent, false)),
         Verdict::Refuse { reason } => Gate::Refuse(reason),
         Verdict::Ask { reason } => {
             match approval_request(filed, &reason, agent, thread_id, turn_id) {
                 Some(request) => Gate::Ask(Box::new(request)),
-                None => Gate::Run,
+                None => Gate::Run(false),
             }
         }
     }
 }
 
+fn enforcement(agent: &Agent) -> policy::Enforcement {
+    match agent.confinement {
+        Confinement::Kernel(_) => policy::Enforcement::Kernel,
+        Confinement::Classify => policy::Enforcement::Classify,
+    }
+}
+
+/// Whether an accepted (or granted) shell call runs outside the kernel
+/// sandbox: it asked to leave it (escalation, a folder outside the
+/// workspace) or is the re-run after a denial.
+pub(crate) fn leaves_sandbox(filed: &FiledCall, agent: &Agent, retry: bool) -> bool {
+    match &filed.filed {
+        Filed::Shell {
+            command,
+            escalation_requested,
+            ..
+        } => policy::leaves_sandbox(
+            &agent.workspace_root,
+            &command.cwd,
+            *escalation_requested,
+            retry,
+        ),
+        _ => false,
+    }
+}
+
+/// The request asking to run a command again outside the sandbox, after
+/// the sandbox denied it something.
+pub(crate) fn retry_request(
+    filed: &FiledCall,
+    reason: &str,
+    agent: &Agent,
+    thread_id: &str,
+    turn_id: &str,
+) -> Option<PendingRequest> {
+    approval_request(filed, reason, agent, thread_id, turn_id)
+}
+
 /// The hosts a command's arguments name as URLs (`scheme://host[:port]/…`),
 /// each once, with the URL's scheme.
-fn hosts_in(argv: &[String]) -> Vec<(String, String)> {
+pub(crate) fn hosts_in(argv: &[String]) -> Vec<(String, String)> {
     let mut hosts: Vec<(String, String)> = Vec::new();
     for word in argv.iter().flat_map(|arg| arg.split_whitespace()) {
         let Some((scheme, rest)) = word.split_once("://") else {

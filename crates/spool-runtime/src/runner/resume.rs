@@ -197,6 +197,7 @@ fn refile(prepared: Prepared, open: OpenItem) -> Result<Filed, Box<(OpenItem, St
             open,
             command,
             escalation_requested,
+            outside: false,
         }),
         Prepared::Patch { patch, paths, .. } => Ok(Filed::Patch { open, patch, paths }),
         Prepared::Function(tool) => Ok(Filed::Function { open, tool }),

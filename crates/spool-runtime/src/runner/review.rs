@@ -81,6 +81,12 @@ pub fn reviewer(agent: &Agent) -> Agent {
         approval_policy: ApprovalPolicy::Never,
         sandbox: SandboxMode::ReadOnly,
         workspace_root: agent.workspace_root.clone(),
+        // The thread's confinement: with the kernel sandbox, the reviewer's
+        // commands run read-only inside it.
+        confinement: agent.confinement.clone(),
+        sandbox_network: false,
+        env_pass_through: agent.env_pass_through.clone(),
+        env_secrets: agent.env_secrets.clone(),
     }
 }
 

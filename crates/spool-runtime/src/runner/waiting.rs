@@ -11,7 +11,7 @@ use super::drive::{Run, Settled};
 use super::execute::decline;
 use super::file_call::{Filed, FiledCall};
 use super::items::ItemSink;
-use super::requests::{apply_answer, stored_answer};
+use super::requests::{apply_answer, leaves_sandbox, stored_answer};
 use crate::now_ms;
 
 impl<S: Store + Clone + 'static> Run<'_, S> {
@@ -41,7 +41,7 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
                 .await?;
         }
         self.persisted = true;
-        self.waiting = asks;
+        self.waiting.extend(asks);
         Ok(())
     }
 
@@ -78,7 +78,21 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
                     self.appender.push(done)?;
                     self.save_state().await?;
                 }
-                (None, true) => self.run_calls(vec![filed]).await?,
+                (None, true) => {
+                    let mut filed = filed;
+                    // A call that already ran once (confined, and denied)
+                    // is being re-run outside the sandbox.
+                    let retry = self
+                        .state
+                        .calls
+                        .iter()
+                        .any(|c| c.call_id == call_id && c.executed);
+                    let outside = leaves_sandbox(&filed, &self.agent, retry);
+                    if let Filed::Shell { outside: o, .. } = &mut filed.filed {
+                        *o = outside;
+                    }
+                    self.run_calls(vec![filed]).await?
+                }
                 (None, false) => {
                     self.mark_done(&call_id);
                     self.appender.push(decline(filed.filed, None, &self.sink))?;

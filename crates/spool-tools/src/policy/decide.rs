@@ -263,9 +263,11 @@ fn decide_patch(
         .iter()
         .filter(|p| {
             !path_within(p, workspace_root)
-                || !sandbox_policy
+                || is_protected(p, workspace_root)
+                // Resolved: a symlink inside the workspace may lead out.
+                || sandbox_policy
                     .as_ref()
-                    .is_some_and(|policy| policy.allows_write(p))
+                    .is_some_and(|policy| !policy.allows_write(p))
         })
         .collect();
     let within = match sandbox {
@@ -333,6 +335,20 @@ fn decide_network(
         )),
         _ => ask(format!("network access to {host} needs approval")),
     }
+}
+
+/// A path in `.git` (at any depth) or a protected name at the root's top,
+/// judged on the words of the path alone.
+fn is_protected(path: &Path, root: &Path) -> bool {
+    let Ok(rest) = path.strip_prefix(root) else {
+        return false;
+    };
+    let first_protected = rest.components().next().is_some_and(|c| {
+        crate::sandbox::PROTECTED_NAMES
+            .iter()
+            .any(|name| c.as_os_str() == *name)
+    });
+    first_protected || rest.components().any(|c| c.as_os_str() == ".git")
 }
 
 fn ask(reason: String) -> Verdict {

@@ -18,6 +18,9 @@ pub enum ShellError {
     Spawn { program: String, source: io::Error },
     #[error("I/O error while running the command: {0}")]
     Io(#[source] io::Error),
+    /// The command could not be placed in its sandbox; it did not run.
+    #[error("{0}")]
+    Sandbox(String),
 }
 
 fn spawn_reason(program: &str, err: &io::Error) -> String {

@@ -10,16 +10,20 @@
 
 mod actions;
 mod args;
+mod env;
 mod error;
 mod format;
+mod guard;
 mod output;
 mod parse;
 mod run;
 mod safe;
 
 pub use actions::command_actions;
+pub use env::{is_secret_name, names_to_remove};
 pub use error::ShellError;
 pub use format::format_command;
+pub use guard::{GIT_ENV, neutralize_git};
 pub use output::OutputStream;
 pub use run::{
     DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ShellCommand, ShellEnd, ShellOutcome, run_command,

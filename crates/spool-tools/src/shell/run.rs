@@ -41,6 +41,8 @@ pub struct ShellCommand {
     pub cwd: PathBuf,
     /// Set on top of the inherited environment; later entries win.
     pub env: Vec<(String, String)>,
+    /// Removed from the inherited environment (before `env` is applied).
+    pub env_remove: Vec<String>,
     pub timeout: Duration,
     /// Bytes of output kept in [`ShellOutcome::aggregated_output`]; the
     /// stream given to `on_output` is never capped.
@@ -53,6 +55,7 @@ impl ShellCommand {
             argv,
             cwd: cwd.into(),
             env: Vec::new(),
+            env_remove: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
             output_cap: DEFAULT_OUTPUT_CAP,
         }
@@ -184,7 +187,11 @@ pub async fn run_command(
 
     let started = Instant::now();
     let deadline = started.checked_add(cmd.timeout);
-    let mut child = Command::new(program)
+    let mut command = Command::new(program);
+    for name in &cmd.env_remove {
+        command.env_remove(name);
+    }
+    let mut child = command
         .args(&cmd.argv[1..])
         .current_dir(&cmd.cwd)
         .envs(cmd.env.iter().map(|(k, v)| (k, v)))
