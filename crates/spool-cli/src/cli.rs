@@ -140,6 +140,30 @@ pub struct ServeArgs {
     /// address. Else SPOOL_AUTH_TOKEN.
     #[arg(long)]
     pub auth_token_file: Option<std::path::PathBuf>,
+    /// A web origin (`scheme://host[:port]`) whose pages may use the
+    /// WebSocket and HTTP listeners. A request carrying `Origin` (browsers
+    /// send it on WebSockets and every write) is refused (403) unless it is
+    /// the listener's own or given here. Repeatable; else
+    /// SPOOL_ALLOW_ORIGIN, comma-separated.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "SPOOL_ALLOW_ORIGIN",
+        value_delimiter = ','
+    )]
+    pub allow_origin: Vec<spool_server::Origin>,
+    /// A host name clients may address the listeners by (`Host`), on any
+    /// port or only PORT, besides each listener's own address (and
+    /// localhost on loopback); others are refused (421). The hosts of
+    /// --allow-origin are allowed too. Repeatable; else SPOOL_ALLOW_HOST,
+    /// comma-separated.
+    #[arg(
+        long,
+        value_name = "NAME[:PORT]",
+        env = "SPOOL_ALLOW_HOST",
+        value_delimiter = ','
+    )]
+    pub allow_host: Vec<spool_server::AllowedHost>,
     /// Defaults for threads that do not set their own.
     #[command(flatten)]
     pub agent: AgentArgs,

@@ -158,13 +158,14 @@ async fn threads_a_turn_as_sse_and_resumable_event_streams() {
     )
     .await;
     assert_eq!(wrong.status, 400);
-    // No turn runs: interrupting one is a conflict.
+    // No turn runs: interrupting one is a conflict. A POST is JSON even
+    // with nothing to say.
     let interrupt = http(
         &addr,
         "POST",
         &format!("/v1/threads/{thread_id}/turns/t1/interrupt"),
         &[],
-        None,
+        Some(&json!({})),
     )
     .await;
     assert_eq!(interrupt.status, 409, "{}", interrupt.body);

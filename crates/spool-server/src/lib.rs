@@ -11,12 +11,15 @@
 //! - `filter`: what a client that did not opt in must not see.
 //! - [`listen`]: `--listen` URLs, binding, serving every listener at once.
 //! - `ws`: WebSocket connections; `http`: the HTTP API, SSE, OpenAPI.
+//! - [`guard`]: who may connect — the `Host`, `Origin` and media-type
+//!   checks every network request passes before anything else.
 //! - [`auth`]: bearer tokens for network listeners.
 //! - [`shutdown`]: stop accepting, interrupt turns, close connections.
 
 pub mod auth;
 pub mod connection;
 mod filter;
+pub mod guard;
 mod http;
 pub mod hub;
 pub mod listen;
@@ -28,6 +31,7 @@ mod ws;
 pub use auth::AuthToken;
 pub use connection::{serve_lines, serve_messages};
 pub use filter::Capabilities;
+pub use guard::{AccessRuleError, AccessRules, AllowedHost, Origin};
 pub use http::openapi;
 pub use hub::{AgentFactory, Hub, HubOptions, ThreadSettings};
 pub use listen::{ListenError, ListenUrl, Listeners, Running};

@@ -13,6 +13,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::auth::AuthToken;
+use crate::guard::{AccessRules, Guard};
 use crate::http::{self, App};
 use crate::hub::Hub;
 use crate::shutdown::Shutdown;
@@ -102,14 +103,18 @@ pub struct Listeners {
     stdio: bool,
     bound: Vec<Bound>,
     token: Option<AuthToken>,
+    rules: Arc<AccessRules>,
 }
 
 impl Listeners {
     /// Binds every network listener. One on a non-loopback address needs a
-    /// token; with a token, every network listener requires it.
+    /// token; with a token, every network listener requires it. Whatever
+    /// the token, each listener refuses other hosts and origins than its
+    /// own and those `rules` allow (see [`crate::guard`]).
     pub async fn bind(
         urls: &[ListenUrl],
         token: Option<AuthToken>,
+        rules: AccessRules,
     ) -> Result<Listeners, ListenError> {
         let mut stdio = false;
         let mut bound = Vec::new();
@@ -145,6 +150,7 @@ impl Listeners {
             stdio,
             bound,
             token,
+            rules: Arc::new(rules),
         })
     }
 
@@ -171,9 +177,12 @@ impl Listeners {
             .bound
             .into_iter()
             .map(|bound| {
+                // The guard knows the address it was bound to, with the
+                // real port: that is the host clients must address.
+                let guard = Guard::new(self.rules.clone(), bound.address);
                 let router = match bound.url {
-                    ListenUrl::Http(_) => http::router(app.clone(), self.token.clone()),
-                    _ => http::ws_router(app.clone(), self.token.clone()),
+                    ListenUrl::Http(_) => http::router(app.clone(), self.token.clone(), guard),
+                    _ => http::ws_router(app.clone(), self.token.clone(), guard),
                 };
                 let shutdown = shutdown.clone();
                 // Each message is written and flushed as one frame: with

@@ -12,7 +12,9 @@ use std::time::Duration;
 use anyhow::Context;
 use spool_protocol::{DynamicToolFunctionSpec, DynamicToolNamespaceTool, DynamicToolSpec};
 use spool_runtime::{Agent, DynamicTool, ModelSettings, Tool};
-use spool_server::{AuthToken, Hub, HubOptions, ListenUrl, Listeners, Shutdown, ThreadSettings};
+use spool_server::{
+    AccessRules, AuthToken, Hub, HubOptions, ListenUrl, Listeners, Shutdown, ThreadSettings,
+};
 use spool_store::{SqliteStore, Store};
 
 use super::run::{agent_of, build_provider, rules_file};
@@ -30,7 +32,8 @@ pub async fn serve(
         .map(|url| url.parse::<ListenUrl>())
         .collect::<Result<Vec<_>, _>>()?;
     let token = auth_token(&args)?;
-    let listeners = Listeners::bind(&urls, token).await?;
+    let rules = AccessRules::new(args.allow_origin.clone(), args.allow_host.clone());
+    let listeners = Listeners::bind(&urls, token, rules).await?;
     let provider = Arc::from(build_provider(&chosen));
     let cwd = std::env::current_dir()?.display().to_string();
     let defaults = ThreadSettings {

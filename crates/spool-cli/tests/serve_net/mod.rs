@@ -25,6 +25,8 @@ pub struct Server {
     pub listening: Vec<String>,
     /// Everything it wrote on stderr.
     pub stderr: Arc<Mutex<Vec<String>>>,
+    /// Copies stderr into `stderr` until the process closes it.
+    stderr_reader: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Server {
@@ -51,6 +53,8 @@ impl Server {
             .env_remove("OPENAI_API_KEY")
             .env_remove("SPOOL_STORE")
             .env_remove("SPOOL_AUTH_TOKEN")
+            .env_remove("SPOOL_ALLOW_ORIGIN")
+            .env_remove("SPOOL_ALLOW_HOST")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -75,7 +79,7 @@ impl Server {
             stderr.lock().unwrap().push(line);
         }
         let keep = stderr.clone();
-        tokio::spawn(async move {
+        let stderr_reader = tokio::spawn(async move {
             while let Ok(Some(line)) = lines.next_line().await {
                 eprintln!("[spool serve] {line}");
                 keep.lock().unwrap().push(line);
@@ -85,6 +89,7 @@ impl Server {
             child,
             listening,
             stderr,
+            stderr_reader: Some(stderr_reader),
         }
     }
 
@@ -104,7 +109,8 @@ impl Server {
         self.stderr.lock().unwrap().join("\n")
     }
 
-    /// Sends SIGTERM and waits for the exit status.
+    /// Sends SIGTERM and waits for the exit status and the end of its
+    /// stderr (so `stderr_text` then has every line).
     pub async fn terminate(&mut self) -> std::process::ExitStatus {
         let pid = self.child.id().expect("still running").to_string();
         let killed = Command::new("kill")
@@ -113,10 +119,17 @@ impl Server {
             .await
             .unwrap();
         assert!(killed.success());
-        tokio::time::timeout(WAIT, self.child.wait())
+        let status = tokio::time::timeout(WAIT, self.child.wait())
             .await
             .expect("the server exits after SIGTERM")
-            .unwrap()
+            .unwrap();
+        if let Some(reader) = self.stderr_reader.take() {
+            tokio::time::timeout(WAIT, reader)
+                .await
+                .expect("stderr closes when the server exits")
+                .unwrap();
+        }
+        status
     }
 }
 
@@ -142,6 +155,12 @@ impl Response {
     }
 }
 
+fn has_header(headers: &[(&str, &str)], name: &str) -> bool {
+    headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name))
+}
+
+/// A request line and headers: `Host: ADDR` unless `headers` has a Host,
+/// and a body is JSON unless `headers` has a Content-Type.
 fn request_text(
     addr: &str,
     method: &str,
@@ -149,15 +168,18 @@ fn request_text(
     headers: &[(&str, &str)],
     body: Option<&str>,
 ) -> String {
-    let mut text = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    let mut text = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    if !has_header(headers, "host") {
+        text.push_str(&format!("Host: {addr}\r\n"));
+    }
     for (name, value) in headers {
         text.push_str(&format!("{name}: {value}\r\n"));
     }
     if let Some(body) = body {
-        text.push_str(&format!(
-            "Content-Type: application/json\r\nContent-Length: {}\r\n",
-            body.len()
-        ));
+        if !has_header(headers, "content-type") {
+            text.push_str("Content-Type: application/json\r\n");
+        }
+        text.push_str(&format!("Content-Length: {}\r\n", body.len()));
     }
     text.push_str("\r\n");
     if let Some(body) = body {
@@ -205,19 +227,22 @@ pub async fn http(
     body: Option<&Value>,
 ) -> Response {
     let body = body.map(Value::to_string);
-    let mut body_reader = Body::open(addr, method, path, headers, body.as_deref()).await;
-    let mut text = Vec::new();
-    while let Some(bytes) = tokio::time::timeout(WAIT, body_reader.next_bytes())
+    http_text(addr, method, path, headers, body.as_deref()).await
+}
+
+/// One HTTP request with a body as given (its Content-Type in `headers`,
+/// else JSON), answered in full.
+pub async fn http_text(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> Response {
+    Body::open(addr, method, path, headers, body)
         .await
-        .expect("the response ends")
-    {
-        text.extend(bytes);
-    }
-    Response {
-        status: body_reader.status,
-        headers: body_reader.headers,
-        body: String::from_utf8(text).unwrap(),
-    }
+        .read_to_end()
+        .await
 }
 
 /// A response body read as it comes (chunked or to the end).
@@ -237,11 +262,14 @@ impl Body {
         headers: &[(&str, &str)],
         body: Option<&str>,
     ) -> Body {
+        Body::open_raw(addr, &request_text(addr, method, path, headers, body)).await
+    }
+
+    /// Sends `request` exactly as written (it should ask for
+    /// `Connection: close`).
+    pub async fn open_raw(addr: &str, request: &str) -> Body {
         let mut stream = TcpStream::connect(addr).await.expect("the server accepts");
-        stream
-            .write_all(request_text(addr, method, path, headers, body).as_bytes())
-            .await
-            .unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
         let mut reader = BufReader::new(stream);
         let (status, headers) = read_head(&mut reader).await;
         let chunked = is_chunked(&headers);
@@ -251,6 +279,22 @@ impl Body {
             reader,
             chunked,
             done: false,
+        }
+    }
+
+    /// The whole response.
+    pub async fn read_to_end(mut self) -> Response {
+        let mut text = Vec::new();
+        while let Some(bytes) = tokio::time::timeout(WAIT, self.next_bytes())
+            .await
+            .expect("the response ends")
+        {
+            text.extend(bytes);
+        }
+        Response {
+            status: self.status,
+            headers: self.headers,
+            body: String::from_utf8(text).unwrap(),
         }
     }
 
@@ -375,12 +419,16 @@ pub enum Upgrade {
 }
 
 impl WebSocket {
+    /// An upgrade request with `Host: ADDR` unless `headers` has a Host.
     pub async fn connect(addr: &str, path: &str, headers: &[(&str, &str)]) -> Upgrade {
         let mut stream = TcpStream::connect(addr).await.expect("the server accepts");
         let mut text = format!(
-            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+            "GET {path} HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
              Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
         );
+        if !has_header(headers, "host") {
+            text.push_str(&format!("Host: {addr}\r\n"));
+        }
         for (name, value) in headers {
             text.push_str(&format!("{name}: {value}\r\n"));
         }

@@ -21,6 +21,7 @@ use axum::routing::{get, post};
 use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
 
 use crate::auth::{self, AuthToken};
+use crate::guard::{self, Guard};
 use crate::hub::Hub;
 use crate::shutdown::Shutdown;
 use error::ApiError;
@@ -32,8 +33,9 @@ pub(crate) struct App {
     pub shutdown: Shutdown,
 }
 
-/// The router of an `http://` listener.
-pub(crate) fn router(app: App, token: Option<AuthToken>) -> Router {
+/// The router of an `http://` listener. Every route but the probes passes
+/// the guard (host, origin, media type) first, then the token.
+pub(crate) fn router(app: App, token: Option<AuthToken>, guard: Guard) -> Router {
     let api = Router::new()
         .route("/v1/threads", get(threads::list).post(threads::create))
         .route("/v1/threads/{id}", get(threads::read))
@@ -52,22 +54,25 @@ pub(crate) fn router(app: App, token: Option<AuthToken>) -> Router {
         .fallback(not_found)
         .layer(from_fn_with_state(token, auth::require))
         .with_state(app.clone());
-    Router::new()
+    let guarded = Router::new()
         .route("/v1/openapi.json", get(openapi_document))
-        .merge(probes(app))
         .merge(api)
+        .layer(from_fn_with_state(guard, guard::check));
+    probes(app)
+        .merge(guarded)
         .layer(SetSensitiveRequestHeadersLayer::new([
             header::AUTHORIZATION,
         ]))
 }
 
 /// The router of a `ws://` listener: WebSocket JSON-RPC on every path but
-/// the probes.
-pub(crate) fn ws_router(app: App, token: Option<AuthToken>) -> Router {
+/// the probes, behind the guard and the token.
+pub(crate) fn ws_router(app: App, token: Option<AuthToken>, guard: Guard) -> Router {
     let socket = Router::new()
         .route("/", get(crate::ws::upgrade))
         .fallback(crate::ws::upgrade)
         .layer(from_fn_with_state(token, auth::require))
+        .layer(from_fn_with_state(guard, guard::check))
         .with_state(app.clone());
     probes(app)
         .merge(socket)
@@ -77,7 +82,9 @@ pub(crate) fn ws_router(app: App, token: Option<AuthToken>) -> Router {
 }
 
 /// `/healthz` (the process answers) and `/readyz` (it takes new work),
-/// plain HTTP without a token, for load balancers and orchestrators.
+/// plain HTTP without a token and outside the guard, for load balancers
+/// and orchestrators (which address a listener by names of their own); they
+/// reveal nothing a page could use.
 fn probes(app: App) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))

@@ -37,7 +37,8 @@ struct Route {
     params: &'static [Param],
     body: Option<&'static str>,
     answer: Answer,
-    /// Error statuses besides 400/401/500.
+    /// Error statuses besides those of every route (400, 401, 403, 421,
+    /// 500) and of every POST (415).
     errors: &'static [u16],
 }
 
@@ -102,7 +103,7 @@ const ROUTES: &[Route] = &[
         operation: "interruptTurn",
         summary: "Interrupt the running turn; its turn/completed says interrupted.",
         params: &[],
-        body: None,
+        body: Some("EmptyBody"),
         answer: Answer::Json(200, Schema::Empty),
         errors: &[404, 409],
     },
@@ -217,7 +218,9 @@ pub fn openapi() -> Value {
             "version": env!("CARGO_PKG_VERSION"),
             "description": "Threads, turns streamed as Server-Sent Events (id: seq, event: \
                 method, data: the JSON-RPC notification), resumable event streams, items in \
-                a view, approvals. WebSocket JSON-RPC (Codex app-server v2) is on /ws.",
+                a view, approvals. WebSocket JSON-RPC (Codex app-server v2) is on /ws. \
+                A request carrying a foreign Origin is refused (403), one addressed to \
+                another Host (421), a POST without Content-Type: application/json (415).",
         },
         "security": [{}, {"bearerAuth": []}],
         "paths": paths,
@@ -262,7 +265,13 @@ fn operation(route: &Route) -> Value {
             );
         }
     }
-    for status in [400, 401, 500].iter().chain(route.errors) {
+    // 403 (a foreign Origin) and 421 (another Host) come from the guard in
+    // front of every route, 415 (not JSON) on every state change.
+    let post_only: &[u16] = if route.method == "post" { &[415] } else { &[] };
+    let mut errors = [400, 401, 403, 421, 500].to_vec();
+    errors.extend(post_only.iter().chain(route.errors));
+    errors.sort_unstable();
+    for status in errors {
         responses.insert(
             status.to_string(),
             json!({"description": "An error", "content": {"application/json": {"schema": reference("Error")}}}),
@@ -276,7 +285,10 @@ fn operation(route: &Route) -> Value {
     });
     if let Some(body) = route.body {
         op["requestBody"] = json!({
-            "required": route.method == "post" && body != "ThreadStartParams",
+            // Required: a state change without `Content-Type:
+            // application/json` is refused (415), so even an empty one is
+            // sent, as `{}`.
+            "required": route.method == "post",
             "content": {"application/json": {"schema": reference(body)}},
         });
     }
@@ -298,11 +310,15 @@ fn own_schemas() -> Map<String, Value> {
                 "type": "object",
                 "required": ["code", "message"],
                 "properties": {
-                    "code": {"type": "string", "description": "bad_request, unauthorized, not_found, conflict, busy, not_running, already_answered, shutting_down, internal"},
+                    "code": {"type": "string", "description": "bad_request, unauthorized, forbidden_origin, not_found, conflict, busy, not_running, already_answered, unsupported_media_type, misdirected_request, shutting_down, internal"},
                     "message": {"type": "string"},
                 },
             }},
         }),
+    );
+    out.insert(
+        "EmptyBody".to_owned(),
+        json!({"type": "object", "description": "{}: nothing to say, but a POST is JSON"}),
     );
     out.insert(
         "ItemRecord".to_owned(),

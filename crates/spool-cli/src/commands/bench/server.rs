@@ -45,7 +45,7 @@ use spool_protocol::{
     TurnStatus, UserInput,
 };
 use spool_runtime::Agent;
-use spool_server::{Hub, HubOptions, ListenUrl, Listeners, Shutdown, ThreadSettings};
+use spool_server::{AccessRules, Hub, HubOptions, ListenUrl, Listeners, Shutdown, ThreadSettings};
 use spool_store::{NewThread, SqliteStore, Store, StoreOptions};
 
 use super::ws_client::Client;
@@ -174,7 +174,12 @@ async fn run(args: &BenchServerArgs, dir: &Path, machine: Machine) -> anyhow::Re
         rules_file: None,
     };
     let hub = Hub::new(store.clone(), provider.clone(), options);
-    let listeners = Listeners::bind(&[ListenUrl::Ws("127.0.0.1:0".to_owned())], None).await?;
+    let listeners = Listeners::bind(
+        &[ListenUrl::Ws("127.0.0.1:0".to_owned())],
+        None,
+        AccessRules::default(),
+    )
+    .await?;
     let url = listeners
         .addresses()
         .into_iter()
