@@ -12,9 +12,12 @@
 //! - [`listen`]: `--listen` URLs, binding, serving every listener at once.
 //! - `ws`: WebSocket connections; `http`: the HTTP API, SSE, OpenAPI.
 //! - [`auth`]: bearer tokens for network listeners.
+//! - [`ceilings`]: the most a client may ask for (approval policy,
+//!   sandbox, working directories), checked before anything starts.
 //! - [`shutdown`]: stop accepting, interrupt turns, close connections.
 
 pub mod auth;
+pub mod ceilings;
 pub mod connection;
 mod filter;
 mod http;
@@ -26,6 +29,7 @@ pub mod shutdown;
 mod ws;
 
 pub use auth::AuthToken;
+pub use ceilings::{CeilingError, Ceilings};
 pub use connection::{serve_lines, serve_messages};
 pub use filter::Capabilities;
 pub use http::openapi;
