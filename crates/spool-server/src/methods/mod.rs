@@ -6,7 +6,7 @@
 //! `history` pages turns and items (`thread/turns/list`,
 //! `thread/items/list`); `reshape` renames, archives, reverts and steers;
 //! `fork` copies a thread's history into a new one; `review` runs
-//! `review/start`.
+//! `review/start`; `requirements` answers `configRequirements/read`.
 //!
 //! Every method that sets what a thread runs with checks it against the
 //! operator's ceilings (`Hub::admit`, `crate::ceilings`) before it creates
@@ -19,6 +19,7 @@
 
 mod fork;
 mod history;
+mod requirements;
 mod reshape;
 mod review;
 
@@ -142,6 +143,7 @@ pub(crate) async fn call(
         ClientRequest::ThreadRollback(params) => reshape::rollback(hub, params).await,
         ClientRequest::TurnSteer(params) => reshape::steer(hub, params).await,
         ClientRequest::ReviewStart(params) => review::review_start(hub, state, params).await,
+        ClientRequest::ConfigRequirementsRead(_) => requirements::read(hub, state),
     }
 }
 
@@ -160,6 +162,7 @@ fn initialize(state: &mut ConnectionState, params: InitializeParams) -> Result<R
         seq: granted.seq,
         spool_items: granted.application_items || granted.provenance,
     };
+    state.spool_additions = granted != SpoolCapabilities::NONE;
     state.initialized = true;
     reply(InitializeResponse {
         user_agent: format!("spool/{}", env!("CARGO_PKG_VERSION")),
