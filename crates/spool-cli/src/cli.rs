@@ -164,7 +164,23 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub allow_host: Vec<spool_server::AllowedHost>,
-    /// Defaults for threads that do not set their own.
+    /// The most permissive approval policy a client may ask for (untrusted
+    /// < on-failure < on-request < never), on every listener. Else
+    /// `[requirements] max_approval_policy` in spool.toml; unset: no limit.
+    #[arg(long, value_name = "POLICY")]
+    pub max_approval_policy: Option<spool_protocol::AskForApproval>,
+    /// The most permissive sandbox a client may ask for (read-only <
+    /// workspace-write < danger-full-access). Else `[requirements]
+    /// max_sandbox`; unset: no limit.
+    #[arg(long, value_name = "MODE")]
+    pub max_sandbox: Option<spool_protocol::SandboxMode>,
+    /// A directory a client's `cwd` must lie within (after resolving `..`
+    /// and symlinks); repeatable. Else `[requirements] allowed_roots`;
+    /// unset: any directory.
+    #[arg(long = "allowed-root", value_name = "PATH")]
+    pub allowed_roots: Vec<PathBuf>,
+    /// Defaults for threads that do not set their own; they must lie within
+    /// the ceilings above.
     #[command(flatten)]
     pub agent: AgentArgs,
 }

@@ -1,4 +1,5 @@
-//! `spool.toml`: provider definitions and defaults.
+//! `spool.toml`: provider definitions, defaults, and `spool serve`'s
+//! `[requirements]` (the ceilings on what clients may ask for).
 //!
 //! Read from `$SPOOL_HOME/spool.toml` and then `./spool.toml`; the latter
 //! wins key by key (providers merge by name). A file that cannot be read
@@ -8,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use spool_protocol::{AskForApproval, SandboxMode};
 
 /// Which OpenAI wire API a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
@@ -52,6 +54,97 @@ pub struct ConfigFile {
     pub model: Option<String>,
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderEntry>,
+    /// `[requirements]`: the most a client of `spool serve` may ask for
+    /// (its `--max-approval-policy`, `--max-sandbox`, `--allowed-root`
+    /// win over these).
+    #[serde(default)]
+    pub requirements: Requirements,
+}
+
+/// A setting and the file it was read from, so that a refusal can say
+/// which file set the ceiling.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FromFile<T> {
+    pub value: T,
+    pub file: PathBuf,
+}
+
+impl<T> FromFile<T> {
+    fn unplaced(value: T) -> Self {
+        FromFile {
+            value,
+            file: PathBuf::new(),
+        }
+    }
+}
+
+/// `[requirements]`, each key with the file that set it.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(from = "RequirementsTable")]
+pub struct Requirements {
+    pub max_approval_policy: Option<FromFile<AskForApproval>>,
+    pub max_sandbox: Option<FromFile<SandboxMode>>,
+    /// Relative roots are read as relative to the file's directory.
+    pub allowed_roots: Option<FromFile<Vec<PathBuf>>>,
+}
+
+/// `[requirements]` as written in one file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RequirementsTable {
+    #[serde(default)]
+    max_approval_policy: Option<AskForApproval>,
+    #[serde(default)]
+    max_sandbox: Option<SandboxMode>,
+    #[serde(default)]
+    allowed_roots: Option<Vec<PathBuf>>,
+}
+
+impl From<RequirementsTable> for Requirements {
+    /// The file is filled in by [`Requirements::read_from`].
+    fn from(table: RequirementsTable) -> Self {
+        Requirements {
+            max_approval_policy: table.max_approval_policy.map(FromFile::unplaced),
+            max_sandbox: table.max_sandbox.map(FromFile::unplaced),
+            allowed_roots: table.allowed_roots.map(FromFile::unplaced),
+        }
+    }
+}
+
+impl Requirements {
+    /// Records `file` as where every key was read, and makes relative
+    /// roots relative to its directory (not to wherever `spool` runs).
+    fn read_from(&mut self, file: &Path) {
+        if let Some(policy) = &mut self.max_approval_policy {
+            policy.file = file.to_owned();
+        }
+        if let Some(mode) = &mut self.max_sandbox {
+            mode.file = file.to_owned();
+        }
+        if let Some(roots) = &mut self.allowed_roots {
+            roots.file = file.to_owned();
+            let dir = file.parent().unwrap_or(Path::new(""));
+            for root in &mut roots.value {
+                if root.is_relative() {
+                    *root = dir.join(&*root);
+                }
+            }
+        }
+    }
+
+    /// `other` over `self`, key by key.
+    fn merge(mut self, other: Requirements) -> Requirements {
+        if other.max_approval_policy.is_some() {
+            self.max_approval_policy = other.max_approval_policy;
+        }
+        if other.max_sandbox.is_some() {
+            self.max_sandbox = other.max_sandbox;
+        }
+        if other.allowed_roots.is_some() {
+            self.allowed_roots = other.allowed_roots;
+        }
+        self
+    }
 }
 
 /// A config file that could not be used.
@@ -75,7 +168,7 @@ pub enum ConfigError {
 impl ConfigFile {
     /// Parses one file's text; `path` is only used in errors.
     pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
-        toml::from_str(text).map_err(|e| {
+        let mut config: ConfigFile = toml::from_str(text).map_err(|e| {
             let (line, column, key) = match e.span() {
                 Some(span) => locate(text, span.start),
                 None => (1, 1, None),
@@ -87,7 +180,9 @@ impl ConfigFile {
                 key,
                 message: e.message().trim().to_owned(),
             }
-        })
+        })?;
+        config.requirements.read_from(path);
+        Ok(config)
     }
 
     /// Reads `path` if it exists.
@@ -111,6 +206,7 @@ impl ConfigFile {
             self.model = other.model;
         }
         self.providers.extend(other.providers);
+        self.requirements = self.requirements.merge(other.requirements);
         self
     }
 
@@ -197,6 +293,64 @@ mod tests {
     fn syntax_error_has_a_line() {
         let err = parse("provider = \n").unwrap_err();
         assert!(err.to_string().contains("spool.toml:1:"), "{err}");
+    }
+
+    #[test]
+    fn reads_requirements_with_the_file_that_set_them() {
+        let c = parse(
+            "[requirements]\nmax_approval_policy = \"on-request\"\nmax_sandbox = \"workspace-write\"\nallowed_roots = [\"/srv/work\", \"rel\"]\n",
+        )
+        .unwrap();
+        let r = &c.requirements;
+        let policy = r.max_approval_policy.as_ref().unwrap();
+        assert_eq!(policy.value, AskForApproval::OnRequest);
+        assert_eq!(policy.file, Path::new("/x/spool.toml"));
+        assert_eq!(
+            r.max_sandbox.as_ref().unwrap().value,
+            SandboxMode::WorkspaceWrite
+        );
+        // A relative root is relative to the file's directory.
+        assert_eq!(
+            r.allowed_roots.as_ref().unwrap().value,
+            vec![PathBuf::from("/srv/work"), PathBuf::from("/x/rel")]
+        );
+        assert_eq!(parse("").unwrap().requirements, Requirements::default());
+    }
+
+    #[test]
+    fn bad_requirements_name_file_line_and_key() {
+        let err = parse("[requirements]\nmax_sandbox = \"full\"\n").unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.starts_with("/x/spool.toml:2:"), "{msg}");
+        assert!(msg.contains("key `max_sandbox`"), "{msg}");
+        assert!(msg.contains("danger-full-access"), "{msg}");
+        let err = parse("[requirements]\nmax_sandboxes = \"read-only\"\n").unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains(":2:") && msg.contains("max_sandboxes"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn later_requirements_win_key_by_key() {
+        let home = ConfigFile::parse(
+            Path::new("/home/u/.spool/spool.toml"),
+            "[requirements]\nmax_approval_policy = \"untrusted\"\nmax_sandbox = \"read-only\"\n",
+        )
+        .unwrap();
+        let local = ConfigFile::parse(
+            Path::new("/proj/spool.toml"),
+            "[requirements]\nmax_sandbox = \"workspace-write\"\n",
+        )
+        .unwrap();
+        let r = home.merge(local).requirements;
+        let policy = r.max_approval_policy.unwrap();
+        assert_eq!(policy.value, AskForApproval::Untrusted);
+        assert_eq!(policy.file, Path::new("/home/u/.spool/spool.toml"));
+        let sandbox = r.max_sandbox.unwrap();
+        assert_eq!(sandbox.value, SandboxMode::WorkspaceWrite);
+        assert_eq!(sandbox.file, Path::new("/proj/spool.toml"));
     }
 
     #[test]

@@ -59,24 +59,31 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         SqliteStore::open(&store_path, StoreOptions::default())
             .map_err(|e| anyhow::anyhow!("cannot open the store {}: {e}", store_path.display()))
     };
-    // The model provider from flags, spool.toml (home, then project) and
-    // the environment.
-    let choose_provider = || -> anyhow::Result<provider_choice::ChosenProvider> {
-        let config =
-            config::ConfigFile::load_layered(&home::spool_home()?, &std::env::current_dir()?)?;
-        provider_choice::choose(&cli.provider, &config, &|k| std::env::var(k).ok())
+    // spool.toml, home then project.
+    let load_config = || -> anyhow::Result<config::ConfigFile> {
+        Ok(config::ConfigFile::load_layered(
+            &home::spool_home()?,
+            &std::env::current_dir()?,
+        )?)
     };
+    // The model provider from flags, spool.toml and the environment.
+    let choose_provider =
+        |config: &config::ConfigFile| -> anyhow::Result<provider_choice::ChosenProvider> {
+            provider_choice::choose(&cli.provider, config, &|k| std::env::var(k).ok())
+        };
     match cli.command {
         Command::Run(args) => {
-            let (store, chosen) = (open_store()?, choose_provider()?);
+            let (store, chosen) = (open_store()?, choose_provider(&load_config()?)?);
             commands::run::run(store, chosen, args).await
         }
         Command::Serve(args) => {
-            let (store, chosen) = (open_store()?, choose_provider()?);
-            commands::serve::serve(store, chosen, args).await
+            let store = open_store()?;
+            let config = load_config()?;
+            let chosen = choose_provider(&config)?;
+            commands::serve::serve(store, chosen, config.requirements, args).await
         }
         Command::Resume(args) => {
-            let (store, chosen) = (open_store()?, choose_provider()?);
+            let (store, chosen) = (open_store()?, choose_provider(&load_config()?)?);
             commands::run::resume(store, chosen, args).await
         }
         Command::Threads(ThreadsCommand::List { limit, json }) => {

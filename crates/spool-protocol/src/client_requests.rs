@@ -28,8 +28,10 @@
 //! | `turn/steer` | [`TurnSteerParams`] | [`TurnSteerResponse`] |
 //! | `turn/interrupt` | [`TurnInterruptParams`] | [`TurnInterruptResponse`] |
 //! | `review/start` | [`ReviewStartParams`] | [`ReviewStartResponse`] |
+//! | `configRequirements/read` | [`ConfigRequirementsReadParams`] | [`ConfigRequirementsReadResponse`] |
 
 mod initialize;
+mod requirements;
 mod review;
 mod serde_helpers;
 mod settings;
@@ -38,6 +40,7 @@ mod thread_lifecycle;
 mod turn;
 
 pub use initialize::*;
+pub use requirements::*;
 pub use review::*;
 pub use settings::{
     ApprovalsReviewer, DynamicToolFunctionSpec, DynamicToolNamespaceSpec, DynamicToolNamespaceTool,
@@ -121,6 +124,8 @@ client_requests! {
     TurnInterrupt => "turn/interrupt" (TurnInterruptParams),
     /// A code review run as a turn (inline) or on a new thread (detached).
     ReviewStart => "review/start" (ReviewStartParams),
+    /// The ceilings the operator set on what clients may ask for.
+    ConfigRequirementsRead => "configRequirements/read" (ConfigRequirementsReadParams),
 }
 
 impl ClientRequest {
@@ -150,13 +155,14 @@ impl ClientRequest {
     }
 
     /// The thread a request acts on, if it names one. Requests on one
-    /// thread are served in order; `None` means no thread yet (`initialize`,
-    /// `thread/start`, `thread/list`).
+    /// thread are served in order; `None` means no thread (`initialize`,
+    /// `thread/start`, `thread/list`, `configRequirements/read`).
     pub fn thread_id(&self) -> Option<&str> {
         match self {
             ClientRequest::Initialize(_)
             | ClientRequest::ThreadStart(_)
-            | ClientRequest::ThreadList(_) => None,
+            | ClientRequest::ThreadList(_)
+            | ClientRequest::ConfigRequirementsRead(_) => None,
             ClientRequest::ThreadResume(p) => Some(&p.thread_id),
             ClientRequest::ThreadFork(p) => Some(&p.thread_id),
             ClientRequest::ThreadRead(p) => Some(&p.thread_id),

@@ -189,6 +189,14 @@ fn client_request_schemas() -> Vec<(&'static str, Value)> {
         ),
         ("ReviewStartParams", schema_of::<ReviewStartParams>()),
         ("ReviewStartResponse", schema_of::<ReviewStartResponse>()),
+        (
+            "ConfigRequirementsReadParams",
+            schema_of::<ConfigRequirementsReadParams>(),
+        ),
+        (
+            "ConfigRequirementsReadResponse",
+            schema_of::<ConfigRequirementsReadResponse>(),
+        ),
     ]
 }
 

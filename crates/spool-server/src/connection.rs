@@ -41,6 +41,9 @@ pub(crate) struct ConnectionState {
     pub id: ConnectionId,
     pub initialized: bool,
     pub capabilities: Capabilities,
+    /// The client opted in to any of spool's additions (`capabilities.spool`
+    /// at `initialize`), so it knows spool's values beyond Codex's.
+    pub spool_additions: bool,
     /// Requests forwarded to this client and not answered yet: request id →
     /// (thread, request).
     pub forwarded: HashMap<String, PendingRequest>,
@@ -322,6 +325,7 @@ impl ConnectionState {
             id: next_connection_id(),
             initialized: false,
             capabilities: Capabilities::default(),
+            spool_additions: false,
             forwarded: HashMap::new(),
             answered: HashSet::new(),
             delivered_threads: HashSet::new(),

@@ -25,6 +25,8 @@ use spool_runtime::{Agent, ClientRequests, Review, RunStatus, Runner};
 use spool_store::{Appended, PendingRequest, SqliteStore, Store, StoreError};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use crate::ceilings::{CeilingError, Ceilings, Fields};
+
 /// What a connection receives about the threads it watches.
 #[derive(Debug, Clone)]
 pub enum Delivery {
@@ -60,6 +62,8 @@ pub struct HubOptions {
     pub agent_for: AgentFactory,
     /// Where accepted "always allow" rules are written.
     pub rules_file: Option<std::path::PathBuf>,
+    /// What clients may ask for; `defaults` must lie within them.
+    pub ceilings: Ceilings,
 }
 
 pub struct Hub {
@@ -70,6 +74,7 @@ pub struct Hub {
     defaults: ThreadSettings,
     rules_file: Option<std::path::PathBuf>,
     agent_for: AgentFactory,
+    ceilings: Ceilings,
     threads: Mutex<HashMap<String, ThreadSlot>>,
     /// Answers awaited for server → client requests, by request id.
     waiting: Mutex<HashMap<String, Waiting>>,
@@ -99,6 +104,10 @@ pub enum HubError {
     NotRunning(String),
     #[error("{0}")]
     Invalid(String),
+    /// Settings above the operator's ceilings (or a working directory
+    /// that is not one).
+    #[error(transparent)]
+    Ceiling(#[from] CeilingError),
 }
 
 impl Hub {
@@ -114,6 +123,7 @@ impl Hub {
             defaults: options.defaults,
             agent_for: options.agent_for,
             rules_file: options.rules_file,
+            ceilings: options.ceilings,
             threads: Mutex::new(HashMap::new()),
             waiting: Mutex::new(HashMap::new()),
         })
@@ -131,6 +141,21 @@ impl Hub {
         &self.provider_name
     }
 
+    /// What clients may ask for.
+    pub fn ceilings(&self) -> &Ceilings {
+        &self.ceilings
+    }
+
+    /// `settings` with the server's defaults where it sets nothing, as the
+    /// thread would run with them once checked against the ceilings (see
+    /// `ceilings.rs`); a client's request is refused, with nothing
+    /// started, when they are above them.
+    pub fn admit(&self, settings: ThreadSettings) -> Result<ThreadSettings, HubError> {
+        Ok(self
+            .ceilings
+            .check_thread_settings(self.resolve(settings), &Fields::CLIENT)?)
+    }
+
     /// `settings` with the server's defaults where it sets nothing.
     pub fn resolve(&self, settings: ThreadSettings) -> ThreadSettings {
         let d = &self.defaults;
@@ -142,16 +167,6 @@ impl Hub {
             instructions: settings.instructions.or(d.instructions.clone()),
             dynamic_tools: settings.dynamic_tools,
         }
-    }
-
-    /// Changes a thread's settings in place (per-turn overrides).
-    pub fn update_settings(&self, thread_id: &str, change: impl FnOnce(&mut ThreadSettings)) {
-        let mut threads = self.threads();
-        let slot = threads.entry(thread_id.to_owned()).or_default();
-        if slot.settings.model.is_none() && slot.settings.cwd.is_none() {
-            slot.settings = self.resolve(slot.settings.clone());
-        }
-        change(&mut slot.settings);
     }
 
     /// The thread's settings in this process (the server's defaults where

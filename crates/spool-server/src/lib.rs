@@ -14,9 +14,12 @@
 //! - [`guard`]: who may connect — the `Host`, `Origin` and media-type
 //!   checks every network request passes before anything else.
 //! - [`auth`]: bearer tokens for network listeners.
+//! - [`ceilings`]: the most a client may ask for (approval policy,
+//!   sandbox, working directories), checked before anything starts.
 //! - [`shutdown`]: stop accepting, interrupt turns, close connections.
 
 pub mod auth;
+pub mod ceilings;
 pub mod connection;
 mod filter;
 pub mod guard;
@@ -29,6 +32,7 @@ pub mod shutdown;
 mod ws;
 
 pub use auth::AuthToken;
+pub use ceilings::{CeilingError, Ceilings};
 pub use connection::{serve_lines, serve_messages};
 pub use filter::Capabilities;
 pub use guard::{AccessRuleError, AccessRules, AllowedHost, Origin};

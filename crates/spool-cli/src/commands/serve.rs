@@ -5,6 +5,11 @@
 //! or SIGINT: stop accepting, interrupt running turns (each ends
 //! `interrupted` with one `turn/completed`), close connections, flush the
 //! store, exit 0.
+//!
+//! The ceilings (`--max-approval-policy`, `--max-sandbox`,
+//! `--allowed-root`, else `[requirements]` of spool.toml) bound what every
+//! client may ask for, stdio's included; the server's own defaults must
+//! lie within them or it does not start.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,18 +17,22 @@ use std::time::Duration;
 use anyhow::Context;
 use spool_protocol::{DynamicToolFunctionSpec, DynamicToolNamespaceTool, DynamicToolSpec};
 use spool_runtime::{Agent, DynamicTool, ModelSettings, Tool};
+use spool_server::ceilings::Fields;
 use spool_server::{
-    AccessRules, AuthToken, Hub, HubOptions, ListenUrl, Listeners, Shutdown, ThreadSettings,
+    AccessRules, AuthToken, Ceilings, Hub, HubOptions, ListenUrl, Listeners, Shutdown,
+    ThreadSettings,
 };
 use spool_store::{SqliteStore, Store};
 
 use super::run::{agent_of, build_provider, rules_file};
 use crate::cli::ServeArgs;
+use crate::config::Requirements;
 use crate::provider_choice::ChosenProvider;
 
 pub async fn serve(
     store: SqliteStore,
     chosen: ChosenProvider,
+    requirements: Requirements,
     args: ServeArgs,
 ) -> anyhow::Result<i32> {
     let urls = args
@@ -31,10 +40,7 @@ pub async fn serve(
         .iter()
         .map(|url| url.parse::<ListenUrl>())
         .collect::<Result<Vec<_>, _>>()?;
-    let token = auth_token(&args)?;
-    let rules = AccessRules::new(args.allow_origin.clone(), args.allow_host.clone());
-    let listeners = Listeners::bind(&urls, token, rules).await?;
-    let provider = Arc::from(build_provider(&chosen));
+    let ceilings = ceilings(&args, requirements)?;
     let cwd = std::env::current_dir()?.display().to_string();
     let defaults = ThreadSettings {
         model: Some(chosen.model.clone()),
@@ -44,6 +50,16 @@ pub async fn serve(
         instructions: chosen.instructions.clone(),
         dynamic_tools: Vec::new(),
     };
+    // Checked before anything listens: a server whose own defaults a
+    // client could not ask for would hand them to every thread that sets
+    // nothing.
+    let defaults = ceilings
+        .check_thread_settings(defaults, &Fields::SERVER_DEFAULTS)
+        .context("the server's defaults are above its ceilings")?;
+    let token = auth_token(&args)?;
+    let rules = AccessRules::new(args.allow_origin.clone(), args.allow_host.clone());
+    let listeners = Listeners::bind(&urls, token, rules).await?;
+    let provider = Arc::from(build_provider(&chosen));
     // Every thread's agent: the tools asked for, its own settings.
     let template = agent_of(&args.agent, &chosen)?;
     let temperature = chosen.temperature;
@@ -73,6 +89,7 @@ pub async fn serve(
         defaults,
         agent_for,
         rules_file: Some(rules_file()?),
+        ceilings,
     };
     let hub = Hub::new(store.clone(), provider, options);
     for address in listeners.addresses() {
@@ -90,6 +107,31 @@ pub async fn serve(
     running.finish(Duration::from_secs(5)).await;
     store.flush().await?;
     Ok(0)
+}
+
+/// The ceilings: each flag, else the same key of spool.toml's
+/// `[requirements]`, else none.
+fn ceilings(args: &ServeArgs, file: Requirements) -> anyhow::Result<Ceilings> {
+    let from_file = |key: &str, file: &std::path::Path| format!("{key} in {}", file.display());
+    let mut ceilings = Ceilings::none();
+    if let Some(policy) = args.max_approval_policy {
+        ceilings = ceilings.with_max_approval_policy(policy, "--max-approval-policy");
+    } else if let Some(policy) = file.max_approval_policy {
+        ceilings = ceilings
+            .with_max_approval_policy(policy.value, from_file("max_approval_policy", &policy.file));
+    }
+    if let Some(mode) = args.max_sandbox {
+        ceilings = ceilings.with_max_sandbox(mode, "--max-sandbox");
+    } else if let Some(mode) = file.max_sandbox {
+        ceilings = ceilings.with_max_sandbox(mode.value, from_file("max_sandbox", &mode.file));
+    }
+    if !args.allowed_roots.is_empty() {
+        ceilings = ceilings.with_allowed_roots(args.allowed_roots.clone(), "--allowed-root")?;
+    } else if let Some(roots) = file.allowed_roots {
+        let set_by = from_file("allowed_roots", &roots.file);
+        ceilings = ceilings.with_allowed_roots(roots.value, set_by)?;
+    }
+    Ok(ceilings)
 }
 
 /// The client's declared tools (`thread/start`'s `dynamicTools`) as

@@ -1,6 +1,7 @@
 //! A JSON-RPC client on a `spool serve` child process over stdio, as a
 //! Codex app-server client talks to it.
 
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -31,10 +32,26 @@ impl Client {
         extra: &[&str],
         env: &[(&str, &str)],
     ) -> Client {
+        Client::spawn(home, home.path(), model_url, extra, env)
+    }
+
+    /// As [`Client::start`], with the server running in `dir` (its default
+    /// `cwd` for threads) instead of the home.
+    pub fn start_in(home: &Home, dir: &Path, model_url: &str, extra: &[&str]) -> Client {
+        Client::spawn(home, dir, model_url, extra, &[])
+    }
+
+    fn spawn(
+        home: &Home,
+        dir: &Path,
+        model_url: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Client {
         let mut child = Command::new(env!("CARGO_BIN_EXE_spool"))
             .arg("serve")
             .args(extra)
-            .current_dir(home.path())
+            .current_dir(dir)
             .env("SPOOL_HOME", home.path())
             .env("SPOOL_LOCAL_MODEL_URL", model_url)
             .env_remove("OPENAI_API_KEY")

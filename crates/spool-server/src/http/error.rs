@@ -85,7 +85,7 @@ impl From<HubError> for ApiError {
             HubError::NotRunning(_) => {
                 ApiError::new(StatusCode::CONFLICT, "not_running", error.to_string())
             }
-            HubError::Invalid(_) => ApiError::bad_request(error.to_string()),
+            HubError::Invalid(_) | HubError::Ceiling(_) => ApiError::bad_request(error.to_string()),
         }
     }
 }

@@ -34,6 +34,7 @@ async fn call(app: &App, method: &str, params: Map<String, Value>) -> Result<Val
         seq: true,
         spool_items: true,
     };
+    state.spool_additions = true;
     let request = JsonRpcRequest {
         jsonrpc: Default::default(),
         id: RequestId::Integer(0),

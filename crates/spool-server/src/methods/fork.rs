@@ -15,7 +15,8 @@ use spool_protocol::*;
 use spool_store::{Appended, NewThread, Store, StoreError};
 
 use super::{
-    MethodError, Reply, history_turns, reply, session, settings_of, thread_record, turns_with_items,
+    MethodError, Reply, admit_existing, history_turns, reply, session, settings_of, thread_record,
+    turns_with_items,
 };
 use crate::connection::ConnectionState;
 use crate::hub::{Delivery, Hub};
@@ -27,13 +28,18 @@ pub(super) async fn thread_fork(
 ) -> Result<Reply, MethodError> {
     let source = thread_record(hub, &params.thread_id).await?;
     let before_turn = copy_before(hub, &params).await?;
-    let settings = hub.resolve(settings_of(
-        params.model.or(source.thread.model.clone()),
-        params.cwd.or(Some(source.thread.cwd.clone())),
-        params.approval_policy,
-        params.sandbox,
-        params.developer_instructions.or(params.base_instructions),
-    ));
+    // Checked before the store creates anything.
+    let settings = admit_existing(
+        hub,
+        settings_of(
+            params.model.or(source.thread.model.clone()),
+            params.cwd,
+            params.approval_policy,
+            params.sandbox,
+            params.developer_instructions.or(params.base_instructions),
+        ),
+        &source.thread.cwd,
+    )?;
     let mut new = NewThread::new(
         hub.provider_name(),
         settings.cwd.clone().unwrap_or_default(),

@@ -6,7 +6,11 @@
 //! `history` pages turns and items (`thread/turns/list`,
 //! `thread/items/list`); `reshape` renames, archives, reverts and steers;
 //! `fork` copies a thread's history into a new one; `review` runs
-//! `review/start`.
+//! `review/start`; `requirements` answers `configRequirements/read`.
+//!
+//! Every method that sets what a thread runs with checks it against the
+//! operator's ceilings (`Hub::admit`, `crate::ceilings`) before it creates
+//! or starts anything.
 //!
 //! A turn whose items were all removed (a revert, a rollback, the Session
 //! API's `pop_item` or `clear`) is no longer part of the history: reads
@@ -15,6 +19,7 @@
 
 mod fork;
 mod history;
+mod requirements;
 mod reshape;
 mod review;
 
@@ -28,6 +33,7 @@ use spool_protocol::jsonrpc::{JsonRpcRequest, RequestId, error_codes};
 use spool_protocol::*;
 use spool_store::{NewThread, Store, ThreadListQuery, ThreadSortKey as StoreSortKey};
 
+use crate::ceilings::{CeilingError, Fields};
 use crate::connection::ConnectionState;
 use crate::filter::Capabilities;
 use crate::hub::{Hub, HubError, ThreadSettings};
@@ -57,13 +63,20 @@ impl From<HubError> for MethodError {
             )
             | HubError::Busy(_)
             | HubError::NotRunning(_)
-            | HubError::Invalid(_) => error_codes::INVALID_PARAMS,
+            | HubError::Invalid(_)
+            | HubError::Ceiling(_) => error_codes::INVALID_PARAMS,
             HubError::Store(_) => error_codes::INTERNAL_ERROR,
         };
         MethodError {
             code,
             message: error.to_string(),
         }
+    }
+}
+
+impl From<CeilingError> for MethodError {
+    fn from(error: CeilingError) -> Self {
+        HubError::Ceiling(error).into()
     }
 }
 
@@ -130,6 +143,7 @@ pub(crate) async fn call(
         ClientRequest::ThreadRollback(params) => reshape::rollback(hub, params).await,
         ClientRequest::TurnSteer(params) => reshape::steer(hub, params).await,
         ClientRequest::ReviewStart(params) => review::review_start(hub, state, params).await,
+        ClientRequest::ConfigRequirementsRead(_) => requirements::read(hub, state),
     }
 }
 
@@ -148,6 +162,7 @@ fn initialize(state: &mut ConnectionState, params: InitializeParams) -> Result<R
         seq: granted.seq,
         spool_items: granted.application_items || granted.provenance,
     };
+    state.spool_additions = granted != SpoolCapabilities::NONE;
     state.initialized = true;
     reply(InitializeResponse {
         user_agent: format!("spool/{}", env!("CARGO_PKG_VERSION")),
@@ -195,7 +210,7 @@ async fn thread_start(
     state: &mut ConnectionState,
     params: ThreadStartParams,
 ) -> Result<Reply, MethodError> {
-    let settings = hub.resolve(ThreadSettings {
+    let settings = hub.admit(ThreadSettings {
         dynamic_tools: params.dynamic_tools.unwrap_or_default(),
         ..settings_of(
             params.model,
@@ -204,7 +219,7 @@ async fn thread_start(
             params.sandbox,
             params.developer_instructions.or(params.base_instructions),
         )
-    });
+    })?;
     let mut new = NewThread::new(
         hub.provider_name(),
         settings.cwd.clone().unwrap_or_default(),
@@ -245,16 +260,20 @@ async fn thread_resume(
     let record = thread_record(hub, &params.thread_id).await?;
     // `thread/resume` declares no client tools: those of `thread/start`
     // stay.
-    let settings = hub.resolve(ThreadSettings {
-        dynamic_tools: hub.dynamic_tools(&params.thread_id),
-        ..settings_of(
-            params.model.or(record.thread.model.clone()),
-            params.cwd.or(Some(record.thread.cwd.clone())),
-            params.approval_policy,
-            params.sandbox,
-            params.developer_instructions.or(params.base_instructions),
-        )
-    });
+    let settings = admit_existing(
+        hub,
+        ThreadSettings {
+            dynamic_tools: hub.dynamic_tools(&params.thread_id),
+            ..settings_of(
+                params.model.or(record.thread.model.clone()),
+                params.cwd,
+                params.approval_policy,
+                params.sandbox,
+                params.developer_instructions.or(params.base_instructions),
+            )
+        },
+        &record.thread.cwd,
+    )?;
     hub.set_settings(&params.thread_id, settings.clone());
     // Only a client that asked for cursors can name one.
     let after = params.after_seq.filter(|_| state.capabilities.seq);
@@ -267,6 +286,29 @@ async fn thread_resume(
     // A run paused with its answers recorded meanwhile goes on.
     hub.resume_paused(&params.thread_id).await?;
     reply(session(hub, thread, settings).into_resume(None, None))
+}
+
+/// The settings a client asks for an existing thread (`thread/resume`,
+/// `thread/fork`), admitted; without a `cwd` of its own it runs in the
+/// thread's recorded one. That one is not checked for existence (it was
+/// when the thread started; a directory removed since fails the thread's
+/// turns, not its reads) but, with allowed roots set, it must lie within
+/// them: a thread from before the ceilings does not escape them.
+pub(super) fn admit_existing(
+    hub: &Hub,
+    asked: ThreadSettings,
+    recorded_cwd: &str,
+) -> Result<ThreadSettings, MethodError> {
+    let asked_cwd = asked.cwd.is_some();
+    let mut settings = hub.admit(asked)?;
+    if !asked_cwd {
+        let cwd = match hub.ceilings().allowed_roots() {
+            Some(_) => hub.ceilings().check_cwd(recorded_cwd, "the thread's cwd")?,
+            None => recorded_cwd.to_owned(),
+        };
+        settings.cwd = Some(cwd);
+    }
+    Ok(settings)
 }
 
 /// The thread's stored record, or -32602 when there is none.
@@ -365,21 +407,33 @@ async fn turn_start(hub: &Arc<Hub>, params: TurnStartParams) -> Result<Reply, Me
             params.thread_id
         )));
     }
-    // Per-turn overrides stay for later turns too, as in Codex.
-    hub.update_settings(&params.thread_id, |settings| {
-        if let Some(model) = params.model.clone() {
-            settings.model = Some(model);
-        }
-        if let Some(cwd) = params.cwd.clone() {
-            settings.cwd = Some(cwd);
-        }
-        if let Some(policy) = params.approval_policy {
-            settings.approval_policy = Some(policy);
-        }
-        if let Some(sandbox) = &params.sandbox_policy {
-            settings.sandbox = Some(sandbox.mode());
-        }
-    });
+    // Per-turn overrides stay for later turns too, as in Codex. Each is
+    // checked before any is applied (and before the turn starts); what the
+    // thread already runs with was checked when it was set.
+    let asked = ThreadSettings {
+        cwd: params.cwd.clone(),
+        approval_policy: params.approval_policy,
+        ..ThreadSettings::default()
+    };
+    let admitted = hub
+        .ceilings()
+        .check_thread_settings(asked, &Fields::CLIENT)?;
+    let mut settings = hub.thread_settings(&params.thread_id);
+    if let Some(cwd) = admitted.cwd {
+        settings.cwd = Some(cwd);
+    }
+    if let Some(sandbox) = &params.sandbox_policy {
+        hub.ceilings()
+            .check_sandbox_policy(sandbox, settings.cwd.as_deref())?;
+        settings.sandbox = Some(sandbox.mode());
+    }
+    if let Some(model) = params.model.clone() {
+        settings.model = Some(model);
+    }
+    if let Some(policy) = admitted.approval_policy {
+        settings.approval_policy = Some(policy);
+    }
+    hub.set_settings(&params.thread_id, settings);
     let turn = hub.start_turn(&params.thread_id, params.input).await?;
     reply(TurnStartResponse { turn })
 }

@@ -19,6 +19,7 @@ use spool_store::{NewThread, Store};
 use spool_tools::review::{ReviewError, gather};
 
 use super::{MethodError, Reply, reply, thread_record};
+use crate::ceilings::Fields;
 use crate::connection::ConnectionState;
 use crate::hub::Hub;
 
@@ -34,7 +35,13 @@ pub(super) async fn review_start(
         .clone()
         .filter(|cwd| !cwd.is_empty())
         .unwrap_or(record.thread.cwd.clone());
-    settings.cwd = Some(cwd.clone());
+    settings.cwd = Some(cwd);
+    // Settings were checked when they were set; checked again because a
+    // detached review starts a new thread with them.
+    let settings = hub
+        .ceilings()
+        .check_thread_settings(settings, &Fields::CLIENT)?;
+    let cwd = settings.cwd.clone().unwrap_or_default();
     let material = gather(Path::new(&cwd), &params.target)
         .await
         .map_err(review_error)?;

@@ -172,6 +172,7 @@ async fn run(args: &BenchServerArgs, dir: &Path, machine: Machine) -> anyhow::Re
             Agent::new("bench", root).with_model("scripted")
         }),
         rules_file: None,
+        ceilings: spool_server::Ceilings::none(),
     };
     let hub = Hub::new(store.clone(), provider.clone(), options);
     let listeners = Listeners::bind(
