@@ -409,7 +409,7 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
                         call,
                         tool,
                         item_id,
-                        filed,
+                        filed: *filed,
                         handoff,
                     };
                     let reason = format!("{reason}; run it again outside the sandbox?");

@@ -28,7 +28,7 @@ pub(crate) enum Ran {
     /// The sandbox denied the command something and the policy asks before
     /// a re-run outside it: the item stays open, the call goes back to the
     /// caller with the reason to ask with.
-    Denied { filed: Filed, reason: String },
+    Denied { filed: Box<Filed>, reason: String },
 }
 
 /// Runs a call the policy let through and logs its completion (and what
@@ -94,7 +94,7 @@ pub(crate) async fn run_filed(
                                 outside,
                             };
                             return Ok(Ran::Denied {
-                                filed,
+                                filed: Box::new(filed),
                                 reason: note,
                             });
                         }
