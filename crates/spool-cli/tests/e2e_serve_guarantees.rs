@@ -406,7 +406,9 @@ async fn a_pending_approval_survives_kill_9_and_a_restart() {
             &[(
                 "call_1",
                 "shell",
-                json!({"command": ["sh", "-c", "echo ran >> ran.txt"]}),
+                // Leaving the sandbox is what asks under on-request.
+                json!({"command": ["sh", "-c", "echo ran >> ran.txt"],
+                       "sandbox_permissions": "require_escalated"}),
             )],
         ),
         message_response("r2", &["Ran it."]),
