@@ -166,6 +166,12 @@ pub fn agent_of(args: &AgentArgs, chosen: &ChosenProvider) -> anyhow::Result<Age
 pub fn confinement(args: &AgentArgs) -> anyhow::Result<Confinement> {
     let classify = args.sandbox_fallback == SandboxFallbackArg::Classify;
     if let Err(missing) = spool_tools::sandbox::probe() {
+        // Without the shell tool no model command runs, so a plain question
+        // works on any kernel (a review's read-only shell then falls back to
+        // classification, which runs known read-only commands only).
+        if !args.tools.contains(&ToolArg::Shell) {
+            return Ok(Confinement::Classify);
+        }
         if classify {
             eprintln!(
                 "spool: warning: commands are not sandboxed ({missing}); judging them by \

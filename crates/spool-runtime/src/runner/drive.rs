@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, watch};
 use super::execute::{Ran, decline, run_filed};
 use super::file_call::{Filed, FiledCall, file_call, prepare};
 use super::items::{ItemSink, OpenItem};
-use super::requests::{Gate, gate, replay_session_grants, retry_request};
+use super::requests::{Gate, approval_request, gate, replay_session_grants};
 use super::{RunError, RunResult, Runner};
 use crate::agent::{Agent, AgentSet};
 use crate::now_ms;
@@ -413,7 +413,7 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
                         handoff,
                     };
                     let reason = format!("{reason}; run it again outside the sandbox?");
-                    if let Some(request) = retry_request(
+                    if let Some(request) = approval_request(
                         &filed,
                         &reason,
                         &self.agent,

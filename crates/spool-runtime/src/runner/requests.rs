@@ -156,18 +156,6 @@ pub(crate) fn leaves_sandbox(filed: &FiledCall, agent: &Agent, retry: bool) -> b
     }
 }
 
-/// The request asking to run a command again outside the sandbox, after
-/// the sandbox denied it something.
-pub(crate) fn retry_request(
-    filed: &FiledCall,
-    reason: &str,
-    agent: &Agent,
-    thread_id: &str,
-    turn_id: &str,
-) -> Option<PendingRequest> {
-    approval_request(filed, reason, agent, thread_id, turn_id)
-}
-
 /// The hosts a command's arguments name as URLs (`scheme://host[:port]/…`),
 /// each once, with the URL's scheme.
 pub(crate) fn hosts_in(argv: &[String]) -> Vec<(String, String)> {
@@ -251,7 +239,9 @@ fn new_request(request: ServerRequest, item_id: &str) -> PendingRequest {
     }
 }
 
-fn approval_request(
+/// The approval request for a call the policy (or, for a re-run outside
+/// the sandbox, a denial) says a person must allow.
+pub(crate) fn approval_request(
     filed: &FiledCall,
     reason: &str,
     agent: &Agent,

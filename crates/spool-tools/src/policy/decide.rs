@@ -30,6 +30,22 @@ pub fn leaves_sandbox(
     escalation_requested || retry_after_denial || !path_within(cwd, workspace_root)
 }
 
+/// A deny rule's refusal, else whether an allow rule or a session approval
+/// grants the command.
+fn rule_or_grant(argv: &[String], grants: &Grants) -> Result<bool, Verdict> {
+    let rule = grants.exec_rule_for(argv);
+    if let Some(rule) = rule
+        && rule.decision == RuleDecision::Deny
+    {
+        return Err(refuse(format!(
+            "{} is denied by the rule on commands starting with {}",
+            display_command(argv),
+            display_command(&rule.pattern)
+        )));
+    }
+    Ok(rule.is_some() || grants.session.is_command_approved(argv))
+}
+
 fn decide_confined_shell(
     policy: ApprovalPolicy,
     sandbox: SandboxMode,
@@ -37,16 +53,10 @@ fn decide_confined_shell(
     grants: &Grants,
 ) -> Verdict {
     let command = display_command(call.argv);
-    let rule = grants.exec_rule_for(call.argv);
-    if let Some(rule) = rule
-        && rule.decision == RuleDecision::Deny
-    {
-        return refuse(format!(
-            "{command} is denied by the rule on commands starting with {}",
-            display_command(&rule.pattern)
-        ));
-    }
-    let granted = rule.is_some() || grants.session.is_command_approved(call.argv);
+    let granted = match rule_or_grant(call.argv, grants) {
+        Err(refusal) => return refusal,
+        Ok(granted) => granted,
+    };
     let leaving = if call.escalation_requested {
         Some(format!(
             "the model asked to run {command} outside the sandbox ({sandbox})"
@@ -195,16 +205,10 @@ fn decide_shell(
     known_safe: bool,
 ) -> Verdict {
     let command = display_command(argv);
-    let rule = grants.exec_rule_for(argv);
-    if let Some(rule) = rule
-        && rule.decision == RuleDecision::Deny
-    {
-        return refuse(format!(
-            "{command} is denied by the rule on commands starting with {}",
-            display_command(&rule.pattern)
-        ));
-    }
-    let granted = rule.is_some() || grants.session.is_command_approved(argv);
+    let granted = match rule_or_grant(argv, grants) {
+        Err(refusal) => return refusal,
+        Ok(granted) => granted,
+    };
     // Without an OS sandbox only commands known to be read-only can be said
     // to stay inside one; anything else could write anywhere.
     let within = match sandbox {
@@ -362,24 +366,11 @@ fn refuse(reason: String) -> Verdict {
 /// The command as a person would type it, quoted where needed so the reason
 /// shows word boundaries, and bounded (reasons end up in UIs and prompts).
 fn display_command(argv: &[String]) -> String {
-    let words: Vec<String> = argv.iter().map(|w| shell_quote(w)).collect();
-    let mut text = format!("`{}`", words.join(" "));
+    let mut text = format!("`{}`", crate::shell::format_command(argv));
     if text.chars().count() > 200 {
         text = format!("{}…`", text.chars().take(199).collect::<String>());
     }
     text
-}
-
-fn shell_quote(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
-    if plain {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
 }
 
 fn display_paths(paths: &[&PathBuf]) -> String {

@@ -12,6 +12,7 @@
 //! script) gets `--no-ext-diff --no-textconv` after `diff`, `log`, `show`
 //! and `whatchanged`.
 
+use super::format::format_command;
 use super::parse::{is_assignment, parse_script, shell_script};
 
 /// Settings that turn off the program-running parts of git's config for
@@ -90,23 +91,10 @@ fn neutralize_script(script: &str) -> Option<String> {
         }
         let words: Vec<String> = command.words.iter().map(|w| w.text.clone()).collect();
         if let Some(rewritten) = neutralize_words(&words) {
-            let text: Vec<String> = rewritten.iter().map(|w| quote(w)).collect();
-            out.replace_range(command.span.clone(), &text.join(" "));
+            out.replace_range(command.span.clone(), &format_command(&rewritten));
         }
     }
     Some(out)
-}
-
-fn quote(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
-    if plain {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
 }
 
 #[cfg(test)]
