@@ -28,14 +28,32 @@ pub struct Agent {
     pub workspace_root: PathBuf,
     /// How the sandbox mode holds for shell commands.
     pub confinement: Confinement,
-    /// Commands inside the sandbox may use the network.
-    pub sandbox_network: bool,
+    /// What the thread's sandbox policy adds to its mode: more writable
+    /// roots, the network, the temp dirs left out.
+    pub sandbox_options: SandboxOptions,
     /// Environment variables commands get even though their names look
     /// like secrets.
     pub env_pass_through: Vec<String>,
     /// Environment variables that are secrets whatever their names (the
     /// provider's key variable): never given to commands.
     pub env_secrets: Vec<String>,
+}
+
+/// The parts of a sandbox policy beyond its mode (Codex's
+/// `sandboxPolicy`: `writableRoots`, `networkAccess`, `excludeTmpdirEnvVar`,
+/// `excludeSlashTmp`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SandboxOptions {
+    /// Writable besides the workspace under `workspace-write`, for commands
+    /// and patches alike. Absolute; folders that do not exist are skipped.
+    pub writable_roots: Vec<PathBuf>,
+    /// Commands inside the sandbox may use the network, and commands that
+    /// name a host are not asked about it (deny rules still hold).
+    pub network: bool,
+    /// `$TMPDIR` is not writable under `workspace-write`.
+    pub exclude_tmpdir_env_var: bool,
+    /// `/tmp` is not writable under `workspace-write`.
+    pub exclude_slash_tmp: bool,
 }
 
 /// How commands are kept inside the sandbox mode.
@@ -64,7 +82,7 @@ impl Agent {
             sandbox: SandboxMode::default(),
             workspace_root: workspace_root.into(),
             confinement: Confinement::default(),
-            sandbox_network: false,
+            sandbox_options: SandboxOptions::default(),
             env_pass_through: Vec::new(),
             env_secrets: Vec::new(),
         }

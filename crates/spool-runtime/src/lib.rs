@@ -8,7 +8,9 @@ pub mod runner;
 pub mod turn;
 mod usage;
 
-pub use agent::{Agent, AgentSet, Confinement, DynamicTool, ModelSettings, ShellTool, Tool};
+pub use agent::{
+    Agent, AgentSet, Confinement, DynamicTool, ModelSettings, SandboxOptions, ShellTool, Tool,
+};
 pub use runner::{
     ClientRequests, REVIEWER_INSTRUCTIONS, Review, RunError, RunResult, RunStatus, Runner, reviewer,
 };

@@ -428,8 +428,8 @@ impl Ceilings {
         if let Some(policy) = settings.approval_policy {
             self.check_approval_policy(policy, fields.approval_policy)?;
         }
-        if let Some(mode) = settings.sandbox {
-            self.check_sandbox_mode(mode, fields.sandbox)?;
+        if let Some(policy) = &settings.sandbox {
+            self.check_sandbox_mode(policy_mode(policy).0, fields.sandbox)?;
         }
         if let Some(cwd) = &settings.cwd {
             settings.cwd = Some(self.check_cwd(cwd, fields.cwd)?);

@@ -47,7 +47,10 @@ pub struct ThreadSettings {
     pub model: Option<String>,
     pub cwd: Option<String>,
     pub approval_policy: Option<AskForApproval>,
-    pub sandbox: Option<SandboxMode>,
+    /// A mode (`thread/start`'s `sandbox`, as its default policy) or the
+    /// full policy of `turn/start`'s `sandboxPolicy` (extra writable roots,
+    /// the network).
+    pub sandbox: Option<SandboxPolicy>,
     pub instructions: Option<String>,
     /// Tools the client runs (`thread/start`'s `dynamicTools`), called
     /// through `item/tool/call`.
@@ -163,7 +166,7 @@ impl Hub {
             model: settings.model.or(d.model.clone()),
             cwd: settings.cwd.or(d.cwd.clone()),
             approval_policy: settings.approval_policy.or(d.approval_policy),
-            sandbox: settings.sandbox.or(d.sandbox),
+            sandbox: settings.sandbox.or(d.sandbox.clone()),
             instructions: settings.instructions.or(d.instructions.clone()),
             dynamic_tools: settings.dynamic_tools,
         }

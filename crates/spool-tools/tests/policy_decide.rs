@@ -52,7 +52,10 @@ fn verdict(policy: ApprovalPolicy, sandbox: SandboxMode, call: &Call, grants: &G
             cwd: Path::new(ROOT),
             escalation_requested: *esc,
         },
-        Call::Patch(paths) => ToolRequest::Patch { paths },
+        Call::Patch(paths) => ToolRequest::Patch {
+            paths,
+            extra_roots: &[],
+        },
         Call::Net(host) => ToolRequest::Network { host },
     };
     decide(
@@ -313,4 +316,30 @@ fn patch_paths_are_compared_lexically() {
         );
         assert_eq!(letter(&v), want, "{v:?}");
     }
+}
+
+#[test]
+fn a_patch_may_write_in_an_extra_writable_root_but_not_its_git() {
+    let workspace = tempfile::tempdir().unwrap();
+    let extra = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let grants = Grants::default();
+    let verdict = |paths: &[PathBuf], extra_roots: &[PathBuf]| {
+        decide(
+            ApprovalPolicy::Never,
+            SandboxMode::WorkspaceWrite,
+            workspace.path(),
+            ToolRequest::Patch { paths, extra_roots },
+            &grants,
+            known_safe,
+        )
+    };
+    let roots = [extra.path().to_path_buf()];
+    let in_extra = [extra.path().join("f.txt")];
+    assert_eq!(verdict(&in_extra, &roots), Verdict::Run);
+    assert!(matches!(verdict(&in_extra, &[]), Verdict::Refuse { .. }));
+    let git = [extra.path().join(".git/config")];
+    assert!(matches!(verdict(&git, &roots), Verdict::Refuse { .. }));
+    let other = [elsewhere.path().join("f.txt")];
+    assert!(matches!(verdict(&other, &roots), Verdict::Refuse { .. }));
 }

@@ -141,12 +141,21 @@ fn accept_for_session_approves_exactly_what_was_asked() {
     assert!(matches!(check(shell(&other), &grants), Verdict::Ask { .. }));
 
     let paths = vec![PathBuf::from("/etc/hosts")];
-    let patch = ToolRequest::Patch { paths: &paths };
+    let patch = ToolRequest::Patch {
+        paths: &paths,
+        extra_roots: &[],
+    };
     ApprovalDecision::AcceptForSession.apply_to(&mut grants, patch);
     assert_eq!(check(patch, &grants), Verdict::Run);
     let sibling = vec![PathBuf::from("/etc/passwd")];
     assert!(matches!(
-        check(ToolRequest::Patch { paths: &sibling }, &grants),
+        check(
+            ToolRequest::Patch {
+                paths: &sibling,
+                extra_roots: &[]
+            },
+            &grants
+        ),
         Verdict::Ask { .. }
     ));
 

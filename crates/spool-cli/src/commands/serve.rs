@@ -15,8 +15,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use spool_protocol::{DynamicToolFunctionSpec, DynamicToolNamespaceTool, DynamicToolSpec};
-use spool_runtime::{Agent, DynamicTool, ModelSettings, Tool};
+use spool_protocol::{
+    DynamicToolFunctionSpec, DynamicToolNamespaceTool, DynamicToolSpec, SandboxPolicy,
+};
+use spool_runtime::{Agent, DynamicTool, ModelSettings, SandboxOptions, Tool};
 use spool_server::ceilings::Fields;
 use spool_server::{
     AccessRules, AuthToken, Ceilings, Hub, HubOptions, ListenUrl, Listeners, Shutdown,
@@ -46,7 +48,7 @@ pub async fn serve(
         model: Some(chosen.model.clone()),
         cwd: Some(cwd),
         approval_policy: Some(args.agent.approval_policy),
-        sandbox: Some(args.agent.sandbox),
+        sandbox: Some(SandboxPolicy::from_mode(args.agent.sandbox)),
         instructions: chosen.instructions.clone(),
         dynamic_tools: Vec::new(),
     };
@@ -78,8 +80,8 @@ pub async fn serve(
         if let Some(policy) = settings.approval_policy {
             agent.approval_policy = policy;
         }
-        if let Some(sandbox) = settings.sandbox {
-            agent.sandbox = sandbox;
+        if let Some(policy) = &settings.sandbox {
+            apply_sandbox(&mut agent, policy);
         }
         agent.tools.extend(client_tools(&settings.dynamic_tools));
         agent
@@ -170,4 +172,35 @@ fn auth_token(args: &ServeArgs) -> anyhow::Result<Option<AuthToken>> {
         )),
         Err(_) => Ok(None),
     }
+}
+
+/// A thread's sandbox policy on its agent: the mode, and what the policy
+/// adds to it. Relative writable roots are taken from the workspace.
+fn apply_sandbox(agent: &mut Agent, policy: &SandboxPolicy) {
+    agent.sandbox = policy.mode();
+    agent.sandbox_options = match policy {
+        SandboxPolicy::ReadOnly { network_access } => SandboxOptions {
+            network: *network_access,
+            ..SandboxOptions::default()
+        },
+        SandboxPolicy::WorkspaceWrite {
+            writable_roots,
+            network_access,
+            exclude_tmpdir_env_var,
+            exclude_slash_tmp,
+        } => SandboxOptions {
+            writable_roots: writable_roots
+                .iter()
+                .map(|root| agent.workspace_root.join(root))
+                .collect(),
+            network: *network_access,
+            exclude_tmpdir_env_var: *exclude_tmpdir_env_var,
+            exclude_slash_tmp: *exclude_slash_tmp,
+        },
+        // No sandbox: something outside spool confines the process, or
+        // nothing does.
+        SandboxPolicy::DangerFullAccess | SandboxPolicy::ExternalSandbox { .. } => {
+            SandboxOptions::default()
+        }
+    };
 }

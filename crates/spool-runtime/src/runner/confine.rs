@@ -70,30 +70,49 @@ pub(crate) fn prepare(
     })
 }
 
-/// The sandbox of one command: the agent's mode, with the network allowed
-/// when the thread allows it or the command names hosts that the network
-/// rules (or a person) already let through.
+/// The sandbox of one command: the agent's mode and the thread's options,
+/// with the network allowed when the thread allows it or the command names
+/// hosts that the network rules (or a person) already let through.
 pub(crate) fn policy_for(
     agent: &Agent,
     command: &ShellCommand,
 ) -> Result<SandboxPolicy, sandbox::SandboxPolicyError> {
-    let network = agent.sandbox_network || !hosts_in(&command.argv).is_empty();
+    let network = agent.sandbox_options.network || !hosts_in(&command.argv).is_empty();
     match agent.sandbox {
         SandboxMode::ReadOnly | SandboxMode::DangerFullAccess => {
             Ok(SandboxPolicy::read_only(network))
         }
         SandboxMode::WorkspaceWrite => {
-            let mut roots = vec![agent.workspace_root.clone()];
-            // Temp dirs are writable, as in Codex: compilers and test
-            // runners need them, and they hold nothing of the user's.
-            roots.push(PathBuf::from("/tmp"));
-            if let Some(tmp) = std::env::var_os("TMPDIR") {
-                roots.push(PathBuf::from(tmp));
-            }
-            let roots = roots.into_iter().filter(|r| r.is_dir());
-            SandboxPolicy::writable_roots(roots, network)
+            SandboxPolicy::writable_roots(writable_roots(agent), network)
         }
     }
+}
+
+/// Where `workspace-write` lets an agent's commands and patches write: the
+/// workspace, the thread's extra roots, and the temp dirs unless the
+/// thread left them out (they are writable by default, as in Codex:
+/// compilers and test runners need them, and they hold nothing of the
+/// user's). Folders that do not exist are skipped.
+pub(crate) fn writable_roots(agent: &Agent) -> Vec<PathBuf> {
+    let mut roots = vec![agent.workspace_root.clone()];
+    roots.extend(extra_writable_roots(agent));
+    roots.retain(|r| r.is_dir());
+    roots
+}
+
+/// [`writable_roots`] besides the workspace, whether they exist or not.
+pub(crate) fn extra_writable_roots(agent: &Agent) -> Vec<PathBuf> {
+    let options = &agent.sandbox_options;
+    let mut roots = options.writable_roots.clone();
+    if !options.exclude_slash_tmp {
+        roots.push(PathBuf::from("/tmp"));
+    }
+    if !options.exclude_tmpdir_env_var
+        && let Some(tmp) = std::env::var_os("TMPDIR")
+    {
+        roots.push(PathBuf::from(tmp));
+    }
+    roots
 }
 
 /// Reads a confined command's outcome.
@@ -114,13 +133,16 @@ pub(crate) fn judge(agent: &Agent, ran: &ShellOutcome, sandboxed: bool) -> Sandb
     }
     let limits = match agent.sandbox {
         SandboxMode::WorkspaceWrite => format!(
-            "it may write only inside the workspace {} and the temp dir, never into .git or \
-             spool.toml",
-            agent.workspace_root.display()
+            "it may write only inside {}, never into .git or spool.toml",
+            writable_roots(agent)
+                .iter()
+                .map(|r| r.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         _ => "it may not write anywhere".to_owned(),
     };
-    let network = if agent.sandbox_network {
+    let network = if agent.sandbox_options.network {
         ""
     } else {
         "; the network is off"

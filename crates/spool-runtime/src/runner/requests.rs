@@ -18,6 +18,7 @@ use spool_store::PendingRequest;
 use spool_tools::policy::{self, Grants, ToolRequest, Verdict};
 use spool_tools::shell;
 
+use super::confine;
 use super::file_call::{Filed, FiledCall};
 use crate::agent::{Agent, Confinement};
 use crate::now_ms;
@@ -51,6 +52,17 @@ pub(crate) fn gate(
     // access to it: the network rules speak first.
     if let Filed::Shell { command, .. } = &filed.filed {
         for (host, protocol) in hosts_in(&command.argv) {
+            // A thread whose sandbox has the network on asks about no host;
+            // a rule that denies one still holds.
+            if agent.sandbox_options.network {
+                if grants
+                    .network_rule_for(&host)
+                    .is_some_and(|rule| rule.decision == policy::RuleDecision::Deny)
+                {
+                    return Gate::Refuse(format!("network access to {host} is denied by a rule"));
+                }
+                continue;
+            }
             let verdict = policy::decide_with(
                 enforcement(agent),
                 agent.approval_policy,
@@ -94,7 +106,10 @@ pub(crate) fn gate(
             agent.approval_policy,
             agent.sandbox,
             &agent.workspace_root,
-            ToolRequest::Patch { paths },
+            ToolRequest::Patch {
+                paths,
+                extra_roots: &confine::extra_writable_roots(agent),
+            },
             grants,
             shell::is_known_safe,
         ),
@@ -364,7 +379,13 @@ pub(crate) fn apply_answer(
         ) => {
             let root: Vec<PathBuf> = params.grant_root.iter().map(PathBuf::from).collect();
             let decision = policy::ApprovalDecision::from(response.decision);
-            let effect = decision.apply_to(grants, ToolRequest::Patch { paths: &root });
+            let effect = decision.apply_to(
+                grants,
+                ToolRequest::Patch {
+                    paths: &root,
+                    extra_roots: &[],
+                },
+            );
             AnswerEffect {
                 run: effect.run,
                 interrupt_turn: effect.interrupt_turn,

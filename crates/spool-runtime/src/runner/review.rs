@@ -84,7 +84,7 @@ pub fn reviewer(agent: &Agent) -> Agent {
         // The thread's confinement: with the kernel sandbox, the reviewer's
         // commands run read-only inside it.
         confinement: agent.confinement.clone(),
-        sandbox_network: false,
+        sandbox_options: Default::default(),
         env_pass_through: agent.env_pass_through.clone(),
         env_secrets: agent.env_secrets.clone(),
     }

@@ -7,7 +7,7 @@ fn settings(
 ) -> ThreadSettings {
     ThreadSettings {
         approval_policy,
-        sandbox,
+        sandbox: sandbox.map(SandboxPolicy::from_mode),
         cwd: cwd.map(str::to_owned),
         ..ThreadSettings::default()
     }

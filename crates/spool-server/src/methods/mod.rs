@@ -184,24 +184,9 @@ fn settings_of(
         model,
         cwd,
         approval_policy,
-        sandbox,
+        sandbox: sandbox.map(SandboxPolicy::from_mode),
         instructions,
         dynamic_tools: Vec::new(),
-    }
-}
-
-fn sandbox_policy(mode: SandboxMode) -> SandboxPolicy {
-    match mode {
-        SandboxMode::ReadOnly => SandboxPolicy::ReadOnly {
-            network_access: false,
-        },
-        SandboxMode::WorkspaceWrite => SandboxPolicy::WorkspaceWrite {
-            writable_roots: Vec::new(),
-            network_access: false,
-            exclude_tmpdir_env_var: false,
-            exclude_slash_tmp: false,
-        },
-        SandboxMode::DangerFullAccess => SandboxPolicy::DangerFullAccess,
     }
 }
 
@@ -247,7 +232,9 @@ pub(crate) fn session(hub: &Hub, thread: Thread, settings: ThreadSettings) -> Th
         instruction_sources: Vec::new(),
         approval_policy: settings.approval_policy.unwrap_or_default(),
         approvals_reviewer: ApprovalsReviewer::default(),
-        sandbox: sandbox_policy(settings.sandbox.unwrap_or_default()),
+        sandbox: settings
+            .sandbox
+            .unwrap_or_else(|| SandboxPolicy::from_mode(SandboxMode::default())),
         reasoning_effort: None,
     }
 }
@@ -425,7 +412,7 @@ async fn turn_start(hub: &Arc<Hub>, params: TurnStartParams) -> Result<Reply, Me
     if let Some(sandbox) = &params.sandbox_policy {
         hub.ceilings()
             .check_sandbox_policy(sandbox, settings.cwd.as_deref())?;
-        settings.sandbox = Some(sandbox.mode());
+        settings.sandbox = Some(sandbox.clone());
     }
     if let Some(model) = params.model.clone() {
         settings.model = Some(model);

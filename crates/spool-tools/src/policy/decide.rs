@@ -98,6 +98,9 @@ pub enum ToolRequest<'a> {
     Patch {
         /// Every file the patch touches: absolute, already resolved.
         paths: &'a [PathBuf],
+        /// Writable besides the workspace under `workspace-write` (the
+        /// thread's extra roots, the temp dirs), as for commands.
+        extra_roots: &'a [PathBuf],
     },
     Network {
         host: &'a str,
@@ -189,8 +192,10 @@ pub fn decide_with(
                 ),
             }
         }
-        ToolRequest::Patch { paths } => {
-            decide_patch(policy, sandbox, workspace_root, paths, grants)
+        ToolRequest::Patch { paths, extra_roots } => {
+            let mut roots = vec![workspace_root.to_path_buf()];
+            roots.extend(extra_roots.iter().cloned());
+            decide_patch(policy, sandbox, &roots, paths, grants)
         }
         ToolRequest::Network { host } => decide_network(policy, sandbox, host, grants),
     }
@@ -254,24 +259,29 @@ fn decide_shell(
 fn decide_patch(
     policy: ApprovalPolicy,
     sandbox: SandboxMode,
-    workspace_root: &Path,
+    roots: &[PathBuf],
     paths: &[PathBuf],
     grants: &Grants,
 ) -> Verdict {
     let granted = grants.session.covers_paths(paths);
-    // The same write rules the kernel applies to commands: beneath the
-    // workspace once symlinks are resolved, never into `.git` or the
-    // project's spool.toml.
-    let sandbox_policy = SandboxPolicy::writable_roots([workspace_root.to_path_buf()], false).ok();
+    let workspace_root = &roots[0];
+    // The same write rules the kernel applies to commands: beneath a
+    // writable root once symlinks are resolved, never into `.git` or a
+    // root's spool.toml. Roots that do not exist hold nothing to write.
+    let existing = roots.iter().filter(|r| r.is_dir()).cloned();
+    let sandbox_policy = SandboxPolicy::writable_roots(existing, false).ok();
     let outside: Vec<&PathBuf> = paths
         .iter()
         .filter(|p| {
-            !path_within(p, workspace_root)
-                || is_protected(p, workspace_root)
+            let Some(root) = roots.iter().find(|root| path_within(p, root)) else {
+                return true;
+            };
+            is_protected(p, root)
                 // Resolved: a symlink inside the workspace may lead out.
-                || sandbox_policy
-                    .as_ref()
-                    .is_some_and(|policy| !policy.allows_write(p))
+                || (root.is_dir()
+                    && sandbox_policy
+                        .as_ref()
+                        .is_some_and(|policy| !policy.allows_write(p)))
         })
         .collect();
     let within = match sandbox {

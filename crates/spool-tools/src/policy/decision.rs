@@ -71,7 +71,7 @@ impl ApprovalDecision {
                 effect.run = true;
                 match request {
                     ToolRequest::Shell { argv, .. } => grants.approve_command_for_session(argv),
-                    ToolRequest::Patch { paths } => {
+                    ToolRequest::Patch { paths, .. } => {
                         for path in paths {
                             grants.approve_root_for_session(path.clone());
                         }

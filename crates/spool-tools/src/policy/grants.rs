@@ -285,7 +285,8 @@ impl Grants {
         self.exec_rules.evaluate(argv, self.thread.as_deref())
     }
 
-    pub(super) fn network_rule_for(&self, host: &str) -> Option<&NetworkRule> {
+    /// The rule that decides network access to `host`, if any.
+    pub fn network_rule_for(&self, host: &str) -> Option<&NetworkRule> {
         self.network_rules.evaluate(host, self.thread.as_deref())
     }
 }
