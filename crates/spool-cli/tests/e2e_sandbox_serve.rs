@@ -52,8 +52,15 @@ fn command_items(client: &Client) -> Vec<Value> {
         .collect()
 }
 
+/// `on-failure` is spool's addition (Codex 0.163.0 dropped it), so a client
+/// asking for it opts into spool's additions.
 async fn start_thread(client: &mut Client, settings: Value) -> String {
-    client.initialize(json!({})).await;
+    let capabilities = if settings["approvalPolicy"] == "on-failure" {
+        json!({"spool": {"seq": true}})
+    } else {
+        json!({})
+    };
+    client.initialize(capabilities).await;
     let started = client.call(1, "thread/start", settings).await;
     thread_id_of(&started)
 }

@@ -203,6 +203,10 @@ pub struct CommandExecutionRequestApprovalParams {
     pub thread_id: String,
     pub turn_id: String,
     pub item_id: String,
+    /// When the request was asked (Unix ms). Requests stored before spool
+    /// wrote it read as 0 and take their row's creation time.
+    #[serde(default)]
+    pub started_at_ms: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -237,6 +241,9 @@ pub struct FileChangeRequestApprovalParams {
     pub thread_id: String,
     pub turn_id: String,
     pub item_id: String,
+    /// As [`CommandExecutionRequestApprovalParams::started_at_ms`].
+    #[serde(default)]
+    pub started_at_ms: i64,
     #[serde(default)]
     pub reason: Option<String>,
     #[serde(default)]
@@ -306,6 +313,20 @@ impl ServerRequest {
             ServerRequest::CommandExecutionRequestApproval(p) => &p.turn_id,
             ServerRequest::FileChangeRequestApproval(p) => &p.turn_id,
             ServerRequest::DynamicToolCall(p) => &p.turn_id,
+        }
+    }
+
+    /// Sets when an approval was asked, where it is not set yet (a new
+    /// request, or one stored before the field existed). A client-run
+    /// tool call carries no time.
+    pub fn stamp_started_at(&mut self, at_ms: i64) {
+        let started = match self {
+            ServerRequest::CommandExecutionRequestApproval(p) => &mut p.started_at_ms,
+            ServerRequest::FileChangeRequestApproval(p) => &mut p.started_at_ms,
+            ServerRequest::DynamicToolCall(_) => return,
+        };
+        if *started == 0 {
+            *started = at_ms;
         }
     }
 
@@ -399,6 +420,7 @@ mod tests {
             thread_id: "t".into(),
             turn_id: "u".into(),
             item_id: "i".into(),
+            started_at_ms: 7,
             reason: None,
             grant_root: None,
         });
@@ -406,7 +428,8 @@ mod tests {
         assert_eq!(
             wire,
             json!({"method": "item/fileChange/requestApproval", "params": {
-                "threadId": "t", "turnId": "u", "itemId": "i", "reason": null, "grantRoot": null}})
+                "threadId": "t", "turnId": "u", "itemId": "i", "startedAtMs": 7, "reason": null,
+                "grantRoot": null}})
         );
         assert_eq!(wire["method"], request.method());
     }

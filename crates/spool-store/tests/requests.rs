@@ -20,6 +20,7 @@ fn approval_request(thread: &str, turn: &str, item: &str, request_id: &str) -> P
                 thread_id: thread.to_owned(),
                 turn_id: turn.to_owned(),
                 item_id: item.to_owned(),
+                started_at_ms: 1_000,
                 approval_id: None,
                 reason: Some("writes outside the workspace".to_owned()),
                 network_approval_context: None,
@@ -177,4 +178,26 @@ async fn a_corrupt_request_row_is_a_clear_error() {
         text.contains("pending_requests") && text.contains("req-1"),
         "{text}"
     );
+}
+
+#[tokio::test]
+async fn an_approval_stored_without_its_start_time_reads_with_its_rows_creation_time() {
+    let dir = tempdir().unwrap();
+    let store = open(dir.path());
+    let thread = new_thread(&store, false).await;
+    store
+        .append(&thread, vec![turn_started(&thread, "turn-1")])
+        .await
+        .unwrap();
+    let mut request = approval_request(&thread, "turn-1", "item-1", "req-1");
+    // As rows written before the field existed read.
+    if let ServerRequest::CommandExecutionRequestApproval(params) = &mut request.request {
+        params.started_at_ms = 0;
+    }
+    store.open_request(request, None).await.unwrap();
+    let read = store.open_requests(&thread).await.unwrap();
+    let ServerRequest::CommandExecutionRequestApproval(params) = &read[0].request else {
+        panic!("{read:?}");
+    };
+    assert_eq!(params.started_at_ms, 1_000);
 }

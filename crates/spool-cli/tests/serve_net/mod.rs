@@ -1,7 +1,8 @@
-//! Network clients of `spool serve` for the end-to-end tests, written by
-//! hand on a TCP socket to need no dependency: the server as a child
-//! process (its bound addresses read from stderr), HTTP/1.1 requests, SSE
-//! streams (chunked), and a minimal WebSocket client (text frames).
+//! Network clients of `spool serve` for the end-to-end tests: the server
+//! as a child process (its bound addresses read from stderr), HTTP/1.1
+//! requests and SSE streams (chunked) written on a TCP socket to see the
+//! exact bytes, and a WebSocket client (tokio-tungstenite) whose messages
+//! are checked against Codex's schema.
 
 #![allow(dead_code)]
 
@@ -14,7 +15,10 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
 
+use tokio_tungstenite::tungstenite::Message;
+
 use crate::support::Home;
+use crate::support::schema::Conformance;
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -407,12 +411,15 @@ impl Sse {
     }
 }
 
-/// A minimal WebSocket client: text frames in and out.
+/// A WebSocket client (tokio-tungstenite) speaking JSON text frames;
+/// everything it receives is checked against Codex's schema.
 pub struct WebSocket {
-    reader: BufReader<TcpStream>,
+    stream: tokio_tungstenite::WebSocketStream<TcpStream>,
+    pub conformance: Conformance,
 }
 
 /// The outcome of a WebSocket handshake.
+#[allow(clippy::large_enum_variant)] // one per test connection
 pub enum Upgrade {
     Open(WebSocket),
     Refused(Response),
@@ -421,84 +428,62 @@ pub enum Upgrade {
 impl WebSocket {
     /// An upgrade request with `Host: ADDR` unless `headers` has a Host.
     pub async fn connect(addr: &str, path: &str, headers: &[(&str, &str)]) -> Upgrade {
-        let mut stream = TcpStream::connect(addr).await.expect("the server accepts");
-        let mut text = format!(
-            "GET {path} HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-        );
-        if !has_header(headers, "host") {
-            text.push_str(&format!("Host: {addr}\r\n"));
-        }
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
+        let stream = TcpStream::connect(addr).await.expect("the server accepts");
+        let mut request = format!("ws://{addr}{path}").into_client_request().unwrap();
         for (name, value) in headers {
-            text.push_str(&format!("{name}: {value}\r\n"));
+            request.headers_mut().insert(
+                HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                HeaderValue::from_str(value).unwrap(),
+            );
         }
-        text.push_str("\r\n");
-        stream.write_all(text.as_bytes()).await.unwrap();
-        let mut reader = BufReader::new(stream);
-        let (status, headers) = read_head(&mut reader).await;
-        if status == 101 {
-            return Upgrade::Open(WebSocket { reader });
+        match tokio_tungstenite::client_async(request, stream).await {
+            Ok((stream, _)) => Upgrade::Open(WebSocket {
+                stream,
+                conformance: Conformance::default(),
+            }),
+            Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+                let headers = response
+                    .headers()
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or_default().to_owned()))
+                    .collect();
+                let body = response.body().clone().unwrap_or_default();
+                Upgrade::Refused(Response {
+                    status: response.status().as_u16(),
+                    headers,
+                    body: String::from_utf8_lossy(&body).into_owned(),
+                })
+            }
+            Err(other) => panic!("the WebSocket handshake failed: {other}"),
         }
-        // The connection stays open (keep-alive): read the body by length.
-        let length = headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-            .and_then(|(_, v)| v.parse().ok())
-            .unwrap_or(0);
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).await.unwrap();
-        Upgrade::Refused(Response {
-            status,
-            headers,
-            body: String::from_utf8_lossy(&body).into_owned(),
-        })
     }
 
-    /// Sends one text frame (masked, as a client must).
+    /// Sends one text frame.
     pub async fn send(&mut self, message: &Value) {
-        let payload = message.to_string().into_bytes();
-        let mask = [0x12u8, 0x34, 0x56, 0x78];
-        let mut frame = vec![0x81];
-        match payload.len() {
-            n if n < 126 => frame.push(0x80 | n as u8),
-            n if n <= 0xffff => {
-                frame.push(0x80 | 126);
-                frame.extend((n as u16).to_be_bytes());
-            }
-            n => {
-                frame.push(0x80 | 127);
-                frame.extend((n as u64).to_be_bytes());
-            }
-        }
-        frame.extend(mask);
-        frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
-        self.reader.get_mut().write_all(&frame).await.unwrap();
+        use futures_util::SinkExt;
+        self.conformance.sent(message);
+        self.stream
+            .send(Message::text(message.to_string()))
+            .await
+            .unwrap();
     }
 
     /// The next text frame as JSON; `None` when the server closed.
     pub async fn next(&mut self) -> Option<Value> {
+        use futures_util::StreamExt;
         loop {
-            let mut head = [0u8; 2];
-            tokio::time::timeout(WAIT, self.reader.read_exact(&mut head))
+            let frame = tokio::time::timeout(WAIT, self.stream.next())
                 .await
-                .expect("the server sends within 30 s")
-                .ok()?;
-            let opcode = head[0] & 0x0f;
-            let mut len = u64::from(head[1] & 0x7f);
-            if len == 126 {
-                let mut b = [0u8; 2];
-                self.reader.read_exact(&mut b).await.ok()?;
-                len = u64::from(u16::from_be_bytes(b));
-            } else if len == 127 {
-                let mut b = [0u8; 8];
-                self.reader.read_exact(&mut b).await.ok()?;
-                len = u64::from_be_bytes(b);
-            }
-            let mut payload = vec![0u8; len as usize];
-            self.reader.read_exact(&mut payload).await.ok()?;
-            match opcode {
-                0x1 => return Some(serde_json::from_slice(&payload).unwrap()),
-                0x8 => return None,
+                .expect("the server sends within 30 s")?;
+            match frame.ok()? {
+                Message::Text(text) => {
+                    let message: Value = serde_json::from_str(&text).unwrap();
+                    self.conformance.received(&message);
+                    return Some(message);
+                }
+                Message::Close(_) => return None,
                 _ => continue, // ping, pong
             }
         }

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod rpc;
+pub mod schema;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -1,5 +1,6 @@
 //! A JSON-RPC client on a `spool serve` child process over stdio, as a
-//! Codex app-server client talks to it.
+//! Codex app-server client talks to it. Everything it receives is checked
+//! against Codex's schema (see `schema.rs`).
 
 use std::path::Path;
 use std::process::Stdio;
@@ -10,6 +11,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use super::Home;
+use super::schema::Conformance;
 
 /// A JSON-RPC client on a `spool serve` child process.
 pub struct Client {
@@ -18,6 +20,7 @@ pub struct Client {
     pub lines: Lines<BufReader<ChildStdout>>,
     /// Everything received that was not a reply we waited for.
     pub seen: Vec<Value>,
+    pub conformance: Conformance,
 }
 
 impl Client {
@@ -70,6 +73,7 @@ impl Client {
             stdin,
             lines,
             seen: Vec::new(),
+            conformance: Conformance::default(),
         }
     }
 
@@ -78,6 +82,9 @@ impl Client {
     }
 
     pub async fn send_raw(&mut self, line: &str) {
+        if let Ok(message) = serde_json::from_str::<Value>(line) {
+            self.conformance.sent(&message);
+        }
         self.stdin.write_all(line.as_bytes()).await.unwrap();
         self.stdin.write_all(b"\n").await.unwrap();
         self.stdin.flush().await.unwrap();
@@ -89,7 +96,10 @@ impl Client {
             .expect("the server answers within 30 s")
             .unwrap()
             .expect("the server is still there");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+        let message =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        self.conformance.received(&message);
+        message
     }
 
     /// Sends a request and returns its reply (result or error object).

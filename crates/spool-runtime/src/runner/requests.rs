@@ -216,6 +216,7 @@ fn network_request(
             thread_id: thread_id.to_owned(),
             turn_id: turn_id.to_owned(),
             item_id: filed.item_id.clone(),
+            started_at_ms: 0,
             approval_id: None,
             reason: Some(format!("network access to {host}: {reason}")),
             network_approval_context: Some(NetworkApprovalContext {
@@ -241,14 +242,17 @@ fn network_request(
     new_request(request, &filed.item_id)
 }
 
-fn new_request(request: ServerRequest, item_id: &str) -> PendingRequest {
+/// A request asked now: stamped with the time its row records.
+fn new_request(mut request: ServerRequest, item_id: &str) -> PendingRequest {
+    let now = now_ms();
+    request.stamp_started_at(now);
     PendingRequest {
         request_id: uuid::Uuid::now_v7().to_string(),
         thread_id: request.thread_id().to_owned(),
         turn_id: request.turn_id().to_owned(),
         item_id: item_id.to_owned(),
         request,
-        created_at_ms: now_ms(),
+        created_at_ms: now,
         answer: None,
         resolved_at_ms: None,
     }
@@ -269,6 +273,7 @@ pub(crate) fn approval_request(
                 thread_id: thread_id.to_owned(),
                 turn_id: turn_id.to_owned(),
                 item_id: filed.item_id.clone(),
+                started_at_ms: 0,
                 approval_id: None,
                 reason: Some(reason.to_owned()),
                 network_approval_context: None,
@@ -287,6 +292,7 @@ pub(crate) fn approval_request(
                 thread_id: thread_id.to_owned(),
                 turn_id: turn_id.to_owned(),
                 item_id: filed.item_id.clone(),
+                started_at_ms: 0,
                 reason: Some(reason.to_owned()),
                 grant_root: Some(
                     common_root(paths, &agent.workspace_root)

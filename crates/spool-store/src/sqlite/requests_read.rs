@@ -24,8 +24,11 @@ pub(crate) fn decode_pending_request(row: &Row<'_>) -> Result<PendingRequest, St
         }))
     };
     let request_json: String = row.get(4)?;
-    let request =
+    let mut request: spool_protocol::ServerRequest =
         serde_json::from_str(&request_json).map_err(|e| corrupt("request", Box::new(e)))?;
+    let created_at_ms: i64 = row.get(5)?;
+    // Rows written before approvals carried their start time.
+    request.stamp_started_at(created_at_ms);
     let answer = match row.get::<_, Option<String>>(6)? {
         Some(json) => {
             Some(serde_json::from_str(&json).map_err(|e| corrupt("answer", Box::new(e)))?)
@@ -38,7 +41,7 @@ pub(crate) fn decode_pending_request(row: &Row<'_>) -> Result<PendingRequest, St
         turn_id: row.get(2)?,
         item_id: row.get(3)?,
         request,
-        created_at_ms: row.get(5)?,
+        created_at_ms,
         answer,
         resolved_at_ms: row.get(7)?,
     })
