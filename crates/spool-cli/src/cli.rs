@@ -28,6 +28,9 @@ pub enum Command {
     /// terminal).
     Resume(ResumeArgs),
     /// Serve Codex app-server v2 JSON-RPC (stdio, WebSocket) and the HTTP API.
+    /// Also `spool app-server`, as tools that launch `codex app-server`
+    /// spell it.
+    #[command(alias = "app-server")]
     Serve(ServeArgs),
     /// Inspect stored threads.
     #[command(subcommand)]
@@ -85,7 +88,9 @@ pub struct RunArgs {
 /// What the agent may do, and what needs a person first.
 #[derive(Debug, Clone, clap::Args)]
 pub struct AgentArgs {
-    /// Tools the agent may call, comma-separated (default: none).
+    /// Tools the agent may call, comma-separated, or `none` (default:
+    /// none for `run` and `resume`; shell, apply_patch and update_plan for
+    /// `serve`, as Codex offers).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub tools: Vec<ToolArg>,
     /// When to ask before a tool runs: untrusted, on-failure, on-request, never.
@@ -124,6 +129,8 @@ pub enum ToolArg {
     UpdatePlan,
     #[value(name = "view_image")]
     ViewImage,
+    /// No tools at all.
+    None,
 }
 
 #[derive(Debug, clap::Args)]
@@ -179,6 +186,12 @@ pub struct ServeArgs {
     /// unset: any directory.
     #[arg(long = "allowed-root", value_name = "PATH")]
     pub allowed_roots: Vec<PathBuf>,
+    /// A Codex config override, `key=value` with a TOML value, repeatable
+    /// (as `codex app-server -c`): `model`, `model_provider`,
+    /// `approval_policy`, `sandbox_mode`, `model_providers.NAME.base_url`
+    /// and `…wire_api` apply; other keys are ignored with a warning.
+    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE")]
+    pub config_overrides: Vec<String>,
     /// Defaults for threads that do not set their own; they must lie within
     /// the ceilings above.
     #[command(flatten)]

@@ -4,6 +4,7 @@ mod cli;
 mod commands;
 mod config;
 mod home;
+mod overrides;
 mod provider_choice;
 mod render;
 
@@ -76,11 +77,32 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             let (store, chosen) = (open_store()?, choose_provider(&load_config()?)?);
             commands::run::run(store, chosen, args).await
         }
-        Command::Serve(args) => {
+        Command::Serve(mut args) => {
             let store = open_store()?;
-            let config = load_config()?;
-            let chosen = choose_provider(&config)?;
-            commands::serve::serve(store, chosen, config.requirements, args).await
+            let mut config = load_config()?;
+            let mut provider = cli.provider.clone();
+            let env = |k: &str| std::env::var(k).ok();
+            let ignored = overrides::apply(
+                &args.config_overrides,
+                overrides::Targets {
+                    provider: &mut provider,
+                    config: &mut config,
+                    agent: &mut args.agent,
+                },
+                &env,
+            )?;
+            if !ignored.is_empty() {
+                eprintln!(
+                    "spool serve: ignoring -c keys spool has no use for: {}",
+                    ignored.join(", ")
+                );
+            }
+            let chosen = provider_choice::choose(&provider, &config, &env)?;
+            let from_flags = [
+                ("model", provider.model.is_some()),
+                ("model_provider", provider.provider.is_some()),
+            ];
+            commands::serve::serve(store, chosen, config.requirements, args, &from_flags).await
         }
         Command::Resume(args) => {
             let (store, chosen) = (open_store()?, choose_provider(&load_config()?)?);

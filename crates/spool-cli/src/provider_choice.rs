@@ -104,7 +104,9 @@ pub fn choose(
     })
 }
 
-fn builtin(name: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<ProviderEntry> {
+/// The built-in providers (`openai`, `local`) as spool.toml would define
+/// them.
+pub(crate) fn builtin(name: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<ProviderEntry> {
     match name {
         "openai" => Some(ProviderEntry {
             base_url: OPENAI_URL.to_owned(),

@@ -48,6 +48,11 @@ impl ModelProvider for ChatProvider {
         &self.transport.config.name
     }
 
+    fn list_models(&self) -> crate::ModelList<'_> {
+        let transport = self.transport.clone();
+        Box::pin(async move { transport.list_models().await })
+    }
+
     fn stream(&self, request: ModelRequest) -> ModelStream {
         if request.previous_response_id.is_some() {
             let error = ModelError::InvalidRequest {

@@ -172,4 +172,13 @@ pub trait ModelProvider: Send + Sync {
     /// Start a response. Nothing happens until the stream is polled; dropping
     /// the stream cancels the request.
     fn stream(&self, request: ModelRequest) -> ModelStream;
+    /// The model ids the provider says it serves (`GET {base_url}/models`
+    /// for the HTTP providers); empty when it does not say.
+    fn list_models(&self) -> ModelList<'_> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
 }
+
+/// The answer of [`ModelProvider::list_models`].
+pub type ModelList<'a> =
+    Pin<Box<dyn std::future::Future<Output = Result<Vec<String>, ModelError>> + Send + 'a>>;

@@ -35,6 +35,11 @@ impl ModelProvider for ResponsesProvider {
         &self.transport.config.name
     }
 
+    fn list_models(&self) -> crate::ModelList<'_> {
+        let transport = self.transport.clone();
+        Box::pin(async move { transport.list_models().await })
+    }
+
     fn stream(&self, request: ModelRequest) -> ModelStream {
         let endpoint = self.transport.endpoint("responses");
         let body = request_body(&request);

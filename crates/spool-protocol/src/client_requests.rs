@@ -29,12 +29,21 @@
 //! | `turn/interrupt` | [`TurnInterruptParams`] | [`TurnInterruptResponse`] |
 //! | `review/start` | [`ReviewStartParams`] | [`ReviewStartResponse`] |
 //! | `configRequirements/read` | [`ConfigRequirementsReadParams`] | [`ConfigRequirementsReadResponse`] |
+//! | `account/read` | [`GetAccountParams`] | [`GetAccountResponse`] |
+//! | `config/read` | [`ConfigReadParams`] | [`ConfigReadResponse`] |
+//! | `model/list` | [`ModelListParams`] | [`ModelListResponse`] |
+//! | `skills/list`, `hooks/list` | [`CwdsParams`] | [`SkillsListResponse`], [`HooksListResponse`] |
+//! | `plugin/list` | [`PluginListParams`] | [`PluginListResponse`] |
+//! | `collaborationMode/list` | [`CollaborationModeListParams`] | [`CollaborationModeListResponse`] |
+//! | `thread/loaded/list` | [`ThreadLoadedListParams`] | [`ThreadLoadedListResponse`] |
+//! | `thread/unsubscribe` | [`ThreadUnsubscribeParams`] | [`ThreadUnsubscribeResponse`] |
 
 mod initialize;
 mod requirements;
 mod review;
 mod serde_helpers;
 mod settings;
+mod surface;
 mod thread_history;
 mod thread_lifecycle;
 mod turn;
@@ -46,6 +55,7 @@ pub use settings::{
     ApprovalsReviewer, DynamicToolFunctionSpec, DynamicToolNamespaceSpec, DynamicToolNamespaceTool,
     DynamicToolSpec, NetworkAccess, SandboxPolicy, ThreadStartSource,
 };
+pub use surface::*;
 pub use thread_history::*;
 pub use thread_lifecycle::*;
 pub use turn::*;
@@ -126,6 +136,21 @@ client_requests! {
     ReviewStart => "review/start" (ReviewStartParams),
     /// The ceilings the operator set on what clients may ask for.
     ConfigRequirementsRead => "configRequirements/read" (ConfigRequirementsReadParams),
+    /// spool needs no login: `requiresOpenaiAuth` is false.
+    AccountRead => "account/read" (GetAccountParams),
+    /// The settings new threads get and where each came from.
+    ConfigRead => "config/read" (ConfigReadParams),
+    /// The provider's models (its `/models`), else the configured one.
+    ModelList => "model/list" (ModelListParams),
+    SkillsList => "skills/list" (CwdsParams),
+    HooksList => "hooks/list" (CwdsParams),
+    PluginList => "plugin/list" (PluginListParams),
+    /// Experimental in Codex (not in its published schema).
+    CollaborationModeList => "collaborationMode/list" (CollaborationModeListParams),
+    /// The threads running or watched in this server.
+    ThreadLoadedList => "thread/loaded/list" (ThreadLoadedListParams),
+    /// Stop watching a thread on this connection.
+    ThreadUnsubscribe => "thread/unsubscribe" (ThreadUnsubscribeParams),
 }
 
 impl ClientRequest {
@@ -156,13 +181,22 @@ impl ClientRequest {
 
     /// The thread a request acts on, if it names one. Requests on one
     /// thread are served in order; `None` means no thread (`initialize`,
-    /// `thread/start`, `thread/list`, `configRequirements/read`).
+    /// `thread/start`, `thread/list`, the server-wide reads).
     pub fn thread_id(&self) -> Option<&str> {
         match self {
             ClientRequest::Initialize(_)
             | ClientRequest::ThreadStart(_)
             | ClientRequest::ThreadList(_)
-            | ClientRequest::ConfigRequirementsRead(_) => None,
+            | ClientRequest::ConfigRequirementsRead(_)
+            | ClientRequest::AccountRead(_)
+            | ClientRequest::ConfigRead(_)
+            | ClientRequest::ModelList(_)
+            | ClientRequest::SkillsList(_)
+            | ClientRequest::HooksList(_)
+            | ClientRequest::PluginList(_)
+            | ClientRequest::CollaborationModeList(_)
+            | ClientRequest::ThreadLoadedList(_) => None,
+            ClientRequest::ThreadUnsubscribe(p) => Some(&p.thread_id),
             ClientRequest::ThreadResume(p) => Some(&p.thread_id),
             ClientRequest::ThreadFork(p) => Some(&p.thread_id),
             ClientRequest::ThreadRead(p) => Some(&p.thread_id),
@@ -212,7 +246,7 @@ impl std::fmt::Display for ClientRequestError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ClientRequestError::UnknownMethod { method } => {
-                write!(f, "method not found: {method}")
+                write!(f, "method not found: {method} (spool does not serve it)")
             }
             ClientRequestError::InvalidParams { method, message } => {
                 write!(f, "invalid params for {method}: {message}")

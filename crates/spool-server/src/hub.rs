@@ -67,6 +67,18 @@ pub struct HubOptions {
     pub rules_file: Option<std::path::PathBuf>,
     /// What clients may ask for; `defaults` must lie within them.
     pub ceilings: Ceilings,
+    /// What `account/read` and `config/read` report.
+    pub facts: ServerFacts,
+}
+
+/// How the server was configured, as clients may read it.
+#[derive(Debug, Clone, Default)]
+pub struct ServerFacts {
+    /// The provider is called with an API key from the configuration.
+    pub uses_api_key: bool,
+    /// Setting (Codex's config.toml key: `model`, `approval_policy`, …) →
+    /// the layer that set it; settings spool chose itself are absent.
+    pub origins: std::collections::BTreeMap<String, ConfigLayerMetadata>,
 }
 
 pub struct Hub {
@@ -78,6 +90,7 @@ pub struct Hub {
     rules_file: Option<std::path::PathBuf>,
     agent_for: AgentFactory,
     ceilings: Ceilings,
+    facts: ServerFacts,
     threads: Mutex<HashMap<String, ThreadSlot>>,
     /// Answers awaited for server → client requests, by request id.
     waiting: Mutex<HashMap<String, Waiting>>,
@@ -127,6 +140,7 @@ impl Hub {
             agent_for: options.agent_for,
             rules_file: options.rules_file,
             ceilings: options.ceilings,
+            facts: options.facts,
             threads: Mutex::new(HashMap::new()),
             waiting: Mutex::new(HashMap::new()),
         })
@@ -147,6 +161,32 @@ impl Hub {
     /// What clients may ask for.
     pub fn ceilings(&self) -> &Ceilings {
         &self.ceilings
+    }
+
+    pub fn facts(&self) -> &ServerFacts {
+        &self.facts
+    }
+
+    pub fn provider(&self) -> &Arc<dyn ModelProvider> {
+        &self.provider
+    }
+
+    /// The server's defaults for threads that set nothing.
+    pub fn defaults(&self) -> &ThreadSettings {
+        &self.defaults
+    }
+
+    /// Threads this server holds in memory: running, or watched by a
+    /// client (Codex's "loaded" threads).
+    pub fn loaded_threads(&self) -> Vec<String> {
+        let mut loaded: Vec<String> = self
+            .threads()
+            .iter()
+            .filter(|(_, slot)| slot.running.is_some() || !slot.watchers.is_empty())
+            .map(|(id, _)| id.clone())
+            .collect();
+        loaded.sort();
+        loaded
     }
 
     /// `settings` with the server's defaults where it sets nothing, as the
@@ -245,6 +285,31 @@ impl Hub {
             crate::ordering::forward_in_order(&store, &thread, start, &mut live_rx, &out).await;
         });
         Ok(())
+    }
+
+    /// Stops delivering the thread's events to `connection`. When no one
+    /// watches any more, requests only it was asked are given up, as when
+    /// a connection closes.
+    pub fn unsubscribe(
+        &self,
+        thread_id: &str,
+        connection: ConnectionId,
+    ) -> ThreadUnsubscribeStatus {
+        let orphaned = {
+            let mut threads = self.threads();
+            let Some(slot) = threads.get_mut(thread_id) else {
+                return ThreadUnsubscribeStatus::NotLoaded;
+            };
+            if slot.watchers.remove(&connection).is_none() {
+                return ThreadUnsubscribeStatus::NotSubscribed;
+            }
+            slot.watchers.is_empty()
+        };
+        if orphaned {
+            let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+            waiting.retain(|_, w| w.thread_id != thread_id);
+        }
+        ThreadUnsubscribeStatus::Unsubscribed
     }
 
     /// Stops delivering to `connection` (it closed). Requests only it was

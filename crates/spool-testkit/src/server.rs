@@ -256,15 +256,22 @@ async fn serve(socket: TcpStream, shared: Arc<Mutex<Shared>>) -> io::Result<()> 
     let response = {
         let mut shared = lock(&shared);
         let label = format!("{} {}", request.method, request.path);
-        shared.requests.push(request);
-        shared.queue.pop_front().unwrap_or_else(|| {
-            ScriptedResponse::json(
-                500,
-                &json!({"error": {"message": format!(
-                    "ScriptedServer has no scripted response left for {label}"
-                )}}),
-            )
-        })
+        // The script is of model responses: a client asking which models
+        // there are (`GET …/models`) is told none are listed, and neither
+        // consumes a response nor counts as a request.
+        if request.method == "GET" && request.path.ends_with("/models") {
+            ScriptedResponse::json(404, &json!({"error": {"message": "not listed"}}))
+        } else {
+            shared.requests.push(request);
+            shared.queue.pop_front().unwrap_or_else(|| {
+                ScriptedResponse::json(
+                    500,
+                    &json!({"error": {"message": format!(
+                        "ScriptedServer has no scripted response left for {label}"
+                    )}}),
+                )
+            })
+        }
     };
     let mut socket = reader.into_inner();
     let chunked = write_head(&mut socket, response.status, &response.headers).await?;

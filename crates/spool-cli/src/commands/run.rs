@@ -155,6 +155,7 @@ pub fn agent_of(args: &AgentArgs, chosen: &ChosenProvider) -> anyhow::Result<Age
             ToolArg::ApplyPatch => Tool::ApplyPatch,
             ToolArg::UpdatePlan => Tool::UpdatePlan,
             ToolArg::ViewImage => Tool::ViewImage,
+            ToolArg::None => continue,
         });
     }
     Ok(agent)

@@ -16,18 +16,19 @@ use std::time::Duration;
 
 use anyhow::Context;
 use spool_protocol::{
-    DynamicToolFunctionSpec, DynamicToolNamespaceTool, DynamicToolSpec, SandboxPolicy,
+    ConfigLayerMetadata, ConfigLayerSource, DynamicToolFunctionSpec, DynamicToolNamespaceTool,
+    DynamicToolSpec, SandboxPolicy,
 };
 use spool_runtime::{Agent, DynamicTool, ModelSettings, SandboxOptions, Tool};
 use spool_server::ceilings::Fields;
 use spool_server::{
-    AccessRules, AuthToken, Ceilings, Hub, HubOptions, ListenUrl, Listeners, Shutdown,
+    AccessRules, AuthToken, Ceilings, Hub, HubOptions, ListenUrl, Listeners, ServerFacts, Shutdown,
     ThreadSettings,
 };
 use spool_store::{SqliteStore, Store};
 
 use super::run::{agent_of, build_provider, rules_file};
-use crate::cli::ServeArgs;
+use crate::cli::{ServeArgs, ToolArg};
 use crate::config::Requirements;
 use crate::provider_choice::ChosenProvider;
 
@@ -35,8 +36,10 @@ pub async fn serve(
     store: SqliteStore,
     chosen: ChosenProvider,
     requirements: Requirements,
-    args: ServeArgs,
+    mut args: ServeArgs,
+    from_flags: &[(&str, bool)],
 ) -> anyhow::Result<i32> {
+    args.agent.tools = served_tools(&args.agent.tools);
     let urls = args
         .listen
         .iter()
@@ -92,6 +95,20 @@ pub async fn serve(
         agent_for,
         rules_file: Some(rules_file()?),
         ceilings,
+        facts: ServerFacts {
+            uses_api_key: chosen.api_key.is_some(),
+            origins: from_flags
+                .iter()
+                .filter(|(_, set)| *set)
+                .map(|(key, _)| {
+                    let layer = ConfigLayerMetadata {
+                        name: ConfigLayerSource::SessionFlags,
+                        version: "flags".to_owned(),
+                    };
+                    ((*key).to_owned(), layer)
+                })
+                .collect(),
+        },
     };
     let hub = Hub::new(store.clone(), provider, options);
     for address in listeners.addresses() {
@@ -203,4 +220,17 @@ fn apply_sandbox(agent: &mut Agent, policy: &SandboxPolicy) {
             SandboxOptions::default()
         }
     };
+}
+
+/// The tools a served thread offers: Codex's defaults (shell, apply_patch,
+/// update_plan) unless `--tools` names others; `--tools none` offers none.
+fn served_tools(asked: &[ToolArg]) -> Vec<ToolArg> {
+    if asked.is_empty() {
+        return vec![ToolArg::Shell, ToolArg::ApplyPatch, ToolArg::UpdatePlan];
+    }
+    asked
+        .iter()
+        .copied()
+        .filter(|tool| *tool != ToolArg::None)
+        .collect()
 }

@@ -35,24 +35,31 @@ impl Client {
         extra: &[&str],
         env: &[(&str, &str)],
     ) -> Client {
-        Client::spawn(home, home.path(), model_url, extra, env)
+        Client::spawn(home, home.path(), model_url, &["serve"], extra, env)
+    }
+
+    /// `spool app-server EXTRA`, as tools that launch `codex app-server`
+    /// start it.
+    pub fn app_server(home: &Home, model_url: &str, extra: &[&str]) -> Client {
+        Client::spawn(home, home.path(), model_url, &["app-server"], extra, &[])
     }
 
     /// As [`Client::start`], with the server running in `dir` (its default
     /// `cwd` for threads) instead of the home.
     pub fn start_in(home: &Home, dir: &Path, model_url: &str, extra: &[&str]) -> Client {
-        Client::spawn(home, dir, model_url, extra, &[])
+        Client::spawn(home, dir, model_url, &["serve"], extra, &[])
     }
 
     fn spawn(
         home: &Home,
         dir: &Path,
         model_url: &str,
+        command: &[&str],
         extra: &[&str],
         env: &[(&str, &str)],
     ) -> Client {
         let mut child = Command::new(env!("CARGO_BIN_EXE_spool"))
-            .arg("serve")
+            .args(command)
             .args(extra)
             .current_dir(dir)
             .env("SPOOL_HOME", home.path())

@@ -6,7 +6,10 @@
 //! `history` pages turns and items (`thread/turns/list`,
 //! `thread/items/list`); `reshape` renames, archives, reverts and steers;
 //! `fork` copies a thread's history into a new one; `review` runs
-//! `review/start`; `requirements` answers `configRequirements/read`.
+//! `review/start`; `requirements` answers `configRequirements/read`;
+//! `surface` answers the reads a Codex client makes before its first turn
+//! (account, config, models, skills, hooks, loaded threads) and
+//! `thread/unsubscribe`.
 //!
 //! Every method that sets what a thread runs with checks it against the
 //! operator's ceilings (`Hub::admit`, `crate::ceilings`) before it creates
@@ -22,6 +25,7 @@ mod history;
 mod requirements;
 mod reshape;
 mod review;
+mod surface;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -144,6 +148,15 @@ pub(crate) async fn call(
         ClientRequest::TurnSteer(params) => reshape::steer(hub, params).await,
         ClientRequest::ReviewStart(params) => review::review_start(hub, state, params).await,
         ClientRequest::ConfigRequirementsRead(_) => requirements::read(hub, state),
+        ClientRequest::AccountRead(_) => surface::account(hub),
+        ClientRequest::ConfigRead(_) => surface::config(hub),
+        ClientRequest::ModelList(_) => surface::models(hub).await,
+        ClientRequest::SkillsList(params) => surface::skills(hub, params),
+        ClientRequest::HooksList(params) => surface::hooks(hub, params),
+        ClientRequest::PluginList(_) => reply(PluginListResponse::default()),
+        ClientRequest::CollaborationModeList(_) => reply(CollaborationModeListResponse::default()),
+        ClientRequest::ThreadLoadedList(_) => surface::loaded(hub),
+        ClientRequest::ThreadUnsubscribe(params) => surface::unsubscribe(hub, state, params),
     }
 }
 

@@ -173,6 +173,7 @@ async fn run(args: &BenchServerArgs, dir: &Path, machine: Machine) -> anyhow::Re
         }),
         rules_file: None,
         ceilings: spool_server::Ceilings::none(),
+        facts: spool_server::ServerFacts::default(),
     };
     let hub = Hub::new(store.clone(), provider.clone(), options);
     let listeners = Listeners::bind(

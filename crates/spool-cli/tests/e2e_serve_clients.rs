@@ -1,0 +1,217 @@
+//! What a Codex client meets before its first turn, from `spool
+//! app-server` launched as tools launch `codex app-server`: the reads of
+//! the TUI's bootstrap (each result checked against Codex 0.163.0's schema
+//! by the test client), `-c` overrides, Codex's default tools, loaded
+//! threads and unsubscribing, and -32601 naming a method spool does not
+//! serve.
+
+mod support;
+
+use serde_json::{Value, json};
+use spool_testkit::ScriptedServer;
+use spool_testkit::responses_api::message_response;
+use support::rpc::{Client, thread_id_of};
+use support::*;
+
+fn result(reply: &Value) -> &Value {
+    reply
+        .get("result")
+        .unwrap_or_else(|| panic!("an error: {reply}"))
+}
+
+#[tokio::test]
+async fn the_bootstrap_reads_answer_with_the_servers_true_state() {
+    let model = ScriptedServer::with_responses([message_response("r1", &["Hello."])])
+        .await
+        .unwrap();
+    let home = Home::new();
+    let mut client = Client::app_server(
+        &home,
+        &model.url(),
+        &[
+            "--listen",
+            "stdio://",
+            "-c",
+            "model=\"scripted-model\"",
+            "-c",
+            "approval_policy=\"untrusted\"",
+        ],
+    );
+    client.initialize(json!({})).await;
+
+    let account = client.call(1, "account/read", json!({})).await;
+    assert_eq!(
+        result(&account),
+        &json!({"account": null, "requiresOpenaiAuth": false}),
+        "the local provider needs no key and spool no login"
+    );
+
+    let config = client.call(2, "config/read", json!({})).await;
+    let config = result(&config);
+    assert_eq!(config["config"]["model"], "scripted-model", "{config}");
+    assert_eq!(config["config"]["model_provider"], "local");
+    assert_eq!(config["config"]["approval_policy"], "untrusted");
+    assert_eq!(config["config"]["sandbox_mode"], "workspace-write");
+    assert_eq!(
+        config["origins"]["model"]["name"]["type"], "sessionFlags",
+        "-c set the model: {config}"
+    );
+
+    let models = client.call(3, "model/list", json!({})).await;
+    let models = result(&models)["data"].as_array().unwrap().clone();
+    assert_eq!(models.len(), 1, "the provider lists none: {models:?}");
+    assert_eq!(models[0]["id"], "scripted-model");
+    assert_eq!(models[0]["isDefault"], true);
+
+    let cwd = home.path().display().to_string();
+    let skills = client.call(4, "skills/list", json!({})).await;
+    assert_eq!(
+        result(&skills),
+        &json!({"data": [{"cwd": cwd, "skills": [], "errors": []}]})
+    );
+    let hooks = client.call(5, "hooks/list", json!({"cwds": ["/x"]})).await;
+    assert_eq!(
+        result(&hooks),
+        &json!({"data": [{"cwd": "/x", "hooks": [], "errors": [], "warnings": []}]})
+    );
+    let plugins = client.call(6, "plugin/list", json!({})).await;
+    assert_eq!(result(&plugins)["marketplaces"], json!([]));
+    let modes = client.call(7, "collaborationMode/list", json!({})).await;
+    assert_eq!(result(&modes), &json!({"data": []}));
+
+    let requirements = client.call(8, "configRequirements/read", json!({})).await;
+    assert_eq!(result(&requirements), &json!({"requirements": null}));
+
+    let unserved = client
+        .call(9, "fs/readFile", json!({"path": "/etc/hostname"}))
+        .await;
+    assert_eq!(unserved["error"]["code"], -32601, "{unserved}");
+    assert_eq!(
+        unserved["error"]["message"],
+        "method not found: fs/readFile (spool does not serve it)"
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn threads_load_on_start_and_unsubscribing_says_what_it_did() {
+    let model = ScriptedServer::with_responses([message_response("r1", &["Hi."])])
+        .await
+        .unwrap();
+    let home = Home::new();
+    let mut client = Client::start(&home, &model.url(), &[]);
+    client.initialize(json!({})).await;
+    let loaded = client.call(1, "thread/loaded/list", json!({})).await;
+    assert_eq!(result(&loaded), &json!({"data": [], "nextCursor": null}));
+
+    let started = client.call(2, "thread/start", json!({})).await;
+    let thread_id = thread_id_of(&started);
+    let loaded = client.call(3, "thread/loaded/list", json!({})).await;
+    assert_eq!(result(&loaded)["data"], json!([thread_id]));
+
+    // Codex's default tools are offered without --tools.
+    client
+        .call(
+            4,
+            "turn/start",
+            json!({"threadId": thread_id, "input": [{"type": "text", "text": "hi"}]}),
+        )
+        .await;
+    client.until(|m| m["method"] == "turn/completed").await;
+    let request = &model.requests()[0];
+    let body: Value = serde_json::from_str(&request.body_text()).unwrap();
+    let tools: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    for tool in ["shell", "apply_patch", "update_plan"] {
+        assert!(tools.contains(&tool), "{tool} offered: {tools:?}");
+    }
+
+    let unsubscribed = client
+        .call(5, "thread/unsubscribe", json!({"threadId": thread_id}))
+        .await;
+    assert_eq!(result(&unsubscribed), &json!({"status": "unsubscribed"}));
+    let again = client
+        .call(6, "thread/unsubscribe", json!({"threadId": thread_id}))
+        .await;
+    assert_eq!(result(&again), &json!({"status": "notSubscribed"}));
+    let unknown = client
+        .call(
+            7,
+            "thread/unsubscribe",
+            json!({"threadId": "no-such-thread"}),
+        )
+        .await;
+    assert_eq!(result(&unknown), &json!({"status": "notLoaded"}));
+    let loaded = client.call(8, "thread/loaded/list", json!({})).await;
+    assert_eq!(result(&loaded)["data"], json!([]), "no one watches it now");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn tools_none_offers_no_tools() {
+    let model = ScriptedServer::with_responses([message_response("r1", &["Hi."])])
+        .await
+        .unwrap();
+    let home = Home::new();
+    let mut client = Client::app_server(&home, &model.url(), &["--tools", "none"]);
+    client.initialize(json!({})).await;
+    let started = client.call(1, "thread/start", json!({})).await;
+    let thread_id = thread_id_of(&started);
+    client
+        .call(
+            2,
+            "turn/start",
+            json!({"threadId": thread_id, "input": [{"type": "text", "text": "hi"}]}),
+        )
+        .await;
+    client.until(|m| m["method"] == "turn/completed").await;
+    let body: Value = serde_json::from_str(&model.requests()[0].body_text()).unwrap();
+    assert!(body.get("tools").is_none(), "{body}");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn unknown_c_keys_are_named_once_and_bad_values_of_known_ones_refused() {
+    let home = Home::new();
+    let out = home
+        .spool(
+            "http://127.0.0.1:9/v1",
+            &[
+                "app-server",
+                "-c",
+                "features.web_search=true",
+                "-c",
+                "show_raw_agent_reasoning=true",
+            ],
+        )
+        .await;
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("ignoring -c"))
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "spool serve: ignoring -c keys spool has no use for: features.web_search, \
+          show_raw_agent_reasoning"
+        ],
+        "{stderr}"
+    );
+    let bad = home
+        .spool(
+            "http://127.0.0.1:9/v1",
+            &["app-server", "-c", "approval_policy=sometimes"],
+        )
+        .await;
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("-c approval_policy"),
+        "{bad:?}"
+    );
+}
