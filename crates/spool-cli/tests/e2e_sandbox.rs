@@ -339,3 +339,76 @@ async fn secrets_in_the_server_environment_reach_no_command_no_store_and_no_mode
         }
     }
 }
+
+#[tokio::test]
+async fn a_patch_writing_outside_the_workspace_is_refused_under_never() {
+    let home = Home::new();
+    let outside = outside_dir();
+    std::os::unix::fs::symlink(outside.path(), home.path().join("link")).unwrap();
+    let add = |path: &str| {
+        json!({"input": format!(
+            "*** Begin Patch\n*** Add File: {path}\n+written\n*** End Patch\n"
+        )})
+    };
+    let absolute = outside.path().join("abs.txt").display().to_string();
+    let made = [
+        ("p1".to_owned(), "apply_patch".to_owned(), add(&absolute)),
+        (
+            "p2".to_owned(),
+            "apply_patch".to_owned(),
+            add("link/through.txt"),
+        ),
+        ("p3".to_owned(), "apply_patch".to_owned(), add("inside.txt")),
+    ];
+    let server = ScriptedServer::with_responses([calls(&made), message_response("r2", &["Done."])])
+        .await
+        .unwrap();
+    home.spool_ok(
+        &server.url(),
+        &[
+            "run",
+            "--tools",
+            "apply_patch",
+            "--approval-policy",
+            "never",
+            "--sandbox",
+            "workspace-write",
+            "do it",
+        ],
+    )
+    .await;
+    // What the model was told of each call: two refusals, one success.
+    let requests = server.requests();
+    let told: Value = serde_json::from_str(&requests[1].body_text()).unwrap();
+    let outputs: Vec<(String, String)> = told["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["type"] == "function_call_output")
+        .map(|i| {
+            (
+                i["call_id"].as_str().unwrap().to_owned(),
+                i["output"].to_string(),
+            )
+        })
+        .collect();
+    let output_of = |id: &str| {
+        outputs
+            .iter()
+            .find(|(call, _)| call == id)
+            .unwrap_or_else(|| panic!("no output for {id}: {outputs:#?}"))
+            .1
+            .clone()
+    };
+    for refused in ["p1", "p2"] {
+        let output = output_of(refused);
+        assert!(
+            output.contains("outside"),
+            "{refused} was refused as outside the workspace: {output}"
+        );
+    }
+    assert!(!output_of("p3").contains("outside"), "{}", output_of("p3"));
+    assert!(!outside.path().join("abs.txt").exists());
+    assert!(!outside.path().join("through.txt").exists());
+    assert!(home.path().join("inside.txt").exists());
+}

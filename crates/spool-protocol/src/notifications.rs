@@ -176,238 +176,228 @@ pub struct ThreadClearedNotification {
     pub thread_id: String,
 }
 
-/// Every server notification, tagged by its JSON-RPC method.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "method", content = "params")]
-pub enum ServerNotification {
-    #[serde(rename = "thread/started")]
-    ThreadStarted(ThreadStartedNotification),
-    #[serde(rename = "thread/status/changed")]
-    ThreadStatusChanged(ThreadStatusChangedNotification),
-    #[serde(rename = "thread/name/updated")]
-    ThreadNameUpdated(ThreadNameUpdatedNotification),
-    #[serde(rename = "thread/archived")]
-    ThreadArchived(ThreadArchivedNotification),
-    #[serde(rename = "turn/started")]
-    TurnStarted(TurnStartedNotification),
-    #[serde(rename = "turn/completed")]
-    TurnCompleted(TurnCompletedNotification),
-    #[serde(rename = "item/started")]
-    ItemStarted(ItemStartedNotification),
-    #[serde(rename = "item/completed")]
-    ItemCompleted(ItemCompletedNotification),
-    #[serde(rename = "item/agentMessage/delta")]
-    AgentMessageDelta(AgentMessageDeltaNotification),
-    #[serde(rename = "item/plan/delta")]
-    PlanDelta(PlanDeltaNotification),
-    #[serde(rename = "item/reasoning/summaryTextDelta")]
-    ReasoningSummaryTextDelta(ReasoningSummaryTextDeltaNotification),
-    #[serde(rename = "item/reasoning/summaryPartAdded")]
-    ReasoningSummaryPartAdded(ReasoningSummaryPartAddedNotification),
-    #[serde(rename = "item/reasoning/textDelta")]
-    ReasoningTextDelta(ReasoningTextDeltaNotification),
-    #[serde(rename = "item/commandExecution/outputDelta")]
-    CommandExecutionOutputDelta(CommandExecutionOutputDeltaNotification),
-    #[serde(rename = "item/mcpToolCall/progress")]
-    McpToolCallProgress(McpToolCallProgressNotification),
-    #[serde(rename = "thread/tokenUsage/updated")]
-    ThreadTokenUsageUpdated(ThreadTokenUsageUpdatedNotification),
-    #[serde(rename = "error")]
-    Error(ErrorNotification),
-    #[serde(rename = "serverRequest/resolved")]
-    ServerRequestResolved(ServerRequestResolvedNotification),
+/// What the notification table needs of each notification's params: the
+/// thread it belongs to and, for item notifications, the item.
+pub trait NotificationParams {
+    fn thread_id(&self) -> &str;
+    /// The item a delta, start, completion or removal is about.
+    fn item_id(&self) -> Option<&str> {
+        None
+    }
+    /// The item an `item/started` or `item/completed` carries.
+    fn item(&self) -> Option<&ThreadItem> {
+        None
+    }
+    fn envelope(&self) -> Option<&ItemEnvelope> {
+        None
+    }
+    fn envelope_mut(&mut self) -> Option<&mut ItemEnvelope> {
+        None
+    }
+}
+
+/// Params whose thread is their `thread_id` field.
+macro_rules! of_thread {
+    ($($params:ty),* $(,)?) => {$(
+        impl NotificationParams for $params {
+            fn thread_id(&self) -> &str {
+                &self.thread_id
+            }
+        }
+    )*};
+}
+
+/// Params about one item, named by their `item_id` field.
+macro_rules! of_item {
+    ($($params:ty),* $(,)?) => {$(
+        impl NotificationParams for $params {
+            fn thread_id(&self) -> &str {
+                &self.thread_id
+            }
+            fn item_id(&self) -> Option<&str> {
+                Some(&self.item_id)
+            }
+        }
+    )*};
+}
+
+/// Params that carry a whole item with its envelope.
+macro_rules! with_item {
+    ($($params:ty),* $(,)?) => {$(
+        impl NotificationParams for $params {
+            fn thread_id(&self) -> &str {
+                &self.thread_id
+            }
+            fn item_id(&self) -> Option<&str> {
+                Some(self.item.id())
+            }
+            fn item(&self) -> Option<&ThreadItem> {
+                Some(&self.item)
+            }
+            fn envelope(&self) -> Option<&ItemEnvelope> {
+                self.envelope.as_ref()
+            }
+            fn envelope_mut(&mut self) -> Option<&mut ItemEnvelope> {
+                self.envelope.as_mut()
+            }
+        }
+    )*};
+}
+
+impl NotificationParams for ThreadStartedNotification {
+    fn thread_id(&self) -> &str {
+        &self.thread.id
+    }
+}
+
+of_thread!(
+    ThreadStatusChangedNotification,
+    ThreadNameUpdatedNotification,
+    ThreadArchivedNotification,
+    TurnStartedNotification,
+    TurnCompletedNotification,
+    ThreadTokenUsageUpdatedNotification,
+    ErrorNotification,
+    ServerRequestResolvedNotification,
+    ThreadClearedNotification,
+);
+of_item!(
+    TextDeltaNotification,
+    ReasoningSummaryTextDeltaNotification,
+    ReasoningSummaryPartAddedNotification,
+    ReasoningTextDeltaNotification,
+    McpToolCallProgressNotification,
+    ItemRemovedNotification,
+);
+with_item!(ItemStartedNotification, ItemCompletedNotification);
+
+/// How a notification is committed and sent: deltas are streamed at once
+/// and committed in groups; lifecycle events are committed before they
+/// are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Lifecycle,
+    Delta,
+}
+
+/// Whose protocol a notification belongs to: Codex's (every client gets
+/// it), or spool's additions (only clients that opted in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Codex,
+    Spool,
+}
+
+/// Declares [`ServerNotification`] from one table: each notification's
+/// variant, JSON-RPC method, params, [`Flow`] and [`Dialect`], written
+/// once; names, ids and kinds are derived from it.
+macro_rules! server_notifications {
+    ($( $(#[$doc:meta])* $variant:ident => $wire:literal ($params:ty) $flow:ident $dialect:ident, )*) => {
+        /// Every server notification, tagged by its JSON-RPC method.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+        #[serde(tag = "method", content = "params")]
+        pub enum ServerNotification {
+            $( $(#[$doc])* #[serde(rename = $wire)] $variant($params), )*
+        }
+
+        impl ServerNotification {
+            /// Every method name, in declaration order.
+            pub const METHODS: &'static [&'static str] = &[$($wire),*];
+
+            /// The JSON-RPC method name.
+            pub fn method(&self) -> &'static str {
+                match self {
+                    $( ServerNotification::$variant(_) => $wire, )*
+                }
+            }
+
+            pub fn flow(&self) -> Flow {
+                match self {
+                    $( ServerNotification::$variant(_) => Flow::$flow, )*
+                }
+            }
+
+            pub fn dialect(&self) -> Dialect {
+                match self {
+                    $( ServerNotification::$variant(_) => Dialect::$dialect, )*
+                }
+            }
+
+            fn params(&self) -> &dyn NotificationParams {
+                match self {
+                    $( ServerNotification::$variant(n) => n, )*
+                }
+            }
+
+            fn params_mut(&mut self) -> &mut dyn NotificationParams {
+                match self {
+                    $( ServerNotification::$variant(n) => n, )*
+                }
+            }
+        }
+    };
+}
+
+server_notifications! {
+    ThreadStarted => "thread/started" (ThreadStartedNotification) Lifecycle Codex,
+    ThreadStatusChanged => "thread/status/changed" (ThreadStatusChangedNotification) Lifecycle Codex,
+    ThreadNameUpdated => "thread/name/updated" (ThreadNameUpdatedNotification) Lifecycle Codex,
+    ThreadArchived => "thread/archived" (ThreadArchivedNotification) Lifecycle Codex,
+    TurnStarted => "turn/started" (TurnStartedNotification) Lifecycle Codex,
+    TurnCompleted => "turn/completed" (TurnCompletedNotification) Lifecycle Codex,
+    ItemStarted => "item/started" (ItemStartedNotification) Lifecycle Codex,
+    ItemCompleted => "item/completed" (ItemCompletedNotification) Lifecycle Codex,
+    AgentMessageDelta => "item/agentMessage/delta" (AgentMessageDeltaNotification) Delta Codex,
+    PlanDelta => "item/plan/delta" (PlanDeltaNotification) Delta Codex,
+    ReasoningSummaryTextDelta => "item/reasoning/summaryTextDelta"
+        (ReasoningSummaryTextDeltaNotification) Delta Codex,
+    ReasoningSummaryPartAdded => "item/reasoning/summaryPartAdded"
+        (ReasoningSummaryPartAddedNotification) Delta Codex,
+    ReasoningTextDelta => "item/reasoning/textDelta" (ReasoningTextDeltaNotification) Delta Codex,
+    CommandExecutionOutputDelta => "item/commandExecution/outputDelta"
+        (CommandExecutionOutputDeltaNotification) Delta Codex,
+    McpToolCallProgress => "item/mcpToolCall/progress" (McpToolCallProgressNotification) Delta Codex,
+    ThreadTokenUsageUpdated => "thread/tokenUsage/updated"
+        (ThreadTokenUsageUpdatedNotification) Lifecycle Codex,
+    Error => "error" (ErrorNotification) Lifecycle Codex,
+    ServerRequestResolved => "serverRequest/resolved"
+        (ServerRequestResolvedNotification) Lifecycle Codex,
     /// spool only (opt-in on the wire).
-    #[serde(rename = "item/removed")]
-    ItemRemoved(ItemRemovedNotification),
+    ItemRemoved => "item/removed" (ItemRemovedNotification) Lifecycle Spool,
     /// spool only (opt-in on the wire).
-    #[serde(rename = "thread/cleared")]
-    ThreadCleared(ThreadClearedNotification),
+    ThreadCleared => "thread/cleared" (ThreadClearedNotification) Lifecycle Spool,
 }
 
 impl ServerNotification {
-    /// The JSON-RPC method name.
-    pub fn method(&self) -> &'static str {
-        match self {
-            ServerNotification::ThreadStarted(_) => "thread/started",
-            ServerNotification::ThreadStatusChanged(_) => "thread/status/changed",
-            ServerNotification::ThreadNameUpdated(_) => "thread/name/updated",
-            ServerNotification::ThreadArchived(_) => "thread/archived",
-            ServerNotification::TurnStarted(_) => "turn/started",
-            ServerNotification::TurnCompleted(_) => "turn/completed",
-            ServerNotification::ItemStarted(_) => "item/started",
-            ServerNotification::ItemCompleted(_) => "item/completed",
-            ServerNotification::AgentMessageDelta(_) => "item/agentMessage/delta",
-            ServerNotification::PlanDelta(_) => "item/plan/delta",
-            ServerNotification::ReasoningSummaryTextDelta(_) => "item/reasoning/summaryTextDelta",
-            ServerNotification::ReasoningSummaryPartAdded(_) => "item/reasoning/summaryPartAdded",
-            ServerNotification::ReasoningTextDelta(_) => "item/reasoning/textDelta",
-            ServerNotification::CommandExecutionOutputDelta(_) => {
-                "item/commandExecution/outputDelta"
-            }
-            ServerNotification::McpToolCallProgress(_) => "item/mcpToolCall/progress",
-            ServerNotification::ThreadTokenUsageUpdated(_) => "thread/tokenUsage/updated",
-            ServerNotification::Error(_) => "error",
-            ServerNotification::ServerRequestResolved(_) => "serverRequest/resolved",
-            ServerNotification::ItemRemoved(_) => "item/removed",
-            ServerNotification::ThreadCleared(_) => "thread/cleared",
-        }
-    }
-
     /// The thread this notification belongs to.
     pub fn thread_id(&self) -> &str {
-        match self {
-            ServerNotification::ThreadStarted(n) => &n.thread.id,
-            ServerNotification::ThreadStatusChanged(n) => &n.thread_id,
-            ServerNotification::ThreadNameUpdated(n) => &n.thread_id,
-            ServerNotification::ThreadArchived(n) => &n.thread_id,
-            ServerNotification::TurnStarted(n) => &n.thread_id,
-            ServerNotification::TurnCompleted(n) => &n.thread_id,
-            ServerNotification::ItemStarted(n) => &n.thread_id,
-            ServerNotification::ItemCompleted(n) => &n.thread_id,
-            ServerNotification::AgentMessageDelta(n)
-            | ServerNotification::PlanDelta(n)
-            | ServerNotification::CommandExecutionOutputDelta(n) => &n.thread_id,
-            ServerNotification::ReasoningSummaryTextDelta(n) => &n.thread_id,
-            ServerNotification::ReasoningSummaryPartAdded(n) => &n.thread_id,
-            ServerNotification::ReasoningTextDelta(n) => &n.thread_id,
-            ServerNotification::McpToolCallProgress(n) => &n.thread_id,
-            ServerNotification::ThreadTokenUsageUpdated(n) => &n.thread_id,
-            ServerNotification::Error(n) => &n.thread_id,
-            ServerNotification::ServerRequestResolved(n) => &n.thread_id,
-            ServerNotification::ItemRemoved(n) => &n.thread_id,
-            ServerNotification::ThreadCleared(n) => &n.thread_id,
-        }
+        self.params().thread_id()
     }
 
     /// Deltas are streamed at once and committed in groups; everything else
-    /// is a lifecycle event, committed before it is sent (DESIGN §2).
+    /// is a lifecycle event, committed before it is sent.
     pub fn is_delta(&self) -> bool {
-        match self {
-            ServerNotification::AgentMessageDelta(_)
-            | ServerNotification::PlanDelta(_)
-            | ServerNotification::ReasoningSummaryTextDelta(_)
-            | ServerNotification::ReasoningSummaryPartAdded(_)
-            | ServerNotification::ReasoningTextDelta(_)
-            | ServerNotification::CommandExecutionOutputDelta(_)
-            | ServerNotification::McpToolCallProgress(_) => true,
-            ServerNotification::ThreadStarted(_)
-            | ServerNotification::ThreadStatusChanged(_)
-            | ServerNotification::ThreadNameUpdated(_)
-            | ServerNotification::ThreadArchived(_)
-            | ServerNotification::TurnStarted(_)
-            | ServerNotification::TurnCompleted(_)
-            | ServerNotification::ItemStarted(_)
-            | ServerNotification::ItemCompleted(_)
-            | ServerNotification::ThreadTokenUsageUpdated(_)
-            | ServerNotification::Error(_)
-            | ServerNotification::ServerRequestResolved(_)
-            | ServerNotification::ItemRemoved(_)
-            | ServerNotification::ThreadCleared(_) => false,
-        }
+        self.flow() == Flow::Delta
     }
 
     /// The kind of the item an `item/started` or `item/completed` carries
     /// (deltas name their item by id only).
     pub fn carried_item_kind(&self) -> Option<crate::items::ItemKind> {
-        match self {
-            ServerNotification::ItemStarted(n) => Some(n.item.kind()),
-            ServerNotification::ItemCompleted(n) => Some(n.item.kind()),
-            ServerNotification::ThreadStarted(_)
-            | ServerNotification::ThreadStatusChanged(_)
-            | ServerNotification::ThreadNameUpdated(_)
-            | ServerNotification::ThreadArchived(_)
-            | ServerNotification::TurnStarted(_)
-            | ServerNotification::TurnCompleted(_)
-            | ServerNotification::AgentMessageDelta(_)
-            | ServerNotification::PlanDelta(_)
-            | ServerNotification::ReasoningSummaryTextDelta(_)
-            | ServerNotification::ReasoningSummaryPartAdded(_)
-            | ServerNotification::ReasoningTextDelta(_)
-            | ServerNotification::CommandExecutionOutputDelta(_)
-            | ServerNotification::McpToolCallProgress(_)
-            | ServerNotification::ThreadTokenUsageUpdated(_)
-            | ServerNotification::Error(_)
-            | ServerNotification::ServerRequestResolved(_)
-            | ServerNotification::ItemRemoved(_)
-            | ServerNotification::ThreadCleared(_) => None,
-        }
+        self.params().item().map(ThreadItem::kind)
     }
 
     /// The envelope an `item/started` or `item/completed` carries, if any.
     pub fn envelope(&self) -> Option<&ItemEnvelope> {
-        match self {
-            ServerNotification::ItemStarted(n) => n.envelope.as_ref(),
-            ServerNotification::ItemCompleted(n) => n.envelope.as_ref(),
-            ServerNotification::ThreadStarted(_)
-            | ServerNotification::ThreadStatusChanged(_)
-            | ServerNotification::ThreadNameUpdated(_)
-            | ServerNotification::ThreadArchived(_)
-            | ServerNotification::TurnStarted(_)
-            | ServerNotification::TurnCompleted(_)
-            | ServerNotification::AgentMessageDelta(_)
-            | ServerNotification::PlanDelta(_)
-            | ServerNotification::ReasoningSummaryTextDelta(_)
-            | ServerNotification::ReasoningSummaryPartAdded(_)
-            | ServerNotification::ReasoningTextDelta(_)
-            | ServerNotification::CommandExecutionOutputDelta(_)
-            | ServerNotification::McpToolCallProgress(_)
-            | ServerNotification::ThreadTokenUsageUpdated(_)
-            | ServerNotification::Error(_)
-            | ServerNotification::ServerRequestResolved(_)
-            | ServerNotification::ItemRemoved(_)
-            | ServerNotification::ThreadCleared(_) => None,
-        }
+        self.params().envelope()
     }
 
     /// [`ServerNotification::envelope`], to adjust before it is logged.
     pub fn envelope_mut(&mut self) -> Option<&mut ItemEnvelope> {
-        match self {
-            ServerNotification::ItemStarted(n) => n.envelope.as_mut(),
-            ServerNotification::ItemCompleted(n) => n.envelope.as_mut(),
-            ServerNotification::ThreadStarted(_)
-            | ServerNotification::ThreadStatusChanged(_)
-            | ServerNotification::ThreadNameUpdated(_)
-            | ServerNotification::ThreadArchived(_)
-            | ServerNotification::TurnStarted(_)
-            | ServerNotification::TurnCompleted(_)
-            | ServerNotification::AgentMessageDelta(_)
-            | ServerNotification::PlanDelta(_)
-            | ServerNotification::ReasoningSummaryTextDelta(_)
-            | ServerNotification::ReasoningSummaryPartAdded(_)
-            | ServerNotification::ReasoningTextDelta(_)
-            | ServerNotification::CommandExecutionOutputDelta(_)
-            | ServerNotification::McpToolCallProgress(_)
-            | ServerNotification::ThreadTokenUsageUpdated(_)
-            | ServerNotification::Error(_)
-            | ServerNotification::ServerRequestResolved(_)
-            | ServerNotification::ItemRemoved(_)
-            | ServerNotification::ThreadCleared(_) => None,
-        }
+        self.params_mut().envelope_mut()
     }
 
-    /// The item a delta, start or completion is about.
+    /// The item a delta, start, completion or removal is about.
     pub fn item_id(&self) -> Option<&str> {
-        match self {
-            ServerNotification::ItemStarted(n) => Some(n.item.id()),
-            ServerNotification::ItemCompleted(n) => Some(n.item.id()),
-            ServerNotification::AgentMessageDelta(n)
-            | ServerNotification::PlanDelta(n)
-            | ServerNotification::CommandExecutionOutputDelta(n) => Some(&n.item_id),
-            ServerNotification::ReasoningSummaryTextDelta(n) => Some(&n.item_id),
-            ServerNotification::ReasoningSummaryPartAdded(n) => Some(&n.item_id),
-            ServerNotification::ReasoningTextDelta(n) => Some(&n.item_id),
-            ServerNotification::McpToolCallProgress(n) => Some(&n.item_id),
-            ServerNotification::ItemRemoved(n) => Some(&n.item_id),
-            ServerNotification::ThreadStarted(_)
-            | ServerNotification::ThreadStatusChanged(_)
-            | ServerNotification::ThreadNameUpdated(_)
-            | ServerNotification::ThreadArchived(_)
-            | ServerNotification::TurnStarted(_)
-            | ServerNotification::TurnCompleted(_)
-            | ServerNotification::ThreadTokenUsageUpdated(_)
-            | ServerNotification::Error(_)
-            | ServerNotification::ServerRequestResolved(_)
-            | ServerNotification::ThreadCleared(_) => None,
-        }
+        self.params().item_id()
     }
 }

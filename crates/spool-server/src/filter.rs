@@ -79,27 +79,10 @@ pub fn line_for_client(appended: &Appended, capabilities: &Capabilities) -> Opti
 /// prompt).
 fn codex_knows(notification: &ServerNotification) -> bool {
     let for_client = notification.envelope().is_none_or(|e| e.audience.client);
-    match notification {
-        ServerNotification::ItemStarted(n) => n.item.kind().is_codex_kind() && for_client,
-        ServerNotification::ItemCompleted(n) => n.item.kind().is_codex_kind() && for_client,
-        ServerNotification::ItemRemoved(_) | ServerNotification::ThreadCleared(_) => false,
-        ServerNotification::ThreadStarted(_)
-        | ServerNotification::ThreadStatusChanged(_)
-        | ServerNotification::ThreadNameUpdated(_)
-        | ServerNotification::ThreadArchived(_)
-        | ServerNotification::TurnStarted(_)
-        | ServerNotification::TurnCompleted(_)
-        | ServerNotification::AgentMessageDelta(_)
-        | ServerNotification::PlanDelta(_)
-        | ServerNotification::ReasoningSummaryTextDelta(_)
-        | ServerNotification::ReasoningSummaryPartAdded(_)
-        | ServerNotification::ReasoningTextDelta(_)
-        | ServerNotification::CommandExecutionOutputDelta(_)
-        | ServerNotification::McpToolCallProgress(_)
-        | ServerNotification::ThreadTokenUsageUpdated(_)
-        | ServerNotification::Error(_)
-        | ServerNotification::ServerRequestResolved(_) => true,
-    }
+    let codex_item = notification
+        .carried_item_kind()
+        .is_none_or(|kind| kind.is_codex_kind());
+    notification.dialect() == Dialect::Codex && codex_item && for_client
 }
 
 #[cfg(test)]

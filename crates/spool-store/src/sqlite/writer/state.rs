@@ -358,24 +358,8 @@ impl ThreadState {
                     turn_id: n.turn.id.clone(),
                 }))
             }
-            ServerNotification::ThreadStarted(_)
-            | ServerNotification::ThreadStatusChanged(_)
-            | ServerNotification::ThreadNameUpdated(_)
-            | ServerNotification::ThreadArchived(_)
-            | ServerNotification::TurnCompleted(_)
-            | ServerNotification::ItemCompleted(_)
-            | ServerNotification::AgentMessageDelta(_)
-            | ServerNotification::PlanDelta(_)
-            | ServerNotification::ReasoningSummaryTextDelta(_)
-            | ServerNotification::ReasoningSummaryPartAdded(_)
-            | ServerNotification::ReasoningTextDelta(_)
-            | ServerNotification::CommandExecutionOutputDelta(_)
-            | ServerNotification::McpToolCallProgress(_)
-            | ServerNotification::ThreadTokenUsageUpdated(_)
-            | ServerNotification::Error(_)
-            | ServerNotification::ServerRequestResolved(_)
-            | ServerNotification::ItemRemoved(_)
-            | ServerNotification::ThreadCleared(_) => Ok(None),
+            // Only starts can be duplicates.
+            _ => Ok(None),
         }
     }
 
@@ -437,24 +421,8 @@ impl ThreadState {
             }
             ServerNotification::ThreadNameUpdated(n) => pending.name = Some(n.thread_name.clone()),
             ServerNotification::ThreadArchived(_) => pending.archived = true,
-            ServerNotification::ItemStarted(_)
-            | ServerNotification::ItemCompleted(_)
-            | ServerNotification::ThreadStarted(_)
-            | ServerNotification::ThreadStatusChanged(_)
-            | ServerNotification::TurnStarted(_)
-            | ServerNotification::TurnCompleted(_)
-            | ServerNotification::AgentMessageDelta(_)
-            | ServerNotification::PlanDelta(_)
-            | ServerNotification::ReasoningSummaryTextDelta(_)
-            | ServerNotification::ReasoningSummaryPartAdded(_)
-            | ServerNotification::ReasoningTextDelta(_)
-            | ServerNotification::CommandExecutionOutputDelta(_)
-            | ServerNotification::McpToolCallProgress(_)
-            | ServerNotification::ThreadTokenUsageUpdated(_)
-            | ServerNotification::Error(_)
-            | ServerNotification::ServerRequestResolved(_)
-            | ServerNotification::ItemRemoved(_)
-            | ServerNotification::ThreadCleared(_) => {}
+            // The rest changes no column of the thread's row.
+            _ => {}
         }
         pending.events.push(PendingEvent {
             seq: event.seq,
