@@ -2,7 +2,9 @@
 # The test command (see README): runs the whole workspace's tests with cargo-nextest against a
 # real local model server. Starts the server with scripts/local-model.sh (setting it up on the
 # first run), exports SPOOL_LOCAL_MODEL_URL for the end-to-end tests, and stops the server on
-# exit only if this script started it. Extra arguments go to `cargo nextest run`.
+# exit only if this script started it. Installs the Codex clients the compatibility tests drive
+# (scripts/codex-peers.sh: the Python SDK and the TUI, cached in ~/.cache/spool/peers) and finds
+# Codex's protocol schema (scripts/codex-schema.sh). Extra arguments go to `cargo nextest run`.
 #
 #   scripts/test.sh                 # everything
 #   scripts/test.sh -p spool-store  # one crate
@@ -30,6 +32,9 @@ stop_model() {
 trap stop_model EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+scripts/codex-peers.sh install >&2
+scripts/codex-schema.sh >/dev/null
 
 SPOOL_LOCAL_MODEL_URL="$("$model" start)"
 export SPOOL_LOCAL_MODEL_URL
