@@ -11,8 +11,8 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 use serve_net::{Server, Upgrade, WebSocket};
-use spool_testkit::responses_api::{calls_response, message_response};
-use spool_testkit::{Gate, ScriptedResponse, ScriptedServer};
+use spool_testkit::responses_api::{calls_response, message_response, paced_message_response};
+use spool_testkit::{Gate, ScriptedServer};
 use support::rpc::{Client, method_of, thread_id_of};
 use support::*;
 
@@ -99,56 +99,6 @@ fn completed_text(messages: &[Value]) -> String {
         .and_then(|m| m["params"]["item"]["text"].as_str())
         .unwrap_or_else(|| panic!("no completed agent message: {messages:#?}"))
         .to_owned()
-}
-
-/// A message response streaming `before`, then waiting for `gate`, then
-/// streaming `after`, every chunk `pace` apart.
-fn paced_message(
-    response_id: &str,
-    before: &[&str],
-    gate: &Gate,
-    after: &[&str],
-    pace: std::time::Duration,
-) -> ScriptedResponse {
-    let message_id = format!("msg_{response_id}");
-    let text: String = before.iter().chain(after).copied().collect();
-    let delta = |d: &str| {
-        json!({"type": "response.output_text.delta", "item_id": message_id,
-               "output_index": 0, "delta": d})
-    };
-    let mut response = ScriptedResponse::event_stream()
-        .chunk_delay(pace)
-        .sse_event(
-            "response.created",
-            &json!({"type": "response.created", "response": {"id": response_id}}),
-        )
-        .sse_event(
-            "response.output_item.added",
-            &json!({"type": "response.output_item.added", "output_index": 0,
-                    "item": {"type": "message", "id": message_id, "role": "assistant",
-                             "status": "in_progress", "content": []}}),
-        );
-    for d in before {
-        response = response.sse_event("response.output_text.delta", &delta(d));
-    }
-    response = response.wait_for(gate);
-    for d in after {
-        response = response.sse_event("response.output_text.delta", &delta(d));
-    }
-    response
-        .sse_event(
-            "response.output_item.done",
-            &json!({"type": "response.output_item.done", "output_index": 0,
-                    "item": {"type": "message", "id": message_id, "role": "assistant",
-                             "status": "completed",
-                             "content": [{"type": "output_text", "text": text,
-                                          "annotations": []}]}}),
-        )
-        .sse_event(
-            "response.completed",
-            &json!({"type": "response.completed", "response": {"id": response_id,
-                    "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}}),
-        )
 }
 
 /// The function call output the model was sent for `call_id`.
@@ -281,7 +231,7 @@ async fn a_client_dropped_mid_stream_resumes_after_its_last_seq_without_gap_or_d
     let after = [
         "time ", "there ", "was ", "a ", "server ", "that ", "kept ", "going.",
     ];
-    let model = ScriptedServer::with_responses([paced_message(
+    let model = ScriptedServer::with_responses([paced_message_response(
         "r1",
         &before,
         &gate,

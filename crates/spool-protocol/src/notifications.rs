@@ -39,6 +39,21 @@ pub struct ThreadArchivedNotification {
     pub thread_id: String,
 }
 
+/// The thread is no longer archived.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadUnarchivedNotification {
+    pub thread_id: String,
+}
+
+/// Turns were dropped from the thread (`thread/revert`, `thread/rollback`);
+/// their items' `item/removed` come first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadRevertedNotification {
+    pub thread_id: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnStartedNotification {
@@ -254,6 +269,8 @@ of_thread!(
     ThreadStatusChangedNotification,
     ThreadNameUpdatedNotification,
     ThreadArchivedNotification,
+    ThreadUnarchivedNotification,
+    ThreadRevertedNotification,
     TurnStartedNotification,
     TurnCompletedNotification,
     ThreadTokenUsageUpdatedNotification,
@@ -343,6 +360,8 @@ server_notifications! {
     ThreadStatusChanged => "thread/status/changed" (ThreadStatusChangedNotification) Lifecycle Codex,
     ThreadNameUpdated => "thread/name/updated" (ThreadNameUpdatedNotification) Lifecycle Codex,
     ThreadArchived => "thread/archived" (ThreadArchivedNotification) Lifecycle Codex,
+    ThreadUnarchived => "thread/unarchived" (ThreadUnarchivedNotification) Lifecycle Codex,
+    ThreadReverted => "thread/reverted" (ThreadRevertedNotification) Lifecycle Codex,
     TurnStarted => "turn/started" (TurnStartedNotification) Lifecycle Codex,
     TurnCompleted => "turn/completed" (TurnCompletedNotification) Lifecycle Codex,
     ItemStarted => "item/started" (ItemStartedNotification) Lifecycle Codex,

@@ -17,13 +17,41 @@ pub struct Capabilities {
     pub seq: bool,
     /// spool's item kinds, envelopes, `item/removed`, `thread/cleared`.
     pub spool_items: bool,
+    /// Notification methods the client opted out of (`initialize`'s
+    /// `optOutNotificationMethods`), one bit per index in
+    /// `ServerNotification::METHODS`.
+    pub opted_out: u64,
+}
+
+impl Capabilities {
+    /// The bits of `methods` (names spool never sends are ignored).
+    pub fn opt_out_mask(methods: &[String]) -> u64 {
+        methods
+            .iter()
+            .filter_map(|m| {
+                ServerNotification::METHODS
+                    .iter()
+                    .position(|known| known == m)
+            })
+            .fold(0, |mask, index| mask | (1 << index))
+    }
+
+    fn opted_out_of(&self, notification: &ServerNotification) -> bool {
+        self.opted_out != 0
+            && ServerNotification::METHODS
+                .iter()
+                .position(|m| *m == notification.method())
+                .is_some_and(|index| self.opted_out & (1 << index) != 0)
+    }
 }
 
 /// The notification as this client gets it (JSON-RPC), or `None` when it
 /// is not for this client.
 pub fn for_client(appended: &Appended, capabilities: &Capabilities) -> Option<Value> {
     let notification = appended.notification();
-    if !capabilities.spool_items && !codex_knows(notification) {
+    if (!capabilities.spool_items && !codex_knows(notification))
+        || capabilities.opted_out_of(notification)
+    {
         return None;
     }
     let mut value = serde_json::to_value(notification).ok()?;
@@ -49,7 +77,9 @@ pub fn for_client(appended: &Appended, capabilities: &Capabilities) -> Option<Va
 /// so the line is the same byte for byte.
 pub fn line_for_client(appended: &Appended, capabilities: &Capabilities) -> Option<String> {
     let notification = appended.notification();
-    if !capabilities.spool_items && !codex_knows(notification) {
+    if (!capabilities.spool_items && !codex_knows(notification))
+        || capabilities.opted_out_of(notification)
+    {
         return None;
     }
     if !capabilities.spool_items && notification.envelope().is_some() {
@@ -127,7 +157,11 @@ mod tests {
         ];
         for seq in [false, true] {
             for spool_items in [false, true] {
-                let capabilities = Capabilities { seq, spool_items };
+                let capabilities = Capabilities {
+                    seq,
+                    spool_items,
+                    opted_out: 0,
+                };
                 for event in &events {
                     let expected = for_client(event, &capabilities).map(|v| v.to_string());
                     assert_eq!(line_for_client(event, &capabilities), expected);

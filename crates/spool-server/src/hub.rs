@@ -102,6 +102,9 @@ struct ThreadSlot {
     settings: ThreadSettings,
     /// Stops the running turn.
     running: Option<(String, watch::Sender<bool>)>,
+    /// Counts input added to the running turn (`turn/steer`); the run
+    /// watches it to answer that input in the same turn.
+    input: Option<watch::Sender<u64>>,
 }
 
 struct Waiting {
@@ -118,6 +121,12 @@ pub enum HubError {
     Busy(String),
     #[error("thread {0} has no turn in progress")]
     NotRunning(String),
+    #[error("turn {asked} is not running on thread {thread_id}; the running turn is {running}")]
+    OtherTurnRunning {
+        thread_id: String,
+        asked: String,
+        running: String,
+    },
     #[error("{0}")]
     Invalid(String),
     /// Settings above the operator's ceilings (or a working directory
@@ -495,9 +504,29 @@ impl Hub {
             }),
         );
         runner.rules_file = self.rules_file.clone();
+        runner.more_input = Some(
+            self.threads()
+                .entry(thread_id.to_owned())
+                .or_default()
+                .input
+                .get_or_insert_with(|| watch::channel(0).0)
+                .subscribe(),
+        );
         // Clients get the events; nobody reads the run's result.
         runner.collect_results = false;
         runner
+    }
+
+    /// Tells the thread's run that input was added to its turn (logged
+    /// before this is called).
+    pub fn input_added(&self, thread_id: &str) {
+        if let Some(input) = self
+            .threads()
+            .get(thread_id)
+            .and_then(|slot| slot.input.as_ref())
+        {
+            input.send_modify(|count| *count += 1);
+        }
     }
 
     /// The id of the turn running on the thread in this process, if any
@@ -529,6 +558,11 @@ impl Hub {
                 let _ = stop.send(true);
                 Ok(())
             }
+            Some((running, _)) if !running.is_empty() => Err(HubError::OtherTurnRunning {
+                thread_id: thread_id.to_owned(),
+                asked: turn_id.to_owned(),
+                running: running.clone(),
+            }),
             _ => Err(HubError::NotRunning(thread_id.to_owned())),
         }
     }

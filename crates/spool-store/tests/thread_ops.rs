@@ -68,6 +68,12 @@ async fn archiving_is_logged_and_unarchiving_brings_the_thread_back() {
     assert!(store.set_archived(&thread, true).await.unwrap().is_none());
     assert_eq!(committed_events(dir.path(), &thread), 2);
 
+    let event = store.set_archived(&thread, false).await.unwrap().unwrap();
+    assert!(matches!(
+        event.payload,
+        ServerNotification::ThreadUnarchived(ref n) if n.thread_id == thread
+    ));
+    assert_eq!(event.seq, 3, "unarchiving is logged too");
     assert!(store.set_archived(&thread, false).await.unwrap().is_none());
     assert!(!store.thread(&thread).await.unwrap().unwrap().archived);
     assert_eq!(listed(&store, false).await, vec![thread.clone()]);
@@ -105,7 +111,12 @@ async fn a_revert_logs_item_removed_for_every_item_of_the_reverted_turns() {
     exchange(&store, &thread, "t3", "three").await;
     let before = committed_events(dir.path(), &thread);
 
-    let removed = store.revert_turns(&thread, "t2").await.unwrap();
+    let mut removed = store.revert_turns(&thread, "t2").await.unwrap();
+    let reverted = removed.pop().expect("events");
+    assert!(
+        matches!(reverted.payload, ServerNotification::ThreadReverted(_)),
+        "thread/reverted ends the removals: {reverted:?}"
+    );
     let removed_ids: Vec<&str> = removed
         .iter()
         .map(|event| match &event.payload {
@@ -121,7 +132,7 @@ async fn a_revert_logs_item_removed_for_every_item_of_the_reverted_turns() {
     assert_eq!(item_ids(&items), ["t1-u", "t1-a"]);
     let llm = store.items(&thread, View::Llm).await.unwrap();
     assert_eq!(item_ids(&llm), ["t1-u", "t1-a"]);
-    assert_eq!(committed_events(dir.path(), &thread), before + 4);
+    assert_eq!(committed_events(dir.path(), &thread), before + 5);
     let log = store.events_after(&thread, 0, 1000).await.unwrap();
     assert!(log.iter().any(|e| e.payload.item_id() == Some("t3-a")
         && matches!(e.payload, ServerNotification::ItemCompleted(_))));
@@ -136,7 +147,7 @@ async fn a_revert_logs_item_removed_for_every_item_of_the_reverted_turns() {
     assert_eq!(item_ids(&items), ["t1-u", "t1-a", "t4-u", "t4-a"]);
 
     // Reverting from an emptied turn removes what came after it.
-    assert_eq!(store.revert_turns(&thread, "t3").await.unwrap().len(), 2);
+    assert_eq!(store.revert_turns(&thread, "t3").await.unwrap().len(), 3);
     let items = store.items(&thread, View::All).await.unwrap();
     assert_eq!(item_ids(&items), ["t1-u", "t1-a"]);
     // Nothing left to remove: nothing is logged. An unknown turn is refused.

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::server::ScriptedResponse;
+use crate::server::{Gate, ScriptedResponse};
 
 fn event(name: &str, mut data: Value) -> (String, Value) {
     data["type"] = json!(name);
@@ -72,4 +72,54 @@ pub fn calls_response(response_id: &str, calls: &[(&str, &str, Value)]) -> Scrip
         json!({"response": {"id": response_id}}),
     ));
     ScriptedResponse::sse(events)
+}
+
+/// A message response streaming `before`, then waiting for `gate`, then
+/// streaming `after`, every chunk `pace` apart.
+pub fn paced_message_response(
+    response_id: &str,
+    before: &[&str],
+    gate: &Gate,
+    after: &[&str],
+    pace: std::time::Duration,
+) -> ScriptedResponse {
+    let message_id = format!("msg_{response_id}");
+    let text: String = before.iter().chain(after).copied().collect();
+    let delta = |d: &str| {
+        json!({"type": "response.output_text.delta", "item_id": message_id,
+               "output_index": 0, "delta": d})
+    };
+    let mut response = ScriptedResponse::event_stream()
+        .chunk_delay(pace)
+        .sse_event(
+            "response.created",
+            &json!({"type": "response.created", "response": {"id": response_id}}),
+        )
+        .sse_event(
+            "response.output_item.added",
+            &json!({"type": "response.output_item.added", "output_index": 0,
+                    "item": {"type": "message", "id": message_id, "role": "assistant",
+                             "status": "in_progress", "content": []}}),
+        );
+    for d in before {
+        response = response.sse_event("response.output_text.delta", &delta(d));
+    }
+    response = response.wait_for(gate);
+    for d in after {
+        response = response.sse_event("response.output_text.delta", &delta(d));
+    }
+    response
+        .sse_event(
+            "response.output_item.done",
+            &json!({"type": "response.output_item.done", "output_index": 0,
+                    "item": {"type": "message", "id": message_id, "role": "assistant",
+                             "status": "completed",
+                             "content": [{"type": "output_text", "text": text,
+                                          "annotations": []}]}}),
+        )
+        .sse_event(
+            "response.completed",
+            &json!({"type": "response.completed", "response": {"id": response_id,
+                    "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}}),
+        )
 }

@@ -66,6 +66,8 @@ pub fn apply_delta(item: &mut ThreadItem, event: &ServerNotification) -> Result<
         | ServerNotification::ThreadStatusChanged(_)
         | ServerNotification::ThreadNameUpdated(_)
         | ServerNotification::ThreadArchived(_)
+        | ServerNotification::ThreadUnarchived(_)
+        | ServerNotification::ThreadReverted(_)
         | ServerNotification::TurnStarted(_)
         | ServerNotification::TurnCompleted(_)
         | ServerNotification::ItemStarted(_)

@@ -362,6 +362,8 @@ impl ThreadReducer {
             | ServerNotification::ThreadStatusChanged(_)
             | ServerNotification::ThreadNameUpdated(_)
             | ServerNotification::ThreadArchived(_)
+            | ServerNotification::ThreadUnarchived(_)
+            | ServerNotification::ThreadReverted(_)
             | ServerNotification::ThreadTokenUsageUpdated(_)
             | ServerNotification::Error(_)
             | ServerNotification::ServerRequestResolved(_) => Ok(Change::Thread),

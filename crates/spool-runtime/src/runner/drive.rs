@@ -38,6 +38,8 @@ pub(crate) struct Run<'r, S> {
     pub started_at_ms: i64,
     pub usage: Option<TokenUsageBreakdown>,
     pub final_text: Option<String>,
+    /// The last agent message of the turn: `turn/completed` carries it.
+    pub final_message: Option<ThreadItem>,
     /// Calls waiting on a request, in call order.
     pub waiting: Vec<(PendingRequest, FiledCall)>,
     /// Control passes to this agent before the next model call.
@@ -146,6 +148,7 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
             started_at_ms,
             usage: None,
             final_text: None,
+            final_message: None,
             waiting: Vec::new(),
             next_agent: None,
             review,
@@ -183,7 +186,11 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
                 self.finish(TurnStatus::Failed, Some(turn_error)).await?;
                 return Err(error);
             }
+            let input_seen = self.input_count();
             match self.model_step().await? {
+                // Input that arrived while the model answered is answered
+                // in this turn, by one more call.
+                StepEnd::Final if self.input_count() != input_seen => {}
                 StepEnd::Final => return self.finish(TurnStatus::Completed, None).await,
                 StepEnd::Failed(error) => {
                     return self.finish(TurnStatus::Failed, Some(error)).await;
@@ -192,6 +199,11 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
                 StepEnd::Calls(calls) => self.handle_calls(calls).await?,
             }
         }
+    }
+
+    /// How much input has been added to the turn from outside so far.
+    fn input_count(&self) -> u64 {
+        self.runner.more_input.as_ref().map_or(0, |rx| *rx.borrow())
     }
 
     /// The thread's model history, as the next call gets it (committed
@@ -272,11 +284,12 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
                     let payloads = mapper.on_event(event, now_ms());
                     for payload in &payloads {
                         if let ServerNotification::ItemCompleted(ItemCompletedNotification {
-                            item: ThreadItem::AgentMessage { text, .. },
+                            item: item @ ThreadItem::AgentMessage { text, .. },
                             ..
                         }) = payload
                         {
                             self.final_text = Some(text.clone());
+                            self.final_message = Some(item.clone());
                         }
                     }
                     self.appender.push(payloads)?;

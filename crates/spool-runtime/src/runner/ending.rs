@@ -104,6 +104,10 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
         turn.completed_at = Some(completed_at_ms / 1000);
         turn.duration_ms = Some(completed_at_ms - run.started_at_ms);
         turn.token_usage = run.usage;
+        // In summary form, as Codex sends it: clients read the final
+        // answer from here.
+        turn.items = run.final_message.take().into_iter().collect();
+        turn.items_view = TurnItemsView::Summary;
         run.appender.push(vec![ServerNotification::TurnCompleted(
             TurnCompletedNotification {
                 thread_id: thread_id.clone(),

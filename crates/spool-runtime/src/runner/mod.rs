@@ -60,6 +60,11 @@ pub struct Runner<S> {
     /// run ends (two reads of the whole thread). Off for callers that only
     /// stream the events.
     pub collect_results: bool,
+    /// Counts input added to the running turn from outside (a client's
+    /// `turn/steer`, logged as a user message of the turn). When it moved
+    /// while the model answered, the turn makes another model call, with
+    /// that input, instead of ending.
+    pub more_input: Option<watch::Receiver<u64>>,
 }
 
 /// How a run ended.
@@ -161,6 +166,7 @@ impl<S: Store + Clone + 'static> Runner<S> {
             client: None,
             rules_file: None,
             collect_results: true,
+            more_input: None,
         }
     }
 

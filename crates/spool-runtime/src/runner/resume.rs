@@ -181,6 +181,7 @@ pub(crate) async fn reopen<'r, S: Store + Clone + 'static>(
         started_at_ms,
         usage: None,
         final_text: None,
+        final_message: None,
         waiting,
         next_agent: None,
         review: false,

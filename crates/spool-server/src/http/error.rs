@@ -82,7 +82,7 @@ impl From<HubError> for ApiError {
         match error {
             HubError::Store(error) => error.into(),
             HubError::Busy(_) => ApiError::new(StatusCode::CONFLICT, "busy", error.to_string()),
-            HubError::NotRunning(_) => {
+            HubError::NotRunning(_) | HubError::OtherTurnRunning { .. } => {
                 ApiError::new(StatusCode::CONFLICT, "not_running", error.to_string())
             }
             HubError::Invalid(_) | HubError::Ceiling(_) => ApiError::bad_request(error.to_string()),

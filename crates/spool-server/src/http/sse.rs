@@ -23,6 +23,7 @@ use crate::shutdown::Shutdown;
 const HTTP_CAPABILITIES: Capabilities = Capabilities {
     seq: true,
     spool_items: true,
+    opted_out: 0,
 };
 
 /// One HTTP client watching a thread; it stops watching when dropped (the

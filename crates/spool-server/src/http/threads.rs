@@ -33,6 +33,7 @@ async fn call(app: &App, method: &str, params: Map<String, Value>) -> Result<Val
     state.capabilities = Capabilities {
         seq: true,
         spool_items: true,
+        opted_out: 0,
     };
     state.spool_additions = true;
     let request = JsonRpcRequest {

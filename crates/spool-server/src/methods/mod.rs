@@ -67,6 +67,7 @@ impl From<HubError> for MethodError {
             )
             | HubError::Busy(_)
             | HubError::NotRunning(_)
+            | HubError::OtherTurnRunning { .. }
             | HubError::Invalid(_)
             | HubError::Ceiling(_) => error_codes::INVALID_PARAMS,
             HubError::Store(_) => error_codes::INTERNAL_ERROR,
@@ -161,6 +162,11 @@ pub(crate) async fn call(
 }
 
 fn initialize(state: &mut ConnectionState, params: InitializeParams) -> Result<Reply, MethodError> {
+    let opted_out = params
+        .capabilities
+        .as_ref()
+        .and_then(|c| c.opt_out_notification_methods.as_deref())
+        .map_or(0, Capabilities::opt_out_mask);
     let asked = params
         .capabilities
         .and_then(|c| c.spool)
@@ -174,6 +180,7 @@ fn initialize(state: &mut ConnectionState, params: InitializeParams) -> Result<R
     state.capabilities = Capabilities {
         seq: granted.seq,
         spool_items: granted.application_items || granted.provenance,
+        opted_out,
     };
     state.spool_additions = granted != SpoolCapabilities::NONE;
     state.initialized = true;
@@ -352,6 +359,33 @@ async fn history_turns(
         .collect())
 }
 
+/// `turn/start` while `running` runs: its input becomes part of that
+/// turn, and the reply is that turn as it stands.
+async fn feed_into_running(
+    hub: &Arc<Hub>,
+    params: TurnStartParams,
+    running: &str,
+) -> Result<Reply, MethodError> {
+    let thread_id = &params.thread_id;
+    reshape::feed_running_turn(
+        hub,
+        thread_id,
+        running,
+        params.input,
+        params.client_user_message_id,
+    )
+    .await?;
+    let turn = hub
+        .store()
+        .turns(thread_id)
+        .await?
+        .into_iter()
+        .find(|turn| turn.id == running)
+        .map(|turn| turn.to_turn(Vec::new()))
+        .ok_or_else(|| MethodError::invalid_params(format!("turn {running} is gone")))?;
+    reply(TurnStartResponse { turn })
+}
+
 async fn turns_with_items(hub: &Arc<Hub>, thread_id: &str) -> Result<Vec<Turn>, MethodError> {
     Ok(history_turns(hub, thread_id, View::Client)
         .await?
@@ -406,6 +440,14 @@ async fn turn_start(hub: &Arc<Hub>, params: TurnStartParams) -> Result<Reply, Me
             "no thread {}",
             params.thread_id
         )));
+    }
+    // As in Codex, input sent while a turn runs goes into that turn (as a
+    // steer would), and the reply is the running turn. Its overrides wait
+    // for the next turn the client starts.
+    if let Some(running) = hub.running_turn(&params.thread_id)
+        && !running.is_empty()
+    {
+        return feed_into_running(hub, params, &running).await;
     }
     // Per-turn overrides stay for later turns too, as in Codex. Each is
     // checked before any is applied (and before the turn starts); what the

@@ -4,9 +4,10 @@
 //!
 //! Each records what it does in the thread's log (never by rewriting it)
 //! and streams the logged events to the thread's watchers:
-//! `thread/archived`, `thread/name/updated`, `item/removed` for every item
-//! of reverted turns, a `userMessage` item for steering. Unarchiving has no
-//! event in the protocol: only the thread's flag changes.
+//! `thread/archived`, `thread/unarchived`, `thread/name/updated`,
+//! `item/removed` for every item of reverted turns then `thread/reverted`,
+//! a `userMessage` item for steering (and for `turn/start` while a turn
+//! runs).
 
 use std::sync::Arc;
 
@@ -34,7 +35,8 @@ pub(super) async fn unarchive(
     params: ThreadUnarchiveParams,
 ) -> Result<Reply, MethodError> {
     thread_record(hub, &params.thread_id).await?;
-    hub.store().set_archived(&params.thread_id, false).await?;
+    let event = hub.store().set_archived(&params.thread_id, false).await?;
+    hub.publish(&params.thread_id, event.into_iter().collect());
     let record = thread_record(hub, &params.thread_id).await?;
     reply(ThreadUnarchiveResponse {
         thread: record.thread,
@@ -154,8 +156,8 @@ pub(super) async fn rollback(
 
 /// `turn/steer`: the input becomes a `userMessage` item of the running
 /// turn, logged at once; the turn's next model call reads it with the rest
-/// of the history. If the turn makes no further model call, the message
-/// stays in the history and the next turn's model sees it.
+/// of the history, and a turn whose model answered while it arrived makes
+/// one more call for it (as Codex does).
 pub(super) async fn steer(hub: &Arc<Hub>, params: TurnSteerParams) -> Result<Reply, MethodError> {
     let thread_id = &params.thread_id;
     if params.input.is_empty() {
@@ -178,9 +180,29 @@ pub(super) async fn steer(hub: &Arc<Hub>, params: TurnSteerParams) -> Result<Rep
         }
     }
     let turn_id = params.expected_turn_id;
-    let mut item = ThreadItem::user_message(new_item_id(), params.input);
+    feed_running_turn(
+        hub,
+        thread_id,
+        &turn_id,
+        params.input,
+        params.client_user_message_id,
+    )
+    .await?;
+    reply(TurnSteerResponse { turn_id })
+}
+
+/// Logs `input` as a user message of the running turn `turn_id` and tells
+/// the run (`turn/steer`, and `turn/start` while a turn runs).
+pub(super) async fn feed_running_turn(
+    hub: &Arc<Hub>,
+    thread_id: &str,
+    turn_id: &str,
+    input: Vec<UserInput>,
+    client_user_message_id: Option<String>,
+) -> Result<(), MethodError> {
+    let mut item = ThreadItem::user_message(new_item_id(), input);
     if let ThreadItem::UserMessage { client_id, .. } = &mut item {
-        client_id.clone_from(&params.client_user_message_id);
+        *client_id = client_user_message_id;
     }
     let now = now_ms();
     let open = ItemEnvelope::started("user", item.kind().default_audience(), now);
@@ -192,15 +214,15 @@ pub(super) async fn steer(hub: &Arc<Hub>, params: TurnSteerParams) -> Result<Rep
     let events = vec![
         ServerNotification::ItemStarted(ItemStartedNotification {
             item: item.clone(),
-            thread_id: thread_id.clone(),
-            turn_id: turn_id.clone(),
+            thread_id: thread_id.to_owned(),
+            turn_id: turn_id.to_owned(),
             started_at_ms: now,
             envelope: Some(open),
         }),
         ServerNotification::ItemCompleted(ItemCompletedNotification {
             item,
-            thread_id: thread_id.clone(),
-            turn_id: turn_id.clone(),
+            thread_id: thread_id.to_owned(),
+            turn_id: turn_id.to_owned(),
             completed_at_ms: now,
             envelope: Some(done),
         }),
@@ -217,7 +239,8 @@ pub(super) async fn steer(hub: &Arc<Hub>, params: TurnSteerParams) -> Result<Rep
             other => other.into(),
         })?;
     hub.publish(thread_id, logged(appended));
-    reply(TurnSteerResponse { turn_id })
+    hub.input_added(thread_id);
+    Ok(())
 }
 
 fn now_ms() -> i64 {

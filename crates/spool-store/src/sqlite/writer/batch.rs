@@ -27,7 +27,7 @@ const INSERT_THREAD: &str = "INSERT INTO threads (id, name, preview, model_provi
 const UPDATE_THREAD_SETTINGS: &str = "UPDATE threads SET \
      name = CASE WHEN ?2 THEN ?3 ELSE name END, \
      preview = coalesce(?4, preview), \
-     archived = (archived OR ?5) \
+     archived = coalesce(?5, archived) \
      WHERE id = ?1";
 
 const UPDATE_UPDATED_AT: &str =
@@ -239,7 +239,7 @@ fn write_thread_row(
     state: &mut ThreadState,
 ) -> Result<(), StoreError> {
     let pending = &state.pending;
-    if pending.name.is_some() || pending.preview.is_some() || pending.archived {
+    if pending.name.is_some() || pending.preview.is_some() || pending.archived.is_some() {
         let (set_name, name) = match &pending.name {
             Some(name) => (true, name.as_deref()),
             None => (false, None),

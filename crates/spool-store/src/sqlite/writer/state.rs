@@ -53,7 +53,8 @@ pub(super) struct Pending {
     pub(super) dirty: Dirty,
     pub(super) name: Option<Option<String>>,
     pub(super) preview: Option<String>,
-    pub(super) archived: bool,
+    /// The thread's archived flag as the last event set it.
+    pub(super) archived: Option<bool>,
 }
 
 impl Pending {
@@ -420,7 +421,8 @@ impl ThreadState {
                 }
             }
             ServerNotification::ThreadNameUpdated(n) => pending.name = Some(n.thread_name.clone()),
-            ServerNotification::ThreadArchived(_) => pending.archived = true,
+            ServerNotification::ThreadArchived(_) => pending.archived = Some(true),
+            ServerNotification::ThreadUnarchived(_) => pending.archived = Some(false),
             // The rest changes no column of the thread's row.
             _ => {}
         }

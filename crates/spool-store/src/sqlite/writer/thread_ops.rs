@@ -20,8 +20,9 @@ use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 use spool_core::{ItemRecord, ReduceError, TurnRecord};
 use spool_protocol::{
     ItemCompletedNotification, ItemRemovedNotification, ItemStartedNotification, ItemStatus,
-    ServerNotification, ThreadArchivedNotification, ThreadEvent, Turn, TurnCompletedNotification,
-    TurnStartedNotification, TurnStatus,
+    ServerNotification, ThreadArchivedNotification, ThreadEvent, ThreadRevertedNotification,
+    ThreadUnarchivedNotification, Turn, TurnCompletedNotification, TurnStartedNotification,
+    TurnStatus,
 };
 
 use super::requests::fresh_state;
@@ -179,15 +180,17 @@ fn set_archived(
     if current == archived {
         return Ok(None);
     }
-    if !archived {
-        tx.prepare_cached("UPDATE threads SET archived = 0 WHERE id = ?1")?
-            .execute((thread_id,))?;
-        return Ok(None);
-    }
     let state = fresh_state(tx, threads, thread_id)?;
-    let notification = ServerNotification::ThreadArchived(ThreadArchivedNotification {
-        thread_id: thread_id.to_owned(),
-    });
+    let thread_id_owned = thread_id.to_owned();
+    let notification = if archived {
+        ServerNotification::ThreadArchived(ThreadArchivedNotification {
+            thread_id: thread_id_owned,
+        })
+    } else {
+        ServerNotification::ThreadUnarchived(ThreadUnarchivedNotification {
+            thread_id: thread_id_owned,
+        })
+    };
     Ok(log(tx, state, thread_id, vec![notification])?.pop())
 }
 
@@ -238,7 +241,7 @@ fn revert(
         .filter(|turn| turn.ordinal >= first)
         .map(|turn| turn.id.as_str())
         .collect();
-    let removals: Vec<ServerNotification> = read_items(tx, thread_id, false)?
+    let mut removals: Vec<ServerNotification> = read_items(tx, thread_id, false)?
         .into_iter()
         .filter(|record| reverted.contains(&record.turn_id.as_str()))
         .map(|record| {
@@ -252,6 +255,11 @@ fn revert(
     if removals.is_empty() {
         return Ok(Vec::new());
     }
+    removals.push(ServerNotification::ThreadReverted(
+        ThreadRevertedNotification {
+            thread_id: thread_id.to_owned(),
+        },
+    ));
     log(tx, state, thread_id, removals)
 }
 
