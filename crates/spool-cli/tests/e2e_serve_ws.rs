@@ -98,6 +98,7 @@ async fn a_turn_over_websocket_streams_in_order_and_the_probes_answer() {
         [
             "thread/started",
             "turn/started",
+            "thread/status/changed",
             "item/started",
             "item/completed",
             "item/started",
@@ -111,6 +112,10 @@ async fn a_turn_over_websocket_streams_in_order_and_the_probes_answer() {
     );
     let completed = seen.last().unwrap();
     assert_eq!(completed["params"]["turn"]["status"], "completed");
+    // The thread goes idle after its turn, as Codex announces.
+    let idle = ws.next().await.expect("the status follows");
+    assert_eq!(method_of(&idle), "thread/status/changed", "{idle}");
+    assert_eq!(idle["params"]["status"], json!({"type": "idle"}));
     // A WebSocket client that did not opt in sees no spool additions.
     assert!(seen.iter().all(|m| m["params"].get("seq").is_none()));
 }

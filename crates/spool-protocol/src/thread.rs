@@ -48,6 +48,15 @@ pub enum ThreadStatus {
     },
 }
 
+impl ThreadStatus {
+    /// Running a turn, waiting on no one.
+    pub fn active() -> ThreadStatus {
+        ThreadStatus::Active {
+            active_flags: Vec::new(),
+        }
+    }
+}
+
 /// Codex's `ThreadHistoryMode`: how a client pages through turns. Not to
 /// be confused with who owns the model's history ([`HistoryMode`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

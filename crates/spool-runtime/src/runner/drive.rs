@@ -91,12 +91,13 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
         let appender = Appender::spawn(runner.store.clone(), thread_id, events.clone());
         let mut turn = Turn::new(turn_id.clone(), TurnStatus::InProgress);
         turn.started_at = Some(started_at_ms / 1000);
-        appender.push(vec![ServerNotification::TurnStarted(
-            TurnStartedNotification {
+        appender.push(vec![
+            ServerNotification::TurnStarted(TurnStartedNotification {
                 thread_id: thread_id.to_owned(),
                 turn,
-            },
-        )])?;
+            }),
+            status_changed(thread_id, ThreadStatus::active()),
+        ])?;
         let sink = ItemSink {
             thread_id: thread_id.to_owned(),
             turn_id: turn_id.clone(),
@@ -491,4 +492,13 @@ pub(crate) fn open_item(record: &spool_core::ItemRecord) -> OpenItem {
         item: record.item.clone(),
         envelope: record.envelope.clone(),
     }
+}
+
+/// `thread/status/changed`, as Codex announces a thread starting a turn,
+/// waiting on a person, and going idle.
+pub(super) fn status_changed(thread_id: &str, status: ThreadStatus) -> ServerNotification {
+    ServerNotification::ThreadStatusChanged(ThreadStatusChangedNotification {
+        thread_id: thread_id.to_owned(),
+        status,
+    })
 }

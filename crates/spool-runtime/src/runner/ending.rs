@@ -108,12 +108,13 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
         // answer from here.
         turn.items = run.final_message.take().into_iter().collect();
         turn.items_view = TurnItemsView::Summary;
-        run.appender.push(vec![ServerNotification::TurnCompleted(
-            TurnCompletedNotification {
+        run.appender.push(vec![
+            ServerNotification::TurnCompleted(TurnCompletedNotification {
                 thread_id: thread_id.clone(),
                 turn,
-            },
-        )])?;
+            }),
+            super::drive::status_changed(&thread_id, ThreadStatus::Idle),
+        ])?;
         let Run {
             runner,
             appender,

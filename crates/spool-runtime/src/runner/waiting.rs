@@ -41,6 +41,20 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
                 .await?;
         }
         self.persisted = true;
+        let flags = asks
+            .iter()
+            .filter_map(|(request, _)| match request.request {
+                ServerRequest::DynamicToolCall(_) => None,
+                _ => Some(ThreadActiveFlag::WaitingOnApproval),
+            })
+            .take(1)
+            .collect();
+        self.appender.push(vec![super::drive::status_changed(
+            &self.state.thread_id,
+            ThreadStatus::Active {
+                active_flags: flags,
+            },
+        )])?;
         self.waiting.extend(asks);
         Ok(())
     }
@@ -105,6 +119,13 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
                 }
                 return Ok(Settled::Cancelled);
             }
+        }
+        // Everyone answered: running again, waiting on no one.
+        if self.waiting.is_empty() {
+            self.appender.push(vec![super::drive::status_changed(
+                &self.state.thread_id,
+                ThreadStatus::active(),
+            )])?;
         }
         Ok(Settled::Done)
     }
