@@ -272,7 +272,8 @@ fn codex_launcher() -> Option<PathBuf> {
 /// its environment play no part), one detached session at a time, killed
 /// on drop. On a failure the last screen is printed.
 struct Tmux {
-    socket: String,
+    /// Holds the socket, so nothing is left in /tmp/tmux-UID.
+    dir: tempfile::TempDir,
     session: String,
     /// The last capture, for the failure message.
     screen: String,
@@ -283,17 +284,21 @@ struct Tmux {
 impl Tmux {
     fn new() -> Tmux {
         Tmux {
-            socket: format!("spool-e2e-{}-{}", std::process::id(), uuid::Uuid::now_v7()),
+            dir: tempfile::tempdir().unwrap(),
             session: "codex".to_owned(),
             screen: String::new(),
             reported: std::cell::Cell::new(false),
         }
     }
 
+    fn socket(&self) -> PathBuf {
+        self.dir.path().join("tmux.sock")
+    }
+
     async fn tmux(&self, args: &[&str]) -> std::process::Output {
         Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
+            .arg("-S")
+            .arg(self.socket())
             .args(args)
             .output()
             .await
@@ -438,7 +443,9 @@ impl Drop for Tmux {
         }
         // Killing the server ends the TUI and the shell around it.
         let _ = std::process::Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
+            .arg("-S")
+            .arg(self.socket())
+            .arg("kill-server")
             .output();
     }
 }
