@@ -52,12 +52,14 @@ const TITLE_REQUEST: &str = "Generate a concise, single-line task title";
 
 #[tokio::test]
 async fn the_codex_tui_runs_turns_asks_approval_and_resumes_after_a_restart() {
-    let Some(codex) = peers() else { return };
+    let codex_home = codex_home();
+    let Some(codex) = peers(codex_home.path()) else {
+        return;
+    };
     let workspace = tempfile::tempdir().unwrap();
     let marks = workspace.path().join("marks.txt");
     let model = model(&marks).await;
     let home = Home::new();
-    let codex_home = codex_home();
     let serve_args = [
         "--listen",
         "ws://127.0.0.1:0",
@@ -214,24 +216,30 @@ fn idle(screen: &str) -> bool {
 }
 
 /// The `codex` launcher and tmux, or `None` to skip when SPOOL_SKIP_PEERS=1.
-/// Anything else missing fails the test: CI installs the peers.
-fn peers() -> Option<PathBuf> {
+/// Anything else missing fails the test: CI installs the peers. Even
+/// `codex --version` writes helper links under `$HOME/.codex`, so it runs
+/// with the test's throwaway `home` too.
+fn peers(home: &Path) -> Option<PathBuf> {
     let skip = std::env::var("SPOOL_SKIP_PEERS").is_ok_and(|v| v == "1");
     let codex = codex_launcher();
     let tmux = std::process::Command::new("tmux").arg("-V").output();
     let problem = match (&codex, &tmux) {
-        (None, _) => "the Codex TUI is not installed: run `scripts/codex-peers.sh` or \
+        (None, _) => "the Codex TUI is not installed: run `scripts/codex-peers.sh install` or \
                       `npm install --prefix ~/.cache/spool/peers/npm @openai/codex@0.163.0`"
             .to_owned(),
         (_, Err(e)) => format!("tmux does not run: {e}"),
         (Some(codex), Ok(_)) => {
-            let version = std::process::Command::new(codex).arg("--version").output();
+            let version = std::process::Command::new(codex)
+                .arg("--version")
+                .env("HOME", home)
+                .env("CODEX_HOME", home.join(".codex"))
+                .output();
             match version {
                 Ok(out) if String::from_utf8_lossy(&out.stdout).trim() == CODEX_VERSION => {
                     return codex.clone().into();
                 }
                 Ok(out) => format!(
-                    "{} --version says {:?}, not {CODEX_VERSION:?}{}",
+                    "{} --version says {:?}, not {CODEX_VERSION:?} (stderr: {})",
                     codex.display(),
                     String::from_utf8_lossy(&out.stdout).trim(),
                     String::from_utf8_lossy(&out.stderr)
