@@ -3,7 +3,8 @@
 //! - [`ScriptedServer`]: an HTTP/1.1 server on `127.0.0.1:0` that answers
 //!   each request with the next [`ScriptedResponse`] (status, headers, body
 //!   chunks with optional delays, SSE helpers, an abrupt close mid-body) and
-//!   records every request.
+//!   records every request; [`ScriptedServer::answer_matching`] adds a
+//!   standing answer for requests a client makes on its own schedule.
 //! - [`RecordingProxy`]: forwards requests to an upstream server (e.g. the
 //!   local llama-server), streams the answers back chunk by chunk, and
 //!   records every request, so end-to-end tests can assert what the model

@@ -159,6 +159,22 @@ impl ScriptedResponse {
 struct Shared {
     queue: VecDeque<ScriptedResponse>,
     requests: Vec<RecordedRequest>,
+    standing: Vec<Standing>,
+}
+
+/// A request predicate and the response every matching request gets
+/// (a copy each time), ahead of the queue.
+struct Standing {
+    matches: Box<dyn Fn(&RecordedRequest) -> bool + Send>,
+    response: ScriptedResponse,
+}
+
+impl std::fmt::Debug for Standing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Standing")
+            .field("response", &self.response)
+            .finish_non_exhaustive()
+    }
 }
 
 /// An HTTP/1.1 server on `127.0.0.1:0` answering requests, in arrival
@@ -187,6 +203,7 @@ impl ScriptedServer {
         let shared = Arc::new(Mutex::new(Shared {
             queue: responses.into_iter().collect(),
             requests: Vec::new(),
+            standing: Vec::new(),
         }));
         let accept_shared = shared.clone();
         let accept = tokio::spawn(async move {
@@ -210,6 +227,21 @@ impl ScriptedServer {
     /// Queue one more response.
     pub fn push(&self, response: ScriptedResponse) {
         lock(&self.shared).queue.push_back(response);
+    }
+
+    /// Answer every request for which `matches` holds with a copy of
+    /// `response`, without taking from the queue: for requests a client
+    /// makes on its own, at times the test does not control (e.g. a
+    /// client's background title generation beside the scripted turns).
+    pub fn answer_matching(
+        &self,
+        matches: impl Fn(&RecordedRequest) -> bool + Send + 'static,
+        response: ScriptedResponse,
+    ) {
+        lock(&self.shared).standing.push(Standing {
+            matches: Box::new(matches),
+            response,
+        });
     }
 
     /// `http://127.0.0.1:PORT/v1`, the base URL a provider is configured with.
@@ -262,15 +294,22 @@ async fn serve(socket: TcpStream, shared: Arc<Mutex<Shared>>) -> io::Result<()> 
         if request.method == "GET" && request.path.ends_with("/models") {
             ScriptedResponse::json(404, &json!({"error": {"message": "not listed"}}))
         } else {
+            let standing = shared
+                .standing
+                .iter()
+                .find(|s| (s.matches)(&request))
+                .map(|s| s.response.clone());
             shared.requests.push(request);
-            shared.queue.pop_front().unwrap_or_else(|| {
-                ScriptedResponse::json(
-                    500,
-                    &json!({"error": {"message": format!(
-                        "ScriptedServer has no scripted response left for {label}"
-                    )}}),
-                )
-            })
+            standing
+                .or_else(|| shared.queue.pop_front())
+                .unwrap_or_else(|| {
+                    ScriptedResponse::json(
+                        500,
+                        &json!({"error": {"message": format!(
+                            "ScriptedServer has no scripted response left for {label}"
+                        )}}),
+                    )
+                })
         }
     };
     let mut socket = reader.into_inner();

@@ -62,6 +62,23 @@ async fn serves_in_order_records_requests_and_reports_an_empty_queue() -> anyhow
 }
 
 #[tokio::test]
+async fn a_standing_answer_serves_every_match_and_leaves_the_queue_alone() -> anyhow::Result<()> {
+    let server = ScriptedServer::with_responses([ScriptedResponse::text(200, "queued")]).await?;
+    server.answer_matching(
+        |r| r.body_text().contains("title"),
+        ScriptedResponse::text(200, "standing"),
+    );
+    let client = client();
+    let post = |body: &'static str| client.post(server.url()).body(body).send();
+    assert_eq!(post("a title, please").await?.text().await?, "standing");
+    assert_eq!(post("the turn").await?.text().await?, "queued");
+    assert_eq!(post("another title").await?.text().await?, "standing");
+    assert_eq!(server.remaining(), 0);
+    assert_eq!(server.requests().len(), 3);
+    Ok(())
+}
+
+#[tokio::test]
 async fn abort_breaks_the_body_mid_stream() -> anyhow::Result<()> {
     let server =
         ScriptedServer::with_responses([ScriptedResponse::sse_data(["{\"a\":1}"]).abort()]).await?;
