@@ -192,6 +192,10 @@ pub struct ServeArgs {
     /// and `…wire_api` apply; other keys are ignored with a warning.
     #[arg(short = 'c', long = "config", value_name = "KEY=VALUE")]
     pub config_overrides: Vec<String>,
+    /// The most text characters one turn's input (or one steer) may carry;
+    /// more is refused with -32602 (HTTP 400). Codex's limit by default.
+    #[arg(long, value_name = "N", default_value_t = spool_server::DEFAULT_MAX_INPUT_CHARS)]
+    pub max_input_chars: usize,
     /// Defaults for threads that do not set their own; they must lie within
     /// the ceilings above.
     #[command(flatten)]

@@ -95,8 +95,12 @@ async fn the_codex_tui_runs_turns_asks_approval_and_resumes_after_a_restart() {
     .await;
     assert!(!marks.exists(), "the command ran before it was approved");
     tui.keys(&["y"]).await;
-    tui.wait_for("the final reply", |s| s.contains(FINAL_REPLY) && idle(s))
+    let screen = tui
+        .wait_for("the final reply", |s| s.contains(FINAL_REPLY) && idle(s))
         .await;
+    // Kept in the test's output (`--no-capture` shows it): what a person
+    // sees after approving.
+    eprintln!("--- the TUI after the approved command ---\n{screen}\n---");
     let lines = marks_lines(&marks);
     tui.check(
         lines == 1,

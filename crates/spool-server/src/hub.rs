@@ -69,7 +69,13 @@ pub struct HubOptions {
     pub ceilings: Ceilings,
     /// What `account/read` and `config/read` report.
     pub facts: ServerFacts,
+    /// The most text characters one `turn/start` or `turn/steer` may
+    /// carry (Codex refuses over 1,048,576).
+    pub max_input_chars: usize,
 }
+
+/// Codex's limit on the text of one user input.
+pub const DEFAULT_MAX_INPUT_CHARS: usize = 1 << 20;
 
 /// How the server was configured, as clients may read it.
 #[derive(Debug, Clone, Default)]
@@ -91,6 +97,7 @@ pub struct Hub {
     agent_for: AgentFactory,
     ceilings: Ceilings,
     facts: ServerFacts,
+    max_input_chars: usize,
     threads: Mutex<HashMap<String, ThreadSlot>>,
     /// Answers awaited for server → client requests, by request id.
     waiting: Mutex<HashMap<String, Waiting>>,
@@ -150,6 +157,7 @@ impl Hub {
             rules_file: options.rules_file,
             ceilings: options.ceilings,
             facts: options.facts,
+            max_input_chars: options.max_input_chars,
             threads: Mutex::new(HashMap::new()),
             waiting: Mutex::new(HashMap::new()),
         })
@@ -174,6 +182,25 @@ impl Hub {
 
     pub fn facts(&self) -> &ServerFacts {
         &self.facts
+    }
+
+    /// Refuses input whose text is over the server's limit.
+    pub fn check_input_size(&self, input: &[UserInput]) -> Result<(), HubError> {
+        let chars: usize = input
+            .iter()
+            .map(|part| match part {
+                UserInput::Text { text, .. } => text.chars().count(),
+                _ => 0,
+            })
+            .sum();
+        if chars > self.max_input_chars {
+            return Err(HubError::Invalid(format!(
+                "the input is {chars} characters, over this server's limit of {} \
+                 (--max-input-chars)",
+                self.max_input_chars
+            )));
+        }
+        Ok(())
     }
 
     pub fn provider(&self) -> &Arc<dyn ModelProvider> {

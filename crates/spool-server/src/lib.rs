@@ -37,7 +37,9 @@ pub use connection::{serve_lines, serve_messages};
 pub use filter::Capabilities;
 pub use guard::{AccessRuleError, AccessRules, AllowedHost, Origin};
 pub use http::openapi;
-pub use hub::{AgentFactory, Hub, HubOptions, ServerFacts, ThreadSettings};
+pub use hub::{
+    AgentFactory, DEFAULT_MAX_INPUT_CHARS, Hub, HubOptions, ServerFacts, ThreadSettings,
+};
 pub use listen::{ListenError, ListenUrl, Listeners, Running};
 pub use shutdown::Shutdown;
 

@@ -95,6 +95,7 @@ pub async fn serve(
         agent_for,
         rules_file: Some(rules_file()?),
         ceilings,
+        max_input_chars: args.max_input_chars,
         facts: ServerFacts {
             uses_api_key: chosen.api_key.is_some(),
             origins: from_flags

@@ -435,6 +435,7 @@ async fn turn_start(hub: &Arc<Hub>, params: TurnStartParams) -> Result<Reply, Me
     if params.input.is_empty() {
         return Err(MethodError::invalid_params("turn/start needs some input"));
     }
+    hub.check_input_size(&params.input)?;
     if hub.store().thread(&params.thread_id).await?.is_none() {
         return Err(MethodError::invalid_params(format!(
             "no thread {}",

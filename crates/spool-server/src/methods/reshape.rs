@@ -163,6 +163,7 @@ pub(super) async fn steer(hub: &Arc<Hub>, params: TurnSteerParams) -> Result<Rep
     if params.input.is_empty() {
         return Err(MethodError::invalid_params("turn/steer needs some input"));
     }
+    hub.check_input_size(&params.input)?;
     thread_record(hub, thread_id).await?;
     match hub.running_turn(thread_id) {
         Some(running) if running == params.expected_turn_id => {}

@@ -174,6 +174,7 @@ async fn run(args: &BenchServerArgs, dir: &Path, machine: Machine) -> anyhow::Re
         rules_file: None,
         ceilings: spool_server::Ceilings::none(),
         facts: spool_server::ServerFacts::default(),
+        max_input_chars: spool_server::DEFAULT_MAX_INPUT_CHARS,
     };
     let hub = Hub::new(store.clone(), provider.clone(), options);
     let listeners = Listeners::bind(
