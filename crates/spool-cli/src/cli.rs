@@ -16,6 +16,13 @@ pub struct Cli {
     pub store: Option<PathBuf>,
     #[command(flatten)]
     pub provider: ProviderArgs,
+    /// A Codex config override for `serve`/`app-server`, `key=value` with a
+    /// TOML value, repeatable, before or after the subcommand (as `codex
+    /// -c … app-server`): `model`, `model_provider`, `approval_policy`,
+    /// `sandbox_mode`, `model_providers.NAME.base_url` and `…wire_api`
+    /// apply; other keys are ignored with a warning.
+    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE", global = true)]
+    pub config_overrides: Vec<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -186,12 +193,6 @@ pub struct ServeArgs {
     /// unset: any directory.
     #[arg(long = "allowed-root", value_name = "PATH")]
     pub allowed_roots: Vec<PathBuf>,
-    /// A Codex config override, `key=value` with a TOML value, repeatable
-    /// (as `codex app-server -c`): `model`, `model_provider`,
-    /// `approval_policy`, `sandbox_mode`, `model_providers.NAME.base_url`
-    /// and `…wire_api` apply; other keys are ignored with a warning.
-    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE")]
-    pub config_overrides: Vec<String>,
     /// The most text characters one turn's input (or one steer) may carry;
     /// more is refused with -32602 (HTTP 400). Codex's limit by default.
     #[arg(long, value_name = "N", default_value_t = spool_server::DEFAULT_MAX_INPUT_CHARS)]

@@ -72,6 +72,9 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         |config: &config::ConfigFile| -> anyhow::Result<provider_choice::ChosenProvider> {
             provider_choice::choose(&cli.provider, config, &|k| std::env::var(k).ok())
         };
+    if !cli.config_overrides.is_empty() && !matches!(cli.command, Command::Serve(_)) {
+        anyhow::bail!("-c/--config applies to `spool serve` (`spool app-server`) only");
+    }
     match cli.command {
         Command::Run(args) => {
             let (store, chosen) = (open_store()?, choose_provider(&load_config()?)?);
@@ -83,7 +86,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             let mut provider = cli.provider.clone();
             let env = |k: &str| std::env::var(k).ok();
             let ignored = overrides::apply(
-                &args.config_overrides,
+                &cli.config_overrides,
                 overrides::Targets {
                     provider: &mut provider,
                     config: &mut config,

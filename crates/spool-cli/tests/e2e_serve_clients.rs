@@ -134,6 +134,9 @@ async fn threads_load_on_start_and_unsubscribing_says_what_it_did() {
         .call(5, "thread/unsubscribe", json!({"threadId": thread_id}))
         .await;
     assert_eq!(result(&unsubscribed), &json!({"status": "unsubscribed"}));
+    // The last watcher left and nothing runs: the thread is unloaded.
+    let closed = client.until(|m| m["method"] == "thread/closed").await;
+    assert_eq!(closed["params"]["threadId"], thread_id.as_str());
     let again = client
         .call(6, "thread/unsubscribe", json!({"threadId": thread_id}))
         .await;
@@ -203,6 +206,29 @@ async fn unknown_c_keys_are_named_once_and_bad_values_of_known_ones_refused() {
         ],
         "{stderr}"
     );
+    // Before the subcommand too, as `codex -c … app-server` is spelled.
+    let before = home
+        .spool(
+            "http://127.0.0.1:9/v1",
+            &["-c", "features.web_search=true", "app-server"],
+        )
+        .await;
+    assert!(before.status.success(), "{before:?}");
+    assert!(
+        String::from_utf8_lossy(&before.stderr)
+            .contains("ignoring -c keys spool has no use for: features.web_search"),
+        "{before:?}"
+    );
+    let elsewhere = home
+        .spool(
+            "http://127.0.0.1:9/v1",
+            &["-c", "model=\"x\"", "threads", "list"],
+        )
+        .await;
+    assert!(
+        !elsewhere.status.success(),
+        "-c means nothing to other commands"
+    );
     let bad = home
         .spool(
             "http://127.0.0.1:9/v1",
@@ -214,4 +240,78 @@ async fn unknown_c_keys_are_named_once_and_bad_values_of_known_ones_refused() {
         String::from_utf8_lossy(&bad.stderr).contains("-c approval_policy"),
         "{bad:?}"
     );
+}
+
+#[tokio::test]
+async fn a_deleted_thread_is_gone_from_lists_reads_and_the_store_file() {
+    let model = ScriptedServer::with_responses([message_response("r1", &["Hi."])])
+        .await
+        .unwrap();
+    let home = Home::new();
+    let mut client = Client::start(&home, &model.url(), &[]);
+    client.initialize(json!({})).await;
+    let doomed = thread_id_of(&client.call(1, "thread/start", json!({})).await);
+    let kept = thread_id_of(&client.call(2, "thread/start", json!({})).await);
+    client
+        .call(
+            3,
+            "turn/start",
+            json!({"threadId": doomed, "input": [{"type": "text", "text": "hi"}]}),
+        )
+        .await;
+    client.until(|m| m["method"] == "turn/completed").await;
+
+    let deleted = client
+        .call(4, "thread/delete", json!({"threadId": doomed}))
+        .await;
+    assert_eq!(result(&deleted), &json!({}));
+    let told = client.until(|m| m["method"] == "thread/deleted").await;
+    assert_eq!(
+        told["params"]["threadId"],
+        doomed.as_str(),
+        "its watcher is told"
+    );
+
+    let list = client.call(5, "thread/list", json!({})).await;
+    let ids: Vec<&str> = result(&list)["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["id"].as_str())
+        .collect();
+    assert_eq!(ids, [kept.as_str()]);
+    let read = client
+        .call(6, "thread/read", json!({"threadId": doomed}))
+        .await;
+    assert_eq!(read["error"]["code"], -32602, "{read}");
+    assert_eq!(
+        read["error"]["message"],
+        format!("thread {doomed} was deleted")
+    );
+    let again = client
+        .call(7, "thread/delete", json!({"threadId": doomed}))
+        .await;
+    assert_eq!(again["error"]["code"], -32602, "{again}");
+    client.close().await;
+
+    // Nothing of it is left in the file but its id among the deleted.
+    let db = rusqlite::Connection::open(home.db()).unwrap();
+    for table in ["events", "turns", "items", "pending_requests", "run_states"] {
+        let left: i64 = db
+            .query_row(
+                &format!("SELECT count(*) FROM {table} WHERE thread_id = ?1"),
+                [&doomed],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(left, 0, "{table}");
+    }
+    let recorded: i64 = db
+        .query_row(
+            "SELECT count(*) FROM deleted_threads WHERE id = ?1",
+            [&doomed],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(recorded, 1);
 }

@@ -37,6 +37,7 @@
 //! | `collaborationMode/list` | [`CollaborationModeListParams`] | [`CollaborationModeListResponse`] |
 //! | `thread/loaded/list` | [`ThreadLoadedListParams`] | [`ThreadLoadedListResponse`] |
 //! | `thread/unsubscribe` | [`ThreadUnsubscribeParams`] | [`ThreadUnsubscribeResponse`] |
+//! | `thread/delete` | [`ThreadDeleteParams`] | [`ThreadDeleteResponse`] |
 
 mod initialize;
 mod requirements;
@@ -151,6 +152,8 @@ client_requests! {
     ThreadLoadedList => "thread/loaded/list" (ThreadLoadedListParams),
     /// Stop watching a thread on this connection.
     ThreadUnsubscribe => "thread/unsubscribe" (ThreadUnsubscribeParams),
+    /// Delete a thread and everything of it.
+    ThreadDelete => "thread/delete" (ThreadDeleteParams),
 }
 
 impl ClientRequest {
@@ -197,6 +200,7 @@ impl ClientRequest {
             | ClientRequest::CollaborationModeList(_)
             | ClientRequest::ThreadLoadedList(_) => None,
             ClientRequest::ThreadUnsubscribe(p) => Some(&p.thread_id),
+            ClientRequest::ThreadDelete(p) => Some(&p.thread_id),
             ClientRequest::ThreadResume(p) => Some(&p.thread_id),
             ClientRequest::ThreadFork(p) => Some(&p.thread_id),
             ClientRequest::ThreadRead(p) => Some(&p.thread_id),

@@ -46,6 +46,22 @@ pub struct ThreadUnarchivedNotification {
     pub thread_id: String,
 }
 
+/// The thread was deleted: nothing of it is left to read. Sent to its
+/// watchers, never logged (its log is gone with it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadDeletedNotification {
+    pub thread_id: String,
+}
+
+/// The thread is no longer loaded in this server: its last watcher left
+/// and no turn runs. Sent to that watcher, never logged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadClosedNotification {
+    pub thread_id: String,
+}
+
 /// Turns were dropped from the thread (`thread/revert`, `thread/rollback`);
 /// their items' `item/removed` come first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -271,6 +287,8 @@ of_thread!(
     ThreadArchivedNotification,
     ThreadUnarchivedNotification,
     ThreadRevertedNotification,
+    ThreadDeletedNotification,
+    ThreadClosedNotification,
     TurnStartedNotification,
     TurnCompletedNotification,
     ThreadTokenUsageUpdatedNotification,
@@ -362,6 +380,10 @@ server_notifications! {
     ThreadArchived => "thread/archived" (ThreadArchivedNotification) Lifecycle Codex,
     ThreadUnarchived => "thread/unarchived" (ThreadUnarchivedNotification) Lifecycle Codex,
     ThreadReverted => "thread/reverted" (ThreadRevertedNotification) Lifecycle Codex,
+    /// Live only: the thread's log is gone.
+    ThreadDeleted => "thread/deleted" (ThreadDeletedNotification) Lifecycle Codex,
+    /// Live only, to the watcher that left last.
+    ThreadClosed => "thread/closed" (ThreadClosedNotification) Lifecycle Codex,
     TurnStarted => "turn/started" (TurnStartedNotification) Lifecycle Codex,
     TurnCompleted => "turn/completed" (TurnCompletedNotification) Lifecycle Codex,
     ItemStarted => "item/started" (ItemStartedNotification) Lifecycle Codex,

@@ -57,6 +57,22 @@ pub struct ThreadSettings {
     pub dynamic_tools: Vec<DynamicToolSpec>,
 }
 
+/// What `thread/unsubscribe` did.
+pub struct Unsubscribed {
+    pub status: ThreadUnsubscribeStatus,
+    /// The thread is no longer loaded: the leaver gets `thread/closed`.
+    pub closed: bool,
+}
+
+impl Unsubscribed {
+    fn status(status: ThreadUnsubscribeStatus) -> Unsubscribed {
+        Unsubscribed {
+            status,
+            closed: false,
+        }
+    }
+}
+
 /// How a hub runs its threads.
 pub struct HubOptions {
     /// The provider's name, recorded on threads and reported to clients.
@@ -325,27 +341,44 @@ impl Hub {
 
     /// Stops delivering the thread's events to `connection`. When no one
     /// watches any more, requests only it was asked are given up, as when
-    /// a connection closes.
-    pub fn unsubscribe(
-        &self,
-        thread_id: &str,
-        connection: ConnectionId,
-    ) -> ThreadUnsubscribeStatus {
-        let orphaned = {
+    /// a connection closes; `closed` says the thread is no longer loaded
+    /// (no watcher, no turn running).
+    pub fn unsubscribe(&self, thread_id: &str, connection: ConnectionId) -> Unsubscribed {
+        let (orphaned, running) = {
             let mut threads = self.threads();
             let Some(slot) = threads.get_mut(thread_id) else {
-                return ThreadUnsubscribeStatus::NotLoaded;
+                return Unsubscribed::status(ThreadUnsubscribeStatus::NotLoaded);
             };
             if slot.watchers.remove(&connection).is_none() {
-                return ThreadUnsubscribeStatus::NotSubscribed;
+                return Unsubscribed::status(ThreadUnsubscribeStatus::NotSubscribed);
             }
-            slot.watchers.is_empty()
+            (slot.watchers.is_empty(), slot.running.is_some())
         };
         if orphaned {
             let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
             waiting.retain(|_, w| w.thread_id != thread_id);
         }
-        ThreadUnsubscribeStatus::Unsubscribed
+        Unsubscribed {
+            status: ThreadUnsubscribeStatus::Unsubscribed,
+            closed: orphaned && !running,
+        }
+    }
+
+    /// Deletes the thread from the store (refused while a turn runs) and
+    /// tells its watchers, who then watch nothing.
+    pub async fn delete_thread(&self, thread_id: &str) -> Result<(), HubError> {
+        if let Some(turn) = self.running_turn(thread_id) {
+            return Err(HubError::Invalid(format!(
+                "thread {thread_id} has a turn in progress ({turn}); interrupt it first"
+            )));
+        }
+        self.store.delete_thread(thread_id).await?;
+        let deleted = ServerNotification::ThreadDeleted(ThreadDeletedNotification {
+            thread_id: thread_id.to_owned(),
+        });
+        self.broadcast(thread_id, Delivery::Event(Appended::Transient(deleted)));
+        self.threads().remove(thread_id);
+        Ok(())
     }
 
     /// Stops delivering to `connection` (it closed). Requests only it was

@@ -241,6 +241,20 @@ pub trait Store: Send + Sync {
         first_turn_id: &str,
     ) -> impl Future<Output = Result<Vec<ThreadEvent>, StoreError>> + Send;
 
+    /// Deletes the thread: its log, projections, requests and run states,
+    /// in one transaction, leaving only its id and the time in the record
+    /// of deleted threads ([`Store::deleted_at`]). Refused
+    /// ([`StoreError::Refused`]) while a turn is in progress. Durable when
+    /// it returns.
+    fn delete_thread(&self, thread_id: &str)
+    -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// When the thread was deleted (unix ms), if it was.
+    fn deleted_at(
+        &self,
+        thread_id: &str,
+    ) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send;
+
     /// Creates the thread `new` holding a copy of `source_id`'s finished
     /// turns before `before_turn` (all of them when `None`; a turn in
     /// progress and what follows are never copied, nor turns whose items

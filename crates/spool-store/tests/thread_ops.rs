@@ -264,3 +264,58 @@ async fn a_fork_leaves_out_a_turn_in_progress_and_reverted_turns() {
         .unwrap_err();
     assert!(matches!(error, StoreError::Refused { .. }), "{error}");
 }
+
+#[tokio::test]
+async fn deleting_a_thread_removes_every_row_of_it_and_records_the_deletion() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let doomed = new_thread(&store, false).await;
+    let kept = new_thread(&store, false).await;
+    exchange(&store, &doomed, "t1", "one").await;
+    exchange(&store, &kept, "k1", "kept").await;
+    let kept_events = committed_events(dir.path(), &kept);
+
+    store.delete_thread(&doomed).await.unwrap();
+    assert!(store.thread(&doomed).await.unwrap().is_none());
+    assert!(store.deleted_at(&doomed).await.unwrap().is_some());
+    assert_eq!(listed(&store, false).await, vec![kept.clone()]);
+    let raw = raw(dir.path());
+    for table in ["events", "turns", "items", "pending_requests", "run_states"] {
+        let left: i64 = raw
+            .query_row(
+                &format!("SELECT count(*) FROM {table} WHERE thread_id = ?1"),
+                [&doomed],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(left, 0, "{table} keeps nothing of the deleted thread");
+    }
+    let threads: i64 = raw
+        .query_row(
+            "SELECT count(*) FROM threads WHERE id = ?1",
+            [&doomed],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(threads, 0);
+    // The other thread is untouched.
+    assert_eq!(committed_events(dir.path(), &kept), kept_events);
+    assert!(store.deleted_at(&kept).await.unwrap().is_none());
+
+    let again = store.delete_thread(&doomed).await.unwrap_err();
+    assert!(matches!(again, StoreError::UnknownThread(_)), "{again}");
+}
+
+#[tokio::test]
+async fn a_thread_with_a_turn_in_progress_is_not_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let thread = new_thread(&store, false).await;
+    store
+        .append(&thread, vec![turn_started(&thread, "t1")])
+        .await
+        .unwrap();
+    let refused = store.delete_thread(&thread).await.unwrap_err();
+    assert!(matches!(refused, StoreError::Refused { .. }), "{refused}");
+    assert!(store.thread(&thread).await.unwrap().is_some());
+}

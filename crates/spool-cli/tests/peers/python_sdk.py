@@ -34,12 +34,8 @@ from openai_codex.generated.v2_all import (
     UserMessageThreadItem,
 )
 
-# The subcommand the SDK launches; SPOOL_SERVER_SUBCOMMAND overrides it only to try this
-# program against an older binary (`serve`, which takes the same flags).
-SERVER_SUBCOMMAND = os.environ.get("SPOOL_SERVER_SUBCOMMAND", "app-server")
-# As the SDK itself launches `codex app-server --listen stdio://`; spool offers no tools
-# unless asked, and turn 3 needs the shell.
-SERVER_ARGS = ("--listen", "stdio://", "--tools", "shell")
+# The SDK is given spool as its Codex binary and launches it as it launches Codex:
+# `spool app-server --listen stdio://`, with Codex's default tools (turn 3 needs the shell).
 
 STEP_TIMEOUT_S = 60
 THREAD_NAME = "python sdk thread"
@@ -121,10 +117,7 @@ def report(extra: list[str] = ()) -> None:
 def main() -> int:
     global codex
     spool, workdir, side_effect = sys.argv[1], sys.argv[2], Path(sys.argv[3])
-    config = CodexConfig(
-        launch_args_override=(spool, SERVER_SUBCOMMAND, *SERVER_ARGS),
-        cwd=workdir,
-    )
+    config = CodexConfig(codex_bin=spool, cwd=workdir)
 
     with step("initialize (Codex())"):
         codex = Codex(config)

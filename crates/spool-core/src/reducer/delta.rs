@@ -68,6 +68,8 @@ pub fn apply_delta(item: &mut ThreadItem, event: &ServerNotification) -> Result<
         | ServerNotification::ThreadArchived(_)
         | ServerNotification::ThreadUnarchived(_)
         | ServerNotification::ThreadReverted(_)
+        | ServerNotification::ThreadDeleted(_)
+        | ServerNotification::ThreadClosed(_)
         | ServerNotification::TurnStarted(_)
         | ServerNotification::TurnCompleted(_)
         | ServerNotification::ItemStarted(_)

@@ -364,6 +364,8 @@ impl ThreadReducer {
             | ServerNotification::ThreadArchived(_)
             | ServerNotification::ThreadUnarchived(_)
             | ServerNotification::ThreadReverted(_)
+            | ServerNotification::ThreadDeleted(_)
+            | ServerNotification::ThreadClosed(_)
             | ServerNotification::ThreadTokenUsageUpdated(_)
             | ServerNotification::Error(_)
             | ServerNotification::ServerRequestResolved(_) => Ok(Change::Thread),

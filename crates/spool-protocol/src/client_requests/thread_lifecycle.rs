@@ -275,3 +275,15 @@ impl ThreadStartResponse {
         }
     }
 }
+
+/// `thread/delete` params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadDeleteParams {
+    pub thread_id: String,
+}
+
+/// `thread/delete` result: empty; the thread's watchers get
+/// `thread/deleted`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadDeleteResponse {}

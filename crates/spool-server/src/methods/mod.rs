@@ -158,6 +158,11 @@ pub(crate) async fn call(
         ClientRequest::CollaborationModeList(_) => reply(CollaborationModeListResponse::default()),
         ClientRequest::ThreadLoadedList(_) => surface::loaded(hub),
         ClientRequest::ThreadUnsubscribe(params) => surface::unsubscribe(hub, state, params),
+        ClientRequest::ThreadDelete(params) => {
+            thread_record(hub, &params.thread_id).await?;
+            hub.delete_thread(&params.thread_id).await?;
+            reply(ThreadDeleteResponse {})
+        }
     }
 }
 
@@ -323,10 +328,15 @@ async fn thread_record(
     hub: &Arc<Hub>,
     thread_id: &str,
 ) -> Result<spool_store::ThreadRecord, MethodError> {
-    hub.store()
-        .thread(thread_id)
-        .await?
-        .ok_or_else(|| MethodError::invalid_params(format!("no thread {thread_id}")))
+    if let Some(record) = hub.store().thread(thread_id).await? {
+        return Ok(record);
+    }
+    let deleted = hub.store().deleted_at(thread_id).await?.is_some();
+    Err(MethodError::invalid_params(if deleted {
+        format!("thread {thread_id} was deleted")
+    } else {
+        format!("no thread {thread_id}")
+    }))
 }
 
 /// The thread's turns that are part of its history (see the module docs),

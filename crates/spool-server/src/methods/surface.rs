@@ -8,8 +8,10 @@ use std::time::Duration;
 use spool_protocol::*;
 
 use super::{MethodError, Reply, reply};
+use spool_store::Appended;
+
 use crate::connection::ConnectionState;
-use crate::hub::Hub;
+use crate::hub::{Delivery, Hub};
 
 /// How long `model/list` waits for the provider's own list before it
 /// answers with the configured model alone.
@@ -118,7 +120,17 @@ pub(super) fn unsubscribe(
     state: &mut ConnectionState,
     params: ThreadUnsubscribeParams,
 ) -> Result<Reply, MethodError> {
+    let done = hub.unsubscribe(&params.thread_id, state.id);
+    if done.closed {
+        // After the reply, as Codex sends it: the thread is unloaded.
+        let closed = ServerNotification::ThreadClosed(ThreadClosedNotification {
+            thread_id: params.thread_id.clone(),
+        });
+        let _ = state
+            .deliveries
+            .send(Delivery::Event(Appended::Transient(closed)));
+    }
     reply(ThreadUnsubscribeResponse {
-        status: hub.unsubscribe(&params.thread_id, state.id),
+        status: done.status,
     })
 }

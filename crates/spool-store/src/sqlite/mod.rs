@@ -469,6 +469,22 @@ impl Store for SqliteStore {
         self.revert_turns_op(thread_id, first_turn_id).await
     }
 
+    async fn delete_thread(&self, thread_id: &str) -> Result<(), StoreError> {
+        self.delete_thread_op(thread_id).await
+    }
+
+    async fn deleted_at(&self, thread_id: &str) -> Result<Option<i64>, StoreError> {
+        let thread_id = thread_id.to_owned();
+        self.read(move |conn| {
+            use rusqlite::OptionalExtension;
+            Ok(conn
+                .prepare_cached("SELECT deleted_at_ms FROM deleted_threads WHERE id = ?1")?
+                .query_row((thread_id,), |row| row.get(0))
+                .optional()?)
+        })
+        .await
+    }
+
     async fn fork_thread(
         &self,
         new: NewThread,

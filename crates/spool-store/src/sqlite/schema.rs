@@ -37,7 +37,21 @@ const MIGRATIONS: &[Migration] = &[
         version: 4,
         sql: V4_FEWER_PAGES_PER_COMMIT,
     },
+    Migration {
+        version: 5,
+        sql: V5_DELETED_THREADS,
+    },
 ];
+
+/// Version 5: `deleted_threads`, what is left of a deleted thread (its id
+/// and when), so a read of it says it was deleted rather than unknown.
+/// Everything else of the thread is removed with it.
+const V5_DELETED_THREADS: &str = "
+CREATE TABLE deleted_threads (
+    id            TEXT PRIMARY KEY,
+    deleted_at_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+";
 
 /// The schema version this build writes (the number of migrations).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

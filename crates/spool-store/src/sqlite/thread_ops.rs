@@ -29,6 +29,12 @@ impl SqliteStore {
         .await
     }
 
+    pub(super) async fn delete_thread_op(&self, thread_id: &str) -> Result<(), StoreError> {
+        let thread_id = thread_id.to_owned();
+        self.ask(|reply| Request::Threads(ThreadOp::Delete { thread_id, reply }))
+            .await
+    }
+
     pub(super) async fn revert_turns_op(
         &self,
         thread_id: &str,

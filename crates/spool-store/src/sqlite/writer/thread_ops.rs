@@ -41,6 +41,9 @@ pub(crate) enum ThreadOp {
         archived: bool,
         reply: Reply<Option<ThreadEvent>>,
     },
+    /// Removes the thread and everything of it, leaving its id in
+    /// `deleted_threads`.
+    Delete { thread_id: String, reply: Reply<()> },
     /// Removes `first_turn_id` and every later turn from the history.
     Revert {
         thread_id: String,
@@ -69,6 +72,13 @@ impl Writer {
             } => {
                 let result = self.in_thread_transaction(&thread_id, |tx, threads| {
                     set_archived(tx, threads, &thread_id, archived)
+                });
+                let _ = reply.send(result);
+            }
+            ThreadOp::Delete { thread_id, reply } => {
+                let result = self.in_thread_transaction(&thread_id, |tx, threads| {
+                    threads.remove(&thread_id);
+                    delete(tx, &thread_id)
                 });
                 let _ = reply.send(result);
             }
@@ -192,6 +202,43 @@ fn set_archived(
         })
     };
     Ok(log(tx, state, thread_id, vec![notification])?.pop())
+}
+
+/// Deletes every row of the thread, children first (the foreign keys),
+/// and records the deletion. A turn in progress is refused: its run would
+/// write into a thread that is gone.
+fn delete(tx: &Transaction<'_>, thread_id: &str) -> Result<(), StoreError> {
+    let exists: Option<i64> = tx
+        .prepare_cached("SELECT 1 FROM threads WHERE id = ?1")?
+        .query_row((thread_id,), |row| row.get(0))
+        .optional()?;
+    if exists.is_none() {
+        return Err(StoreError::UnknownThread(thread_id.to_owned()));
+    }
+    let running: Option<String> = tx
+        .prepare_cached(
+            "SELECT turn_id FROM turns WHERE thread_id = ?1 AND status = 'inProgress' LIMIT 1",
+        )?
+        .query_row((thread_id,), |row| row.get(0))
+        .optional()?;
+    if let Some(turn_id) = running {
+        return Err(refused(
+            "thread/delete",
+            ReduceError::ClearWhileTurnActive { turn_id },
+        ));
+    }
+    for table in ["pending_requests", "run_states", "items", "turns", "events"] {
+        tx.execute(
+            &format!("DELETE FROM {table} WHERE thread_id = ?1"),
+            (thread_id,),
+        )?;
+    }
+    tx.execute("DELETE FROM threads WHERE id = ?1", (thread_id,))?;
+    tx.prepare_cached(
+        "INSERT OR REPLACE INTO deleted_threads (id, deleted_at_ms) VALUES (?1, ?2)",
+    )?
+    .execute((thread_id, now_ms()))?;
+    Ok(())
 }
 
 /// A refusal of a whole-thread operation, in the reducer's words.
