@@ -213,17 +213,24 @@ impl ConfigFile {
     /// `$SPOOL_HOME/spool.toml`, then `./spool.toml`.
     pub fn load_layered(home: &Path, cwd: &Path) -> Result<ConfigFile, ConfigError> {
         let mut config = ConfigFile::default();
-        let home_file = home.join("spool.toml");
-        let local_file = cwd.join("spool.toml");
-        if let Some(c) = Self::load(&home_file)? {
-            config = config.merge(c);
-        }
-        if local_file != home_file
-            && let Some(c) = Self::load(&local_file)?
-        {
-            config = config.merge(c);
+        for file in Self::layer_files(home, cwd) {
+            if let Some(c) = Self::load(&file)? {
+                config = config.merge(c);
+            }
         }
         Ok(config)
+    }
+
+    /// The `spool.toml` files layered, lowest first: the home's, then the
+    /// working directory's (once, when they are the same file).
+    pub fn layer_files(home: &Path, cwd: &Path) -> Vec<PathBuf> {
+        let home_file = home.join("spool.toml");
+        let local_file = cwd.join("spool.toml");
+        if local_file == home_file {
+            vec![home_file]
+        } else {
+            vec![home_file, local_file]
+        }
     }
 }
 

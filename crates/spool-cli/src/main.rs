@@ -4,13 +4,14 @@ mod cli;
 mod commands;
 mod config;
 mod home;
+mod origins;
 mod overrides;
 mod provider_choice;
 mod render;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use spool_store::{SqliteStore, StoreOptions};
 
 /// mimalloc: decoding JSON into `serde_json::Value`s (session reads, views)
@@ -22,7 +23,12 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use crate::cli::{Cli, Command, ThreadsCommand};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    let on_command_line = set_on_command_line(&matches);
     // Before anything starts a thread: confining a process needs it
     // single-threaded.
     if let Command::SandboxExec(args) = cli.command {
@@ -39,7 +45,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(dispatch(cli)) {
+    match runtime.block_on(dispatch(cli, &on_command_line)) {
         Ok(0) => ExitCode::SUCCESS,
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         // `spool threads events ID | head` is not an error.
@@ -53,7 +59,30 @@ fn main() -> ExitCode {
     }
 }
 
-async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
+/// The settings `config/read` names (Codex's keys) that a flag on the
+/// command line set, for `serve`.
+fn set_on_command_line(matches: &clap::ArgMatches) -> Vec<&'static str> {
+    let Some(serve) = matches.subcommand_matches("serve") else {
+        return Vec::new();
+    };
+    [
+        ("model", "model"),
+        ("provider", "model_provider"),
+        ("approval_policy", "approval_policy"),
+        ("sandbox", "sandbox_mode"),
+    ]
+    .into_iter()
+    .filter(|(id, _)| {
+        [matches, serve].iter().any(|m| {
+            m.try_get_raw(id).is_ok_and(|v| v.is_some())
+                && m.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+        })
+    })
+    .map(|(_, key)| key)
+    .collect()
+}
+
+async fn dispatch(cli: Cli, on_command_line: &[&'static str]) -> anyhow::Result<i32> {
     // Opened only by the commands that use it: benchmarks make their own.
     let open_store = || -> anyhow::Result<SqliteStore> {
         let store_path = home::store_path(cli.store.clone())?;
@@ -85,7 +114,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             let mut config = load_config()?;
             let mut provider = cli.provider.clone();
             let env = |k: &str| std::env::var(k).ok();
-            let ignored = overrides::apply(
+            let applied = overrides::apply(
                 &cli.config_overrides,
                 overrides::Targets {
                     provider: &mut provider,
@@ -94,18 +123,24 @@ async fn dispatch(cli: Cli) -> anyhow::Result<i32> {
                 },
                 &env,
             )?;
-            if !ignored.is_empty() {
+            if !applied.ignored.is_empty() {
                 eprintln!(
                     "spool serve: ignoring -c keys spool has no use for: {}",
-                    ignored.join(", ")
+                    applied.ignored.join(", ")
                 );
             }
             let chosen = provider_choice::choose(&provider, &config, &env)?;
-            let from_flags = [
-                ("model", provider.model.is_some()),
-                ("model_provider", provider.provider.is_some()),
-            ];
-            commands::serve::serve(store, chosen, config.requirements, args, &from_flags).await
+            let mut set: Vec<&str> = on_command_line.to_vec();
+            set.extend(applied.applied.iter().map(String::as_str));
+            let origins = origins::origins(&origins::Sources {
+                files: config::ConfigFile::layer_files(
+                    &home::spool_home()?,
+                    &std::env::current_dir()?,
+                ),
+                on_command_line: &set,
+                provider: &chosen.name,
+            });
+            commands::serve::serve(store, chosen, config.requirements, args, origins).await
         }
         Command::Resume(args) => {
             let (store, chosen) = (open_store()?, choose_provider(&load_config()?)?);

@@ -20,14 +20,25 @@ pub struct Targets<'a> {
     pub agent: &'a mut AgentArgs,
 }
 
-/// Applies each `key=value`; returns the keys spool has no use for. A key
-/// spool knows with a value it cannot take is an error.
+/// What `-c` did.
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// Keys applied (those `config/read` names: `model`, `model_provider`,
+    /// `approval_policy`, `sandbox_mode`).
+    pub applied: Vec<String>,
+    /// Keys spool has no use for.
+    pub ignored: Vec<String>,
+}
+
+/// Applies each `key=value`. A key spool knows with a value it cannot
+/// take is an error.
 pub fn apply(
     overrides: &[String],
     targets: Targets<'_>,
     env: &dyn Fn(&str) -> Option<String>,
-) -> anyhow::Result<Vec<String>> {
+) -> anyhow::Result<Applied> {
     let mut ignored = Vec::new();
+    let mut applied = Vec::new();
     for raw in overrides {
         let (key, value) = raw
             .split_once('=')
@@ -88,10 +99,14 @@ pub fn apply(
                     };
                 }
             }
-            _ => ignored.push(key.to_owned()),
+            _ => {
+                ignored.push(key.to_owned());
+                continue;
+            }
         }
+        applied.push(key.to_owned());
     }
-    Ok(ignored)
+    Ok(Applied { applied, ignored })
 }
 
 /// A TOML value, or the text itself when it is not one (`never`).
@@ -121,7 +136,7 @@ mod tests {
         let mut config = ConfigFile::default();
         let mut agent = Args::parse_from(["x"]).agent;
         let owned: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-        let ignored = apply(
+        let applied = apply(
             &owned,
             Targets {
                 provider: &mut provider,
@@ -130,7 +145,7 @@ mod tests {
             },
             &|_| None,
         )?;
-        Ok((provider, config, agent, ignored))
+        Ok((provider, config, agent, applied.ignored))
     }
 
     #[test]

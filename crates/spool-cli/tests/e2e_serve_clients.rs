@@ -25,6 +25,8 @@ async fn the_bootstrap_reads_answer_with_the_servers_true_state() {
         .await
         .unwrap();
     let home = Home::new();
+    let toml = home.path().join("spool.toml");
+    std::fs::write(&toml, "provider = \"local\"\n").unwrap();
     let mut client = Client::app_server(
         &home,
         &model.url(),
@@ -35,6 +37,8 @@ async fn the_bootstrap_reads_answer_with_the_servers_true_state() {
             "model=\"scripted-model\"",
             "-c",
             "approval_policy=\"untrusted\"",
+            "--sandbox",
+            "read-only",
         ],
     );
     client.initialize(json!({})).await;
@@ -51,10 +55,23 @@ async fn the_bootstrap_reads_answer_with_the_servers_true_state() {
     assert_eq!(config["config"]["model"], "scripted-model", "{config}");
     assert_eq!(config["config"]["model_provider"], "local");
     assert_eq!(config["config"]["approval_policy"], "untrusted");
-    assert_eq!(config["config"]["sandbox_mode"], "workspace-write");
+    assert_eq!(config["config"]["sandbox_mode"], "read-only");
+    let origin = |key: &str| config["origins"][key]["name"].clone();
     assert_eq!(
-        config["origins"]["model"]["name"]["type"], "sessionFlags",
-        "-c set the model: {config}"
+        origin("model"),
+        json!({"type": "sessionFlags"}),
+        "-c: {config}"
+    );
+    assert_eq!(origin("approval_policy"), json!({"type": "sessionFlags"}));
+    assert_eq!(
+        origin("sandbox_mode"),
+        json!({"type": "sessionFlags"}),
+        "a flag"
+    );
+    assert_eq!(
+        origin("model_provider"),
+        json!({"type": "user", "file": toml.display().to_string()}),
+        "spool.toml set the provider"
     );
 
     let models = client.call(3, "model/list", json!({})).await;

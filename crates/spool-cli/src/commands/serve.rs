@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use spool_protocol::{
-    ConfigLayerMetadata, ConfigLayerSource, DynamicToolFunctionSpec, DynamicToolNamespaceTool,
-    DynamicToolSpec, SandboxPolicy,
+    ConfigLayerMetadata, DynamicToolFunctionSpec, DynamicToolNamespaceTool, DynamicToolSpec,
+    SandboxPolicy,
 };
 use spool_runtime::{Agent, DynamicTool, ModelSettings, SandboxOptions, Tool};
 use spool_server::ceilings::Fields;
@@ -37,7 +37,7 @@ pub async fn serve(
     chosen: ChosenProvider,
     requirements: Requirements,
     mut args: ServeArgs,
-    from_flags: &[(&str, bool)],
+    origins: std::collections::BTreeMap<String, ConfigLayerMetadata>,
 ) -> anyhow::Result<i32> {
     args.agent.tools = served_tools(&args.agent.tools);
     let urls = args
@@ -98,17 +98,7 @@ pub async fn serve(
         max_input_chars: args.max_input_chars,
         facts: ServerFacts {
             uses_api_key: chosen.api_key.is_some(),
-            origins: from_flags
-                .iter()
-                .filter(|(_, set)| *set)
-                .map(|(key, _)| {
-                    let layer = ConfigLayerMetadata {
-                        name: ConfigLayerSource::SessionFlags,
-                        version: "flags".to_owned(),
-                    };
-                    ((*key).to_owned(), layer)
-                })
-                .collect(),
+            origins,
         },
     };
     let hub = Hub::new(store.clone(), provider, options);
