@@ -87,40 +87,8 @@ impl HttpTransport {
     pub async fn list_models(&self) -> Result<Vec<String>, ModelError> {
         let endpoint = self.endpoint("models");
         let client = self.client.as_ref().map_err(Clone::clone)?;
-        let mut request = client.get(&endpoint.url);
-        if let Some(key) = &self.config.api_key {
-            request = request.bearer_auth(key);
-        }
-        for (name, value) in &self.config.headers {
-            request = request.header(name, value);
-        }
-        let timeout = self.config.request_timeout;
-        let response = tokio::time::timeout(timeout, request.send())
-            .await
-            .map_err(|_| ModelError::Timeout {
-                provider: endpoint.provider.clone(),
-                url: endpoint.url.clone(),
-                phase: TimeoutPhase::Headers,
-                after: timeout,
-            })?
-            .map_err(|e| ModelError::Connect {
-                provider: endpoint.provider.clone(),
-                url: endpoint.url.clone(),
-                message: error_chain(&e),
-            })?;
-        let status = response.status();
+        let response = self.send(&endpoint, client.get(&endpoint.url)).await?;
         let text = self.read_text(response).await;
-        if !status.is_success() {
-            let (message, code) = message_from_body(&text);
-            return Err(ModelError::Http {
-                provider: endpoint.provider.clone(),
-                url: endpoint.url.clone(),
-                status: status.as_u16(),
-                message,
-                code,
-                retry_after: None,
-            });
-        }
         let list: Value = serde_json::from_str(&text)
             .map_err(|e| endpoint.malformed(format!("the model list is not JSON: {e}")))?;
         Ok(list["data"]
@@ -134,13 +102,13 @@ impl HttpTransport {
             .unwrap_or_default())
     }
 
-    /// One attempt: POST `body`, check the status, return the SSE events.
-    async fn open(&self, endpoint: &Endpoint, body: &Value) -> Result<SseStream, ModelError> {
-        let client = self.client.as_ref().map_err(Clone::clone)?;
-        let mut request = client
-            .post(&endpoint.url)
-            .header("accept", "text/event-stream")
-            .json(body);
+    /// Sends `request` with the provider's key and headers; a response
+    /// whose status is not a success is the error it says.
+    async fn send(
+        &self,
+        endpoint: &Endpoint,
+        mut request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, ModelError> {
         if let Some(key) = &self.config.api_key {
             request = request.bearer_auth(key);
         }
@@ -180,6 +148,17 @@ impl HttpTransport {
                 retry_after,
             });
         }
+        Ok(response)
+    }
+
+    /// One attempt: POST `body`, check the status, return the SSE events.
+    async fn open(&self, endpoint: &Endpoint, body: &Value) -> Result<SseStream, ModelError> {
+        let client = self.client.as_ref().map_err(Clone::clone)?;
+        let request = client
+            .post(&endpoint.url)
+            .header("accept", "text/event-stream")
+            .json(body);
+        let response = self.send(endpoint, request).await?;
         // A server that ignored `stream: true` answers with plain JSON; say
         // so instead of reporting a stream that ended without events.
         let content_type = response

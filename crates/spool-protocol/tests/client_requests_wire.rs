@@ -487,21 +487,21 @@ fn every_method_is_known_and_tagged_by_name() {
 #[test]
 fn unknown_method_is_not_invalid_params() {
     let request: JsonRpcRequest = serde_json::from_value(
-        json!({"id": 30, "method": "thread/delete", "params": {"threadId": "thr_1"}}),
+        json!({"id": 30, "method": "thread/goal/get", "params": {"threadId": "thr_1"}}),
     )
     .unwrap();
     let error = ClientRequest::from_jsonrpc(&request).unwrap_err();
     assert_eq!(
         error,
         ClientRequestError::UnknownMethod {
-            method: "thread/delete".into()
+            method: "thread/goal/get".into()
         }
     );
     assert_eq!(error.code(), error_codes::METHOD_NOT_FOUND);
     let reply = error.to_jsonrpc_error(request.id.clone());
     assert_eq!(reply.id, Some(RequestId::Integer(30)));
     assert_eq!(reply.error.code, -32601);
-    assert!(reply.error.message.contains("thread/delete"));
+    assert!(reply.error.message.contains("thread/goal/get"));
 }
 
 #[test]
