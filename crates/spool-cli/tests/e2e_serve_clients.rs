@@ -332,3 +332,58 @@ async fn a_deleted_thread_is_gone_from_lists_reads_and_the_store_file() {
         .unwrap();
     assert_eq!(recorded, 1);
 }
+
+#[tokio::test]
+async fn an_ephemeral_thread_is_never_listed_and_is_gone_once_unloaded() {
+    let model = ScriptedServer::with_responses([message_response("r1", &["A title."])])
+        .await
+        .unwrap();
+    let home = Home::new();
+    let mut client = Client::start(&home, &model.url(), &[]);
+    client.initialize(json!({})).await;
+    let started = client
+        .call(1, "thread/start", json!({"ephemeral": true}))
+        .await;
+    assert_eq!(result(&started)["thread"]["ephemeral"], true, "{started}");
+    let thread_id = thread_id_of(&started);
+    client
+        .call(
+            2,
+            "turn/start",
+            json!({"threadId": thread_id, "input": [{"type": "text", "text": "name it"}]}),
+        )
+        .await;
+    client.until(|m| m["method"] == "turn/completed").await;
+    let list = client.call(3, "thread/list", json!({})).await;
+    assert_eq!(result(&list)["data"], json!([]), "never listed");
+    let read = client
+        .call(4, "thread/read", json!({"threadId": thread_id}))
+        .await;
+    assert!(
+        read.get("result").is_some(),
+        "readable while loaded: {read}"
+    );
+
+    client
+        .call(5, "thread/unsubscribe", json!({"threadId": thread_id}))
+        .await;
+    client.until(|m| m["method"] == "thread/closed").await;
+    // Deleted in the background once unloaded.
+    let mut id = 6;
+    let gone = loop {
+        let read = client
+            .call(id, "thread/read", json!({"threadId": thread_id}))
+            .await;
+        if read.get("error").is_some() || id > 200 {
+            break read;
+        }
+        id += 1;
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
+    assert_eq!(
+        gone["error"]["message"],
+        format!("thread {thread_id} was deleted"),
+        "{gone}"
+    );
+    client.close().await;
+}

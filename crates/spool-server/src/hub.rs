@@ -128,6 +128,8 @@ struct ThreadSlot {
     /// Counts input added to the running turn (`turn/steer`); the run
     /// watches it to answer that input in the same turn.
     input: Option<watch::Sender<u64>>,
+    /// Started `ephemeral`: deleted once unloaded (no watcher, no turn).
+    ephemeral: bool,
 }
 
 struct Waiting {
@@ -358,9 +360,45 @@ impl Hub {
             let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
             waiting.retain(|_, w| w.thread_id != thread_id);
         }
+        let closed = orphaned && !running;
+        if closed {
+            self.drop_if_ephemeral(thread_id);
+        }
         Unsubscribed {
             status: ThreadUnsubscribeStatus::Unsubscribed,
-            closed: orphaned && !running,
+            closed,
+        }
+    }
+
+    /// Marks a thread started `ephemeral`: it is deleted once unloaded.
+    pub fn mark_ephemeral(&self, thread_id: &str) {
+        self.threads()
+            .entry(thread_id.to_owned())
+            .or_default()
+            .ephemeral = true;
+    }
+
+    /// Deletes an ephemeral thread that nobody has loaded any more (in the
+    /// background: its unloading does not wait on the store).
+    fn drop_if_ephemeral(&self, thread_id: &str) {
+        let unloaded = {
+            let mut threads = self.threads();
+            let idle = threads.get(thread_id).is_some_and(|slot| {
+                slot.ephemeral && slot.watchers.is_empty() && slot.running.is_none()
+            });
+            if idle {
+                threads.remove(thread_id);
+            }
+            idle
+        };
+        if unloaded {
+            let store = self.store.clone();
+            let thread_id = thread_id.to_owned();
+            tokio::spawn(async move {
+                if let Err(error) = store.delete_thread(&thread_id).await {
+                    tracing::warn!(%thread_id, %error, "could not delete an ephemeral thread");
+                }
+            });
         }
     }
 
@@ -394,8 +432,13 @@ impl Hub {
                 }
             }
         }
-        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
-        waiting.retain(|_, w| !orphaned.contains(&w.thread_id));
+        {
+            let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+            waiting.retain(|_, w| !orphaned.contains(&w.thread_id));
+        }
+        for thread_id in &orphaned {
+            self.drop_if_ephemeral(thread_id);
+        }
     }
 
     fn broadcast(&self, thread_id: &str, delivery: Delivery) -> usize {
@@ -554,6 +597,7 @@ impl Hub {
         {
             slot.running = None;
         }
+        self.drop_if_ephemeral(thread_id);
     }
 
     fn runner(self: &Arc<Self>, thread_id: &str) -> Runner<SqliteStore> {

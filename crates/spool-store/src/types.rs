@@ -17,6 +17,8 @@ pub struct NewThread {
     /// Persist `stateChange`/`resourceChange` items too (DESIGN §1).
     pub dev_mode: bool,
     pub forked_from_id: Option<String>,
+    /// Never listed; deleted once no client has it loaded.
+    pub ephemeral: bool,
 }
 
 impl NewThread {
@@ -33,6 +35,7 @@ impl NewThread {
             history_mode: HistoryMode::default(),
             dev_mode: false,
             forked_from_id: None,
+            ephemeral: false,
         }
     }
 }

@@ -235,9 +235,13 @@ async fn thread_start(
         settings.cwd.clone().unwrap_or_default(),
     );
     new.model = settings.model.clone();
+    new.ephemeral = params.ephemeral.unwrap_or(false);
     let record = hub.store().create_thread(new).await?;
     let thread_id = record.thread.id.clone();
     hub.set_settings(&thread_id, settings.clone());
+    if record.thread.ephemeral {
+        hub.mark_ephemeral(&thread_id);
+    }
     // From seq 0: the client gets `thread/started` like any later event.
     hub.subscribe(&thread_id, state.id, Some(0), &state.deliveries)
         .await?;

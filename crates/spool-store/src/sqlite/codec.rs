@@ -40,7 +40,7 @@ macro_rules! thread_columns {
          forked_from_id, archived, created_at_ms, \
          max(updated_at_ms, coalesce((SELECT at_ms FROM events WHERE events.thread_id = threads.id \
          ORDER BY seq DESC LIMIT 1), updated_at_ms)), \
-         (SELECT max(seq) FROM events WHERE events.thread_id = threads.id)"
+         (SELECT max(seq) FROM events WHERE events.thread_id = threads.id), ephemeral"
     };
 }
 /// Columns [`decode_event`] reads, in order.
@@ -269,6 +269,7 @@ pub(crate) fn decode_thread(row: &Row<'_>) -> Result<ThreadRecord, StoreError> {
     thread.forked_from_id = cx.opt_text(row, 9, "forked_from_id")?.map(str::to_owned);
     thread.history_owner = Some(history_mode);
     thread.model = cx.opt_text(row, 4, "model")?.map(str::to_owned);
+    thread.ephemeral = cx.int(row, 14, "ephemeral")? != 0;
     Ok(ThreadRecord {
         thread,
         dev_mode: cx.int(row, 8, "dev_mode")? != 0,

@@ -104,14 +104,16 @@ pub(crate) fn list_threads(
         ThreadSortKey::CreatedAt => concat!(
             "SELECT ",
             thread_columns!(),
-            " FROM threads WHERE archived = ?1 AND (?2 IS NULL OR (created_at_ms, id) < \
+            " FROM threads WHERE archived = ?1 AND ephemeral = 0 \
+             AND (?2 IS NULL OR (created_at_ms, id) < \
              (SELECT created_at_ms, id FROM threads WHERE id = ?2)) \
              ORDER BY created_at_ms DESC, id DESC LIMIT ?3"
         ),
         ThreadSortKey::UpdatedAt => concat!(
             "SELECT ",
             thread_columns!(),
-            " FROM threads WHERE archived = ?1 AND (?2 IS NULL OR (updated_at_ms, id) < \
+            " FROM threads WHERE archived = ?1 AND ephemeral = 0 \
+             AND (?2 IS NULL OR (updated_at_ms, id) < \
              (SELECT updated_at_ms, id FROM threads WHERE id = ?2)) \
              ORDER BY updated_at_ms DESC, id DESC LIMIT ?3"
         ),

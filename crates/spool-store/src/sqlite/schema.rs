@@ -43,14 +43,19 @@ const MIGRATIONS: &[Migration] = &[
     },
 ];
 
-/// Version 5: `deleted_threads`, what is left of a deleted thread (its id
-/// and when), so a read of it says it was deleted rather than unknown.
-/// Everything else of the thread is removed with it.
+/// Version 5: threads that go away.
+///
+/// - `deleted_threads`: what is left of a deleted thread (its id and when),
+///   so a read of it says it was deleted rather than unknown. Everything
+///   else of the thread is removed with it.
+/// - `threads.ephemeral`: a thread a client asked not to keep (Codex's
+///   `ephemeral`): never listed, and deleted once it is unloaded.
 const V5_DELETED_THREADS: &str = "
 CREATE TABLE deleted_threads (
     id            TEXT PRIMARY KEY,
     deleted_at_ms INTEGER NOT NULL
 ) WITHOUT ROWID;
+ALTER TABLE threads ADD COLUMN ephemeral INTEGER NOT NULL DEFAULT 0;
 ";
 
 /// The schema version this build writes (the number of migrations).

@@ -90,6 +90,7 @@ pub(super) fn new_thread_record(new: NewThread) -> Result<(ThreadRecord, String,
     thread.forked_from_id = new.forked_from_id;
     thread.history_owner = Some(new.history_mode);
     thread.model = new.model;
+    thread.ephemeral = new.ephemeral;
     // The logged event shows the thread as its creator sees it: loaded
     // and idle. Stored records say `notLoaded` (see `ThreadRecord`).
     let started = ServerNotification::ThreadStarted(ThreadStartedNotification {

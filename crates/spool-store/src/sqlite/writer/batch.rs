@@ -20,7 +20,7 @@ use crate::sqlite::codec::{encode, encode_envelope, sql_int};
 
 const INSERT_THREAD: &str = "INSERT INTO threads (id, name, preview, model_provider, model, \
      cwd, cli_version, history_mode, dev_mode, forked_from_id, archived, created_at_ms, \
-     updated_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
+     updated_at_ms, ephemeral) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
 
 /// Name, preview and archived: only when an event changed one of them (an
 /// `UPDATE` naming `archived` rewrites the `threads_by_created` entry).
@@ -129,6 +129,7 @@ pub(super) fn write_thread(
             record.archived,
             pending.created_at_ms,
             pending.created_at_ms,
+            thread.ephemeral,
         ))?;
     }
 
