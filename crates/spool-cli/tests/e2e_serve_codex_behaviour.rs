@@ -286,6 +286,10 @@ async fn reverts_and_unarchives_are_announced_and_turn_completed_carries_the_ans
         conn.call(3, "thread/archive", json!({"threadId": thread_id}))
             .await;
         conn.until(|m| method_of(m) == "thread/archived").await;
+        conn.until(|m| {
+            method_of(m) == "thread/status/changed" && m["params"]["status"]["type"] == "notLoaded"
+        })
+        .await;
         let unarchived = conn
             .call(4, "thread/unarchive", json!({"threadId": thread_id}))
             .await;

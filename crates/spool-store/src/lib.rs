@@ -220,15 +220,15 @@ pub trait Store: Send + Sync {
         thread_id: &str,
     ) -> impl Future<Output = Result<Vec<StoredRunState>, StoreError>> + Send;
 
-    /// Archives the thread (logging `thread/archived`, which is returned)
-    /// or unarchives it (only the thread's flag changes: there is no event
-    /// for it). Already in that state: nothing changes, `None`. Durable
-    /// when it returns.
+    /// Archives the thread (logging `thread/archived` and its status
+    /// `notLoaded`) or unarchives it (logging `thread/unarchived`), and
+    /// returns the logged events. Already in that state: nothing changes,
+    /// none. Durable when it returns.
     fn set_archived(
         &self,
         thread_id: &str,
         archived: bool,
-    ) -> impl Future<Output = Result<Option<ThreadEvent>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<Vec<ThreadEvent>, StoreError>> + Send;
 
     /// Removes `first_turn_id` and every later turn from the thread's
     /// history by logging `item/removed` for each of their items (the log

@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use spool_core::View;
-use spool_protocol::{ServerNotification, ThreadNameUpdatedNotification, TurnStatus};
+use spool_protocol::{ServerNotification, ThreadNameUpdatedNotification, ThreadStatus, TurnStatus};
 use spool_store::{NewThread, SqliteStore, Store, StoreError, ThreadListQuery};
 
 /// Appends one finished turn: a user message and an agent reply.
@@ -55,32 +55,36 @@ async fn archiving_is_logged_and_unarchiving_brings_the_thread_back() {
     let thread = new_thread(&store, false).await;
     assert_eq!(listed(&store, false).await, vec![thread.clone()]);
 
-    let event = store.set_archived(&thread, true).await.unwrap().unwrap();
+    let events = store.set_archived(&thread, true).await.unwrap();
     assert!(matches!(
-        event.payload,
+        events[0].payload,
         ServerNotification::ThreadArchived(_)
     ));
-    assert_eq!(event.seq, 2);
+    assert!(matches!(
+        &events[1].payload,
+        ServerNotification::ThreadStatusChanged(n) if n.status == ThreadStatus::NotLoaded
+    ));
+    assert_eq!(events[0].seq, 2);
     assert!(store.thread(&thread).await.unwrap().unwrap().archived);
     assert!(listed(&store, false).await.is_empty());
     assert_eq!(listed(&store, true).await, vec![thread.clone()]);
     // Already archived: nothing more is logged.
-    assert!(store.set_archived(&thread, true).await.unwrap().is_none());
-    assert_eq!(committed_events(dir.path(), &thread), 2);
+    assert!(store.set_archived(&thread, true).await.unwrap().is_empty());
+    assert_eq!(committed_events(dir.path(), &thread), 3);
 
-    let event = store.set_archived(&thread, false).await.unwrap().unwrap();
+    let events = store.set_archived(&thread, false).await.unwrap();
     assert!(matches!(
-        event.payload,
+        events[0].payload,
         ServerNotification::ThreadUnarchived(ref n) if n.thread_id == thread
     ));
-    assert_eq!(event.seq, 3, "unarchiving is logged too");
-    assert!(store.set_archived(&thread, false).await.unwrap().is_none());
+    assert_eq!(events[0].seq, 4, "unarchiving is logged too");
+    assert!(store.set_archived(&thread, false).await.unwrap().is_empty());
     assert!(!store.thread(&thread).await.unwrap().unwrap().archived);
     assert_eq!(listed(&store, false).await, vec![thread.clone()]);
     assert!(listed(&store, true).await.is_empty());
 
     // And again, through the cached state of the writer.
-    store.set_archived(&thread, true).await.unwrap().unwrap();
+    assert_eq!(store.set_archived(&thread, true).await.unwrap().len(), 2);
     assert!(store.thread(&thread).await.unwrap().unwrap().archived);
 
     let error = store.set_archived("nope", true).await.unwrap_err();

@@ -25,8 +25,8 @@ pub(super) async fn archive(
     params: ThreadArchiveParams,
 ) -> Result<Reply, MethodError> {
     thread_record(hub, &params.thread_id).await?;
-    let event = hub.store().set_archived(&params.thread_id, true).await?;
-    hub.publish(&params.thread_id, event.into_iter().collect());
+    let events = hub.store().set_archived(&params.thread_id, true).await?;
+    hub.publish(&params.thread_id, events);
     reply(ThreadArchiveResponse {})
 }
 
@@ -35,8 +35,8 @@ pub(super) async fn unarchive(
     params: ThreadUnarchiveParams,
 ) -> Result<Reply, MethodError> {
     thread_record(hub, &params.thread_id).await?;
-    let event = hub.store().set_archived(&params.thread_id, false).await?;
-    hub.publish(&params.thread_id, event.into_iter().collect());
+    let events = hub.store().set_archived(&params.thread_id, false).await?;
+    hub.publish(&params.thread_id, events);
     let record = thread_record(hub, &params.thread_id).await?;
     reply(ThreadUnarchiveResponse {
         thread: record.thread,

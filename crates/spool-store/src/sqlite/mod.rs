@@ -457,7 +457,7 @@ impl Store for SqliteStore {
         &self,
         thread_id: &str,
         archived: bool,
-    ) -> Result<Option<ThreadEvent>, StoreError> {
+    ) -> Result<Vec<ThreadEvent>, StoreError> {
         self.set_archived_op(thread_id, archived).await
     }
 

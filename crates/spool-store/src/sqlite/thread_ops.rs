@@ -17,7 +17,7 @@ impl SqliteStore {
         &self,
         thread_id: &str,
         archived: bool,
-    ) -> Result<Option<ThreadEvent>, StoreError> {
+    ) -> Result<Vec<ThreadEvent>, StoreError> {
         let thread_id = thread_id.to_owned();
         self.ask(|reply| {
             Request::Threads(ThreadOp::SetArchived {

@@ -21,8 +21,8 @@ use spool_core::{ItemRecord, ReduceError, TurnRecord};
 use spool_protocol::{
     ItemCompletedNotification, ItemRemovedNotification, ItemStartedNotification, ItemStatus,
     ServerNotification, ThreadArchivedNotification, ThreadEvent, ThreadRevertedNotification,
-    ThreadUnarchivedNotification, Turn, TurnCompletedNotification, TurnStartedNotification,
-    TurnStatus,
+    ThreadStatus, ThreadStatusChangedNotification, ThreadUnarchivedNotification, Turn,
+    TurnCompletedNotification, TurnStartedNotification, TurnStatus,
 };
 
 use super::requests::fresh_state;
@@ -39,7 +39,7 @@ pub(crate) enum ThreadOp {
     SetArchived {
         thread_id: String,
         archived: bool,
-        reply: Reply<Option<ThreadEvent>>,
+        reply: Reply<Vec<ThreadEvent>>,
     },
     /// Removes the thread and everything of it, leaving its id in
     /// `deleted_threads`.
@@ -179,7 +179,7 @@ fn set_archived(
     threads: &mut Threads,
     thread_id: &str,
     archived: bool,
-) -> Result<Option<ThreadEvent>, StoreError> {
+) -> Result<Vec<ThreadEvent>, StoreError> {
     let current: Option<bool> = tx
         .prepare_cached("SELECT archived FROM threads WHERE id = ?1")?
         .query_row((thread_id,), |row| row.get(0))
@@ -188,20 +188,29 @@ fn set_archived(
         return Err(StoreError::UnknownThread(thread_id.to_owned()));
     };
     if current == archived {
-        return Ok(None);
+        return Ok(Vec::new());
     }
     let state = fresh_state(tx, threads, thread_id)?;
     let thread_id_owned = thread_id.to_owned();
-    let notification = if archived {
-        ServerNotification::ThreadArchived(ThreadArchivedNotification {
-            thread_id: thread_id_owned,
-        })
+    let notifications = if archived {
+        // An archived thread is put away: not loaded, as Codex says it.
+        vec![
+            ServerNotification::ThreadArchived(ThreadArchivedNotification {
+                thread_id: thread_id_owned.clone(),
+            }),
+            ServerNotification::ThreadStatusChanged(ThreadStatusChangedNotification {
+                thread_id: thread_id_owned,
+                status: ThreadStatus::NotLoaded,
+            }),
+        ]
     } else {
-        ServerNotification::ThreadUnarchived(ThreadUnarchivedNotification {
-            thread_id: thread_id_owned,
-        })
+        vec![ServerNotification::ThreadUnarchived(
+            ThreadUnarchivedNotification {
+                thread_id: thread_id_owned,
+            },
+        )]
     };
-    Ok(log(tx, state, thread_id, vec![notification])?.pop())
+    log(tx, state, thread_id, notifications)
 }
 
 /// Deletes every row of the thread, children first (the foreign keys),
