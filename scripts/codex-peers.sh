@@ -129,11 +129,29 @@ install_codex() {
   [[ "$version" == "codex-cli $CODEX_VERSION" ]] || die "$CODEX_BIN reports '$version'"
 }
 
+# The system tools the peers need (npm for the TUI, tmux to run it in), from Debian's packages
+# when they are missing and this user may install them.
+ensure_system_tools() {
+  local missing=()
+  command -v npm >/dev/null || missing+=(nodejs npm)
+  command -v tmux >/dev/null || missing+=(tmux)
+  ((${#missing[@]} == 0)) && return
+  if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+    say "installing ${missing[*]} from Debian's packages"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2 \
+      || { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2; } \
+      || die "could not install ${missing[*]}"
+  else
+    die "missing ${missing[*]}: install them (apt-get install ${missing[*]})"
+  fi
+}
+
 install() {
   mkdir -p "$PEERS"
   # Tests running in parallel may call this at once; one installs, the others wait.
   exec 9>"$PEERS/.install.lock"
   flock 9
+  ensure_system_tools
   if installed; then
     return
   fi
