@@ -1,11 +1,12 @@
-//! The turn loop: user input in, a model response streamed as item
-//! lifecycle events, every event durable in the store before (lifecycle)
-//! or while (deltas) it is streamed.
+//! Running agents: the [`Runner`] takes user input (or a review) into a
+//! turn, streams each model response as item lifecycle events, runs tools
+//! under the approval policy and the sandbox, and keeps every event durable
+//! in the store before (lifecycle) or while (deltas) it is streamed. A run
+//! paused on a person resumes from its stored state.
 
 pub mod agent;
 pub mod output_mapper;
 pub mod runner;
-pub mod turn;
 mod usage;
 
 pub use agent::{
@@ -14,14 +15,6 @@ pub use agent::{
 pub use runner::{
     ClientRequests, REVIEWER_INSTRUCTIONS, Review, RunError, RunResult, RunStatus, Runner, reviewer,
 };
-pub use turn::{InterruptSignal, TurnOptions, TurnOutcome, run_turn};
-
-/// Failures of the runtime itself (a model failure is a failed turn, not one of these).
-#[derive(Debug, thiserror::Error)]
-pub enum RuntimeError {
-    #[error(transparent)]
-    Store(#[from] spool_store::StoreError),
-}
 
 /// Unix milliseconds now.
 pub fn now_ms() -> i64 {

@@ -1,13 +1,14 @@
-//! The turn loop against a scripted SSE server on a real socket and a real
+//! The runner against a scripted SSE server on a real socket and a real
 //! SQLite store: what is stored when a response succeeds, fails, drops or
 //! is interrupted. Every turn ends with exactly one `turn/completed`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use spool_model::{ProviderConfig, ResponsesProvider, RetryPolicy};
 use spool_protocol::*;
-use spool_runtime::{TurnOptions, TurnOutcome, run_turn};
+use spool_runtime::{Agent, RunResult, RunStatus, Runner};
 use spool_store::{Appended, NewThread, SqliteStore, Store, StoreOptions};
 use spool_testkit::{Gate, ScriptedResponse, ScriptedServer};
 use tokio::sync::{mpsc, watch};
@@ -61,34 +62,30 @@ async fn fixture(responses: Vec<ScriptedResponse>) -> Fixture {
     }
 }
 
-fn options() -> TurnOptions {
-    TurnOptions {
-        model: "scripted-model".into(),
-        instructions: None,
-        history_token_budget: None,
-        agent: "assistant".into(),
-        max_output_tokens: None,
-        temperature: None,
-    }
+/// An agent with no tools on the scripted model.
+fn agent() -> Arc<Agent> {
+    Arc::new(Agent::new("assistant", "/tmp").with_model("scripted-model"))
 }
 
-/// Runs one turn; returns its outcome and every event streamed.
-async fn turn(f: &Fixture, stop: watch::Receiver<bool>) -> (TurnOutcome, Vec<Appended>) {
-    let provider = ResponsesProvider::new(
-        ProviderConfig::new("scripted", f.server.url()).with_retry(RetryPolicy::fast(2)),
-    );
+fn runner(f: &Fixture, retry: RetryPolicy) -> Runner<SqliteStore> {
+    let provider =
+        ResponsesProvider::new(ProviderConfig::new("scripted", f.server.url()).with_retry(retry));
+    Runner::new(f.store.clone(), Arc::new(provider))
+}
+
+/// Runs one turn; returns its result and every event streamed.
+async fn turn(f: &Fixture, stop: watch::Receiver<bool>) -> (RunResult, Vec<Appended>) {
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let outcome = run_turn(
-        &f.store,
-        &provider,
-        &f.thread_id,
-        vec![UserInput::text("hi")],
-        &options(),
-        &tx,
-        stop,
-    )
-    .await
-    .unwrap();
+    let outcome = runner(f, RetryPolicy::fast(2))
+        .run_streamed(
+            agent(),
+            &f.thread_id,
+            vec![UserInput::text("hi")],
+            &tx,
+            stop,
+        )
+        .await
+        .unwrap();
     drop(tx);
     let mut streamed = Vec::new();
     while let Some(e) = rx.recv().await {
@@ -160,12 +157,25 @@ async fn reasoning_message_and_function_call_become_items() {
             "response.completed",
             json!({"response": {"id": "resp_1", "usage": {"input_tokens": 11, "output_tokens": 7, "total_tokens": 18}}}),
         ),
+    ]),
+    // The failed call goes back to the model, which answers.
+    ScriptedResponse::sse([
+        added(0, json!({"type": "message", "id": "m_2", "role": "assistant", "content": []})),
+        text_delta("m_2", "No such tool."),
+        done(
+            0,
+            json!({"type": "message", "id": "m_2", "role": "assistant", "content": [{"type": "output_text", "text": "No such tool."}]}),
+        ),
+        ev(
+            "response.completed",
+            json!({"response": {"id": "resp_2", "usage": {"input_tokens": 20, "output_tokens": 2, "total_tokens": 22}}}),
+        ),
     ])])
     .await;
     let (outcome, streamed) = turn(&f, never()).await;
-    assert_eq!(outcome.status, TurnStatus::Completed);
-    assert_eq!(outcome.final_text.as_deref(), Some("Let me check."));
-    assert_eq!(outcome.usage.unwrap().total_tokens, 18);
+    assert_eq!(outcome.status, RunStatus::Completed);
+    assert_eq!(outcome.final_output(), Some("No such tool."));
+    assert_eq!(outcome.usage.unwrap().total_tokens, 18 + 22);
     check_log(&f, &streamed).await;
 
     let items = f
@@ -180,7 +190,8 @@ async fn reasoning_message_and_function_call_become_items() {
             ItemKind::UserMessage,
             ItemKind::Reasoning,
             ItemKind::AgentMessage,
-            ItemKind::FunctionCall
+            ItemKind::FunctionCall,
+            ItemKind::AgentMessage
         ]
     );
     assert!(
@@ -200,7 +211,8 @@ async fn reasoning_message_and_function_call_become_items() {
         (call_id.as_str(), arguments.as_str()),
         ("call_9", "{\"q\":1}")
     );
-    // No tools yet: the call is answered as failed, and says why.
+    // The agent has no such tool: the call is answered as failed, and says
+    // why.
     assert_eq!(*status, FunctionCallStatus::Failed);
     assert!(
         output
@@ -214,7 +226,7 @@ async fn reasoning_message_and_function_call_become_items() {
         "the provider's ids stay in providerData"
     );
     let turns = f.store.turns(&f.thread_id).await.unwrap();
-    assert_eq!(turns[0].token_usage.unwrap().total_tokens, 18);
+    assert_eq!(turns[0].token_usage.unwrap().total_tokens, 18 + 22);
 }
 
 #[tokio::test]
@@ -233,7 +245,7 @@ async fn a_dropped_stream_fails_the_turn_and_keeps_the_partial_text() {
     ])
     .await;
     let (outcome, streamed) = turn(&f, never()).await;
-    assert_eq!(outcome.status, TurnStatus::Failed);
+    assert_eq!(outcome.status, RunStatus::Failed);
     let error = outcome.error.unwrap();
     assert!(
         matches!(
@@ -273,7 +285,7 @@ async fn an_http_error_fails_the_turn_with_the_providers_message() {
     )])
     .await;
     let (outcome, streamed) = turn(&f, never()).await;
-    assert_eq!(outcome.status, TurnStatus::Failed);
+    assert_eq!(outcome.status, RunStatus::Failed);
     let error = outcome.error.unwrap();
     assert!(
         error.message.contains("Unknown model scripted-model"),
@@ -303,15 +315,12 @@ async fn an_interrupt_mid_stream_ends_the_turn_interrupted() {
     ])
     .await;
     let (stop_tx, stop_rx) = watch::channel(false);
-    let provider = ResponsesProvider::new(ProviderConfig::new("scripted", f.server.url()));
+    let runner = runner(&f, RetryPolicy::default());
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let options = options();
-    let run = run_turn(
-        &f.store,
-        &provider,
+    let run = runner.run_streamed(
+        agent(),
         &f.thread_id,
         vec![UserInput::text("hi")],
-        &options,
         &tx,
         stop_rx,
     );
@@ -337,7 +346,7 @@ async fn an_interrupt_mid_stream_ends_the_turn_interrupted() {
     while let Some(e) = rx.recv().await {
         streamed.push(e);
     }
-    assert_eq!(outcome.status, TurnStatus::Interrupted);
+    assert_eq!(outcome.status, RunStatus::Interrupted);
     check_log(&f, &streamed).await;
     let items = f
         .store
