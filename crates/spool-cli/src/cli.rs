@@ -44,7 +44,7 @@ pub enum Command {
     Threads(ThreadsCommand),
     /// Benchmarks (JSON on stdout).
     #[command(subcommand)]
-    Bench(crate::commands::bench::BenchCommand),
+    Bench(spool_bench::BenchCommand),
     /// Internal: confine this process (Landlock, seccomp, read-only
     /// mounts) and run a command in it. spool starts itself this way for
     /// every sandboxed command.

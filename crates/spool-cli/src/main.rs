@@ -164,7 +164,7 @@ async fn dispatch(cli: Cli, on_command_line: &[&'static str]) -> anyhow::Result<
             Ok(0)
         }
         Command::Bench(command) => {
-            commands::bench::run(command).await?;
+            spool_bench::run(command).await?;
             Ok(0)
         }
         Command::SandboxExec(_) => unreachable!("handled before the runtime starts"),

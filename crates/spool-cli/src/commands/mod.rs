@@ -1,5 +1,4 @@
 pub mod approve;
-pub mod bench;
 pub mod run;
 pub mod sandbox_exec;
 pub mod serve;

@@ -6,10 +6,10 @@ use clap::{Subcommand, ValueEnum};
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
-    /// Time the store on the workloads of issue 3; JSON on stdout, progress
+    /// Time the store on its workloads (a)–(i); JSON on stdout, progress
     /// on stderr. Build with `--release` for numbers worth keeping.
     Store(BenchStoreArgs),
-    /// Time the agent loop's own overhead per model call (issue 4), with a
+    /// Time the agent loop's own overhead per model call, with a
     /// scripted provider that answers at once; JSON on stdout, progress on
     /// stderr. Build with `--release` for numbers worth keeping.
     Runner(BenchRunnerArgs),
@@ -51,7 +51,7 @@ pub struct BenchServerArgs {
     pub dir: Option<PathBuf>,
 }
 
-/// The workloads of `spool bench server`, named by their letter in issue 5.
+/// The workloads of `spool bench server`, named by their letter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ServerWorkload {
     A,
@@ -93,7 +93,7 @@ pub struct BenchStoreArgs {
     pub dir: Option<PathBuf>,
 }
 
-/// The workloads, named by their letter in issue 3.
+/// The store's workloads, named by their letter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
 pub enum WorkloadId {
     A,

@@ -1,10 +1,10 @@
 //! What each workload is: its sizes, its description, what one operation
-//! is, the unit of its headline number and its target from issue 3.
+//! is, the unit of its headline number and its target.
 
 use super::args::WorkloadId;
 use super::report::{Target, WorkloadReport, median};
 
-/// The sizes of every workload; issue 3's, or tiny ones for `--quick`.
+/// The sizes of every workload: the full ones, or tiny ones for `--quick`.
 #[derive(Debug, Clone, Copy)]
 pub struct Sizes {
     /// Items of (a), (b), (c), (d), (h), (i), (j) and (k).
@@ -273,7 +273,7 @@ impl Spec {
     }
 }
 
-/// The absolute targets of issue 3; those relative to the Agents SDK are
+/// The store's absolute targets; those relative to the Agents SDK are
 /// judged by `bench/compare_agents_sdk.sh`, and (a)'s floor ratio by the caller
 /// ((b)'s against the batch floor (i) is reported, not a target).
 fn target(id: WorkloadId, value: f64) -> Option<Target> {

@@ -1,4 +1,6 @@
-//! `spool bench store`: the store on the workloads of issue 3, each run on
+//! spool's benchmarks, run by `spool bench`.
+//!
+//! `spool bench store`: the store on its workloads, each run on
 //! a fresh store file, the median of the runs reported as JSON on stdout
 //! (progress goes to stderr, so stdout can be piped to a file or `jq`).
 //!
@@ -6,10 +8,10 @@
 //! `SQLiteSession` with the same items and sets the two side by side.
 //!
 //! `spool bench runner` (`runner.rs`): the agent loop's own overhead per
-//! model call, with a provider that answers at once (issue 4).
+//! model call, with a provider that answers at once.
 //!
 //! `spool bench server` (`server.rs`): the app server end to end over a
-//! WebSocket, in process (issue 5).
+//! WebSocket, in process.
 
 mod args;
 mod floor;
@@ -35,7 +37,7 @@ pub use self::args::{BenchCommand, BenchStoreArgs, WorkloadId};
 use self::report::{ItemsInfo, LayoutSplit, Machine, Report, Settings, Target, WorkloadReport};
 use self::workloads::{Sample, Sizes, Spec};
 
-/// Issue 3 asks (a) to stay within this factor of the floor's (h) time.
+/// The store's target: (a) within this factor of the floor's (h) time.
 const FLOOR_FACTOR: f64 = 1.2;
 
 pub async fn run(command: BenchCommand) -> anyhow::Result<()> {

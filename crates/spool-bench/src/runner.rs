@@ -1,5 +1,5 @@
 //! `spool bench runner`: the agent loop's own overhead per model call
-//! (issue 4), with a provider that answers at once.
+//! with a provider that answers at once.
 //!
 //! One run is one turn of `steps + 1` model calls on a fresh store: each of
 //! the first `steps` responses is one call to an in-process function tool
@@ -32,7 +32,7 @@ use spool_tools::function::FunctionTool;
 use super::args::BenchRunnerArgs;
 use super::report::{Machine, median};
 
-/// Issue 4: the runner's overhead per model call, excluding fsync.
+/// The target: the runner's overhead per model call, excluding fsync.
 const TARGET_US: f64 = 200.0;
 const TOOL: &str = "noop";
 const TOOL_OUTPUT: &str = "ok";

@@ -18,7 +18,7 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub a_vs_floor: Option<Target>,
     /// (b)'s median time over the batch floor's (i), when both ran: how far
-    /// (b) is from the best one row per item allows (no target in issue 3).
+    /// (b) is from the best one row per item allows (it has no target of its own).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub b_vs_batch_floor: Option<f64>,
     /// Median time ratios splitting (a) and (b) into the cost of spool's
@@ -101,7 +101,7 @@ pub struct WorkloadReport {
     pub target: Option<Target>,
 }
 
-/// A target from issue 3 and whether this run met it.
+/// A target of the store and whether this run met it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Target {
     /// `>=` or `<=`.

@@ -1,4 +1,4 @@
-//! `spool bench server`: the app server end to end (issue 5), in process.
+//! `spool bench server`: the app server end to end, in process.
 //!
 //! A `spool_server::Hub` on a fresh `SqliteStore` (the options `spool
 //! serve` uses: full durability, deltas through group commit) is served on
