@@ -493,6 +493,21 @@ async fn every_malformed_input_gets_its_error_and_the_server_keeps_serving() {
         "{huge}"
     );
 
+    // Bytes that are not UTF-8 spoil their line, not the connection: a
+    // request with one inside a string is still served (as U+FFFD), and a
+    // line of nothing else is not JSON.
+    use tokio::io::AsyncWriteExt;
+    let mut bad =
+        br#"{"jsonrpc": "2.0", "id": 12, "method": "thread/list", "params": {"x": ""#.to_vec();
+    bad.extend_from_slice(b"\xff\xfe\"}}\n\xc3\x28\n");
+    client.stdin.write_all(&bad).await.unwrap();
+    client.stdin.flush().await.unwrap();
+    let lossy = client.next().await;
+    assert_eq!(lossy["id"], 12, "{lossy}");
+    assert!(lossy["result"]["data"].is_array(), "{lossy}");
+    let garbage = client.next().await;
+    assert_eq!(error_of(&garbage), -32700, "{garbage}");
+
     // Still serving, in order, after all of that.
     let list = client.call(10, "thread/list", json!({})).await;
     assert!(list["result"]["data"].is_array(), "{list}");

@@ -231,3 +231,30 @@ async fn sigterm_during_a_turn_interrupts_it_once_and_exits_zero() {
     assert_eq!(ends.len(), 1, "{log:#?}");
     assert_eq!(ends[0]["params"]["turn"]["status"], "interrupted");
 }
+
+#[tokio::test]
+async fn binary_frames_are_read_as_text_and_a_bad_one_gets_its_error() {
+    let model = ScriptedServer::with_responses([]).await.unwrap();
+    let home = Home::new();
+    let server = Server::start(&home, &model.url(), &["--listen", "ws://127.0.0.1:0"], 1).await;
+    let mut ws = open(&server.addr("ws")).await;
+    let mut seen = Vec::new();
+    call(
+        &mut ws,
+        &mut seen,
+        0,
+        "initialize",
+        json!({"clientInfo": {"name": "test", "version": "1"}}),
+    )
+    .await;
+    // Not UTF-8, so not JSON: a parse error, and the connection stays.
+    ws.send_binary(b"\xff\xfe\xfd").await;
+    let parse = ws.next().await.expect("an error reply");
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    // A request in a binary frame is served like one in a text frame.
+    ws.send_binary(br#"{"jsonrpc": "2.0", "id": 7, "method": "thread/list", "params": {}}"#)
+        .await;
+    let listed = ws.next().await.expect("a reply");
+    assert_eq!(listed["id"], 7, "{listed}");
+    assert!(listed["result"]["data"].is_array(), "{listed}");
+}

@@ -89,32 +89,74 @@ where
 /// kept (the rest is read and dropped), so the message is refused as too
 /// large without being held whole.
 async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> std::io::Result<Option<String>> {
-    let mut line = Vec::new();
-    let mut read_any = false;
+    let mut line = CappedLine::default();
     loop {
         let buffer = reader.fill_buf().await?;
         if buffer.is_empty() {
             break;
         }
-        read_any = true;
-        let (part, used, done) = match buffer.iter().position(|b| *b == b'\n') {
-            Some(end) => (&buffer[..end], end + 1, true),
-            None => (buffer, buffer.len(), false),
-        };
-        let room = (MAX_MESSAGE_BYTES + 1).saturating_sub(line.len());
-        line.extend_from_slice(&part[..part.len().min(room)]);
+        let (used, done) = line.take(buffer);
         reader.consume(used);
         if done {
             break;
         }
     }
-    if !read_any {
-        return Ok(None);
+    Ok(line.finish())
+}
+
+/// [`read_line`] for a blocking reader (standard input, read on a thread
+/// of its own).
+pub(crate) fn read_line_blocking<R: std::io::BufRead>(
+    reader: &mut R,
+) -> std::io::Result<Option<String>> {
+    let mut line = CappedLine::default();
+    loop {
+        let buffer = reader.fill_buf()?;
+        if buffer.is_empty() {
+            break;
+        }
+        let (used, done) = line.take(buffer);
+        reader.consume(used);
+        if done {
+            break;
+        }
     }
-    if line.last() == Some(&b'\r') {
-        line.pop();
+    Ok(line.finish())
+}
+
+/// One line as it is read: at most `MAX_MESSAGE_BYTES + 1` bytes of it are
+/// kept, and bytes that are not UTF-8 become U+FFFD when it is finished (a
+/// client's bad byte spoils its message, not the connection).
+#[derive(Default)]
+struct CappedLine {
+    bytes: Vec<u8>,
+    read_any: bool,
+}
+
+impl CappedLine {
+    /// Takes from `buffer` up to the end of the line; returns how many
+    /// bytes were used and whether the line ended.
+    fn take(&mut self, buffer: &[u8]) -> (usize, bool) {
+        self.read_any = true;
+        let (part, used, done) = match buffer.iter().position(|b| *b == b'\n') {
+            Some(end) => (&buffer[..end], end + 1, true),
+            None => (buffer, buffer.len(), false),
+        };
+        let room = (MAX_MESSAGE_BYTES + 1).saturating_sub(self.bytes.len());
+        self.bytes.extend_from_slice(&part[..part.len().min(room)]);
+        (used, done)
     }
-    Ok(Some(String::from_utf8_lossy(&line).into_owned()))
+
+    /// The line (`None` at the end of the input).
+    fn finish(mut self) -> Option<String> {
+        if !self.read_any {
+            return None;
+        }
+        if self.bytes.last() == Some(&b'\r') {
+            self.bytes.pop();
+        }
+        Some(String::from_utf8_lossy(&self.bytes).into_owned())
+    }
 }
 
 /// Serves one connection until `incoming` ends: each item is one JSON-RPC

@@ -53,14 +53,17 @@ pub async fn serve_stdio(hub: std::sync::Arc<Hub>) {
     let spawned = std::thread::Builder::new()
         .name("spool-stdin".to_owned())
         .spawn(move || {
-            use std::io::BufRead;
-            for line in std::io::stdin().lock().lines() {
-                match line {
-                    Ok(line) => {
+            // Capped and lossy: an over-long line is refused without being
+            // held whole, and a byte that is not UTF-8 spoils only its line.
+            let mut stdin = std::io::stdin().lock();
+            loop {
+                match connection::read_line_blocking(&mut stdin) {
+                    Ok(Some(line)) => {
                         if lines_tx.send(line).is_err() {
                             break;
                         }
                     }
+                    Ok(None) => break,
                     Err(error) => {
                         tracing::warn!(%error, "reading standard input failed");
                         break;

@@ -26,7 +26,9 @@ async fn serve_socket(app: App, socket: WebSocket) {
         .filter_map(|message| {
             future::ready(match message {
                 Ok(Message::Text(text)) => Some(text.as_str().to_owned()),
-                Ok(Message::Binary(bytes)) => String::from_utf8(bytes.to_vec()).ok(),
+                // Read as text, lossily: a frame that is not JSON-RPC gets
+                // its error reply like any other bad message.
+                Ok(Message::Binary(bytes)) => Some(String::from_utf8_lossy(&bytes).into_owned()),
                 _ => None,
             })
         });

@@ -470,6 +470,15 @@ impl WebSocket {
             .unwrap();
     }
 
+    /// Sends one binary frame of raw bytes.
+    pub async fn send_binary(&mut self, bytes: &[u8]) {
+        use futures_util::SinkExt;
+        self.stream
+            .send(Message::binary(bytes.to_vec()))
+            .await
+            .unwrap();
+    }
+
     /// The next text frame as JSON; `None` when the server closed.
     pub async fn next(&mut self) -> Option<Value> {
         use futures_util::StreamExt;
