@@ -20,11 +20,11 @@ use serde_json::{Value, json};
 use spool_protocol::jsonrpc::{
     JsonRpcError, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, RequestId, error_codes,
 };
-use spool_protocol::*;
 use spool_store::PendingRequest;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
+use crate::answers;
 use crate::filter::{Capabilities, line_for_client};
 use crate::hub::{ConnectionId, Delivery, Hub};
 use crate::methods;
@@ -403,15 +403,12 @@ async fn handle_line(hub: &Arc<Hub>, state: &mut ConnectionState, line: &str) ->
             None
         }
         JsonRpcMessage::Response(response) => {
-            handle_answer(hub, state, response.id, Ok(response.result)).await;
-            None
+            handle_answer(hub, state, response.id, Ok(response.result)).await
         }
-        JsonRpcMessage::Error(error) => {
-            if let Some(id) = error.id {
-                handle_answer(hub, state, id, Err(error.error.message)).await;
-            }
-            None
-        }
+        JsonRpcMessage::Error(error) => match error.id {
+            Some(id) => handle_answer(hub, state, id, Err(error.error.message)).await,
+            None => None,
+        },
     }
 }
 
@@ -448,26 +445,38 @@ fn handle_notification(state: &mut ConnectionState, notification: JsonRpcNotific
 }
 
 /// A client's reply to a request we forwarded.
+///
+/// An error reply is a refusal, recorded as such. A result that is not an
+/// answer to the request is refused back to the client (an error with the
+/// request's id naming the answers it takes), and the request stays open.
 async fn handle_answer(
     hub: &Arc<Hub>,
     state: &mut ConnectionState,
     id: RequestId,
     result: Result<Value, String>,
-) {
+) -> Option<String> {
     let key = id.to_string();
     let Some(request) = state.forwarded.remove(&key) else {
         tracing::warn!(request = %key, "a reply to no request of ours");
-        return;
+        return None;
     };
     let answer = match result {
-        Ok(value) => parse_answer(&request.request, value),
+        Ok(value) => match answers::answer_of(&request.request, value) {
+            Ok(answer) => answer,
+            Err(error) => {
+                let message = format!(
+                    "not an answer to {}: {error}; it takes {}",
+                    request.request.method(),
+                    answers::valid_answers(&request.request)
+                );
+                state.forwarded.insert(key, request);
+                return Some(error_line(Some(id), error_codes::INVALID_PARAMS, &message));
+            }
+        },
         Err(message) => {
-            tracing::warn!(request = %key, %message, "the client failed our request");
-            None
+            tracing::info!(request = %key, %message, "the client failed our request: a refusal");
+            answers::refusal(&request.request, &message)
         }
-    };
-    let Some(answer) = answer else {
-        return;
     };
     state.answered.insert(key.clone());
     if hub.answer(&key, answer.clone()).await.is_err() {
@@ -477,31 +486,7 @@ async fn handle_answer(
             tracing::warn!(request = %key, %error, "answering a paused request failed");
         }
     }
-}
-
-/// The client's result as the answer its request expects.
-fn parse_answer(request: &ServerRequest, value: Value) -> Option<ServerRequestAnswer> {
-    answer_of(request, value)
-        .inspect_err(|error| tracing::warn!(%error, "an answer of the wrong shape"))
-        .ok()
-}
-
-/// `value` as the answer `request` expects, or why it is not one.
-pub(crate) fn answer_of(
-    request: &ServerRequest,
-    value: Value,
-) -> Result<ServerRequestAnswer, serde_json::Error> {
-    match request {
-        ServerRequest::CommandExecutionRequestApproval(_) => {
-            serde_json::from_value(value).map(ServerRequestAnswer::CommandExecution)
-        }
-        ServerRequest::FileChangeRequestApproval(_) => {
-            serde_json::from_value(value).map(ServerRequestAnswer::FileChange)
-        }
-        ServerRequest::DynamicToolCall(_) => {
-            serde_json::from_value(value).map(ServerRequestAnswer::DynamicToolCall)
-        }
-    }
+    None
 }
 
 /// A delivery as the line this client gets (or nothing, when the client

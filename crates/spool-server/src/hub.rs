@@ -807,7 +807,7 @@ impl ClientRequests for HubClient {
                 .request(&self.thread_id, &request.request_id)
                 .await
                 && let Some(answer) = stored.answer.clone()
-                && let Ok(answer) = crate::connection::answer_of(&stored.request, answer)
+                && let Ok(answer) = crate::answers::answer_of(&stored.request, answer)
             {
                 self.hub
                     .waiting

@@ -18,6 +18,7 @@
 //!   sandbox, working directories), checked before anything starts.
 //! - [`shutdown`]: stop accepting, interrupt turns, close connections.
 
+mod answers;
 pub mod auth;
 pub mod ceilings;
 pub mod connection;
