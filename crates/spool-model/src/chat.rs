@@ -174,11 +174,17 @@ impl ChatParser {
     }
 
     fn close_segment(&mut self, out: &mut VecDeque<ModelEvent>) {
+        self.close_segment_as(out, "completed");
+    }
+
+    /// Finishes the open segment with `status` (`incomplete` for the text
+    /// a cut response ends on).
+    fn close_segment_as(&mut self, out: &mut VecDeque<ModelEvent>, status: &str) {
         let Some(segment) = self.segment.take() else {
             return;
         };
         let item = match segment.kind {
-            SegmentKind::Text => message(segment.id, segment.text, "completed"),
+            SegmentKind::Text => message(segment.id, segment.text, status),
             SegmentKind::Reasoning => reasoning(segment.id, Some(segment.text)),
         };
         push_done(out, segment.output_index, item);
@@ -235,12 +241,12 @@ impl ChatParser {
     }
 
     fn complete(&mut self, out: &mut VecDeque<ModelEvent>) {
-        self.close_all(out);
         let incomplete_reason = match self.finish_reason.as_deref() {
             Some("length") => Some("max_output_tokens".to_owned()),
             Some("content_filter") => Some("content_filter".to_owned()),
             _ => None,
         };
+        self.close_all(out);
         out.push_back(ModelEvent::Completed {
             response_id: self.response_id.clone(),
             usage: self.usage,
@@ -298,6 +304,10 @@ impl ChatParser {
         }
         if let Some(reason) = opt_str(choice, "finish_reason") {
             self.finish_reason = Some(reason.to_owned());
+            // The text a cut response ends on is not finished.
+            if matches!(reason, "length" | "content_filter") {
+                self.close_segment_as(out, "incomplete");
+            }
             self.close_all(out);
         }
         Ok(())

@@ -17,6 +17,30 @@ pub(crate) fn opt_usize(v: &Value, key: &str) -> Option<usize> {
         .and_then(|n| usize::try_from(n).ok())
 }
 
+/// The most parts one response may have (output items, reasoning summary
+/// parts, content parts). Indexes size the lists that hold them, so an
+/// index past this is a malformed stream, never an allocation.
+pub(crate) const MAX_STREAM_INDEX: usize = 4096;
+
+/// An index field (`output_index`, `summary_index`, …), within
+/// [`MAX_STREAM_INDEX`].
+pub(crate) fn opt_index(
+    endpoint: &Endpoint,
+    event: &str,
+    v: &Value,
+    key: &str,
+) -> Result<Option<usize>, ModelError> {
+    let Some(raw) = v.get(key).filter(|raw| !raw.is_null()) else {
+        return Ok(None);
+    };
+    match raw.as_u64().and_then(|n| usize::try_from(n).ok()) {
+        Some(index) if index <= MAX_STREAM_INDEX => Ok(Some(index)),
+        _ => Err(endpoint.malformed(format!(
+            "`{event}` event with `{key}` {raw}: not an index of at most {MAX_STREAM_INDEX}"
+        ))),
+    }
+}
+
 /// A string field the event cannot do without.
 pub(crate) fn req_str<'a>(
     endpoint: &Endpoint,

@@ -8,7 +8,7 @@ use spool_protocol::responses::ResponseItem;
 
 use crate::config::ProviderConfig;
 use crate::error::ModelError;
-use crate::fields::{opt_str, opt_usize, req_str, usage};
+use crate::fields::{opt_index, opt_str, req_str, usage};
 use crate::sse::SseEvent;
 use crate::transport::{Endpoint, HttpTransport, WireParser, drive};
 use crate::{ModelEvent, ModelProvider, ModelRequest, ModelStream};
@@ -118,7 +118,7 @@ impl ResponsesParser {
     /// The item id and output index a delta event refers to.
     fn target(&self, kind: &str, data: &Value) -> Result<(String, usize), ModelError> {
         let by_id = opt_str(data, "item_id").map(str::to_owned);
-        let index = opt_usize(data, "output_index")
+        let index = opt_index(&self.endpoint, kind, data, "output_index")?
             .or_else(|| by_id.as_ref().and_then(|id| self.index_of.get(id).copied()));
         match (by_id, index) {
             (Some(id), Some(index)) => Ok((id, index)),
@@ -155,7 +155,10 @@ impl ResponsesParser {
         let known = given_id
             .as_ref()
             .and_then(|id| self.index_of.get(id).copied());
-        let index = match (known, opt_usize(data, "output_index")) {
+        let index = match (
+            known,
+            opt_index(&self.endpoint, kind, data, "output_index")?,
+        ) {
             (Some(index), _) | (None, Some(index)) => index,
             // An id-less `done` finishes the item most recently added.
             (None, None) if done && given_id.is_none() && !self.ids.is_empty() => {
@@ -253,7 +256,7 @@ impl WireParser for ResponsesParser {
             }
             "response.reasoning_summary_part.added" => {
                 let (item_id, _) = self.target(&kind, &data)?;
-                let summary_index = opt_usize(&data, "summary_index").unwrap_or(0);
+                let summary_index = opt_index(ep, &kind, &data, "summary_index")?.unwrap_or(0);
                 out.push_back(ModelEvent::ReasoningSummaryPartAdded {
                     item_id,
                     summary_index,
@@ -264,7 +267,7 @@ impl WireParser for ResponsesParser {
                 let delta = req_str(ep, &kind, &data, "delta")?.to_owned();
                 out.push_back(ModelEvent::ReasoningSummaryDelta {
                     item_id,
-                    summary_index: opt_usize(&data, "summary_index").unwrap_or(0),
+                    summary_index: opt_index(ep, &kind, &data, "summary_index")?.unwrap_or(0),
                     delta,
                 });
             }
@@ -273,7 +276,7 @@ impl WireParser for ResponsesParser {
                 let delta = req_str(ep, &kind, &data, "delta")?.to_owned();
                 out.push_back(ModelEvent::ReasoningTextDelta {
                     item_id,
-                    content_index: opt_usize(&data, "content_index").unwrap_or(0),
+                    content_index: opt_index(ep, &kind, &data, "content_index")?.unwrap_or(0),
                     delta,
                 });
             }

@@ -223,7 +223,8 @@ async fn reasoning_content_becomes_a_reasoning_item_and_length_is_incomplete() -
             "done 0 reasoning #0 Some([ReasoningText { text: \"Hmm, France.\" }])",
             "added 1 message #1 Some(\"in_progress\") []",
             "text #1 1 \"Paris\"",
-            "done 1 message #1 Some(\"completed\") [OutputText { text: \"Paris\", annotations: [] }]",
+            // Cut by the token limit: the message is not finished.
+            "done 1 message #1 Some(\"incomplete\") [OutputText { text: \"Paris\", annotations: [] }]",
             "completed Some(\"chatcmpl-1\") Some((9, 0, 3, 12)) Some(\"max_output_tokens\")",
         ]
     );

@@ -337,6 +337,7 @@ impl OutputMapper {
             return out;
         };
         let final_item = completed_item(open.item, &item);
+        let cut = raw.get("status").and_then(Value::as_str) == Some("incomplete");
         let mut envelope = open.envelope;
         envelope.provider_data = Some(raw);
         if let ThreadItem::FunctionCall { .. } = final_item {
@@ -349,7 +350,12 @@ impl OutputMapper {
             });
             return out;
         }
-        envelope.status = ItemStatus::Completed;
+        // A provider that cut the item short (the token limit, a content
+        // filter) says so in its status: the item is incomplete, not done.
+        envelope.status = match cut {
+            true => ItemStatus::Incomplete,
+            false => ItemStatus::Completed,
+        };
         envelope.completed_at_ms = Some(now_ms);
         out.push(ServerNotification::ItemCompleted(
             ItemCompletedNotification {

@@ -390,3 +390,64 @@ async fn the_second_turn_sends_the_first_as_history() {
     assert_eq!(texts, ["hi", "first answer", "hi"]);
     assert_eq!(input[1]["role"], "assistant");
 }
+
+#[tokio::test]
+async fn an_index_past_any_real_response_fails_the_turn_instead_of_allocating() {
+    let f = fixture(vec![ScriptedResponse::sse([
+        ev("response.created", json!({"response": {"id": "resp_1"}})),
+        added(0, json!({"type": "reasoning", "id": "rs_1", "summary": []})),
+        ev(
+            "response.reasoning_summary_text.delta",
+            json!({"item_id": "rs_1", "summary_index": 1_000_000_000_000u64, "delta": "x"}),
+        ),
+    ])])
+    .await;
+    let (outcome, streamed) = turn(&f, never()).await;
+    assert_eq!(outcome.status, RunStatus::Failed);
+    let error = outcome.error.unwrap();
+    assert!(
+        error.message.contains("summary_index") && error.message.contains("4096"),
+        "{}",
+        error.message
+    );
+    check_log(&f, &streamed).await;
+}
+
+#[tokio::test]
+async fn a_reply_cut_by_the_token_limit_ends_its_message_incomplete() {
+    let f = fixture(vec![ScriptedResponse::sse([
+        ev("response.created", json!({"response": {"id": "resp_1"}})),
+        added(
+            0,
+            json!({"type": "message", "id": "m_1", "role": "assistant", "content": []}),
+        ),
+        text_delta("m_1", "The answer is"),
+        done(
+            0,
+            json!({"type": "message", "id": "m_1", "role": "assistant", "status": "incomplete",
+                   "content": [{"type": "output_text", "text": "The answer is"}]}),
+        ),
+        ev(
+            "response.incomplete",
+            json!({"response": {"id": "resp_1", "status": "incomplete",
+                                "incomplete_details": {"reason": "max_output_tokens"}}}),
+        ),
+    ])])
+    .await;
+    let (outcome, streamed) = turn(&f, never()).await;
+    check_log(&f, &streamed).await;
+    let items = f
+        .store
+        .items(&f.thread_id, spool_core::View::All)
+        .await
+        .unwrap();
+    let answer = &items[1];
+    assert!(
+        matches!(&answer.item, ThreadItem::AgentMessage { text, .. } if text == "The answer is")
+    );
+    assert_eq!(
+        answer.envelope.status,
+        ItemStatus::Incomplete,
+        "{outcome:?}"
+    );
+}
