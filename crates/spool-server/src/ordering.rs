@@ -2,6 +2,7 @@
 //! once and in seq order, whatever path it travelled (see
 //! [`forward_in_order`]).
 
+use spool_protocol::{ServerNotification, ThreadClosedNotification};
 use spool_store::{Appended, SqliteStore, Store};
 use tokio::sync::mpsc;
 
@@ -13,6 +14,10 @@ use crate::hub::Delivery;
 /// a steer, a rename, a resolution — travel by another path than the run's
 /// own), the missing ones are read from the log first. With no replay the
 /// first live event sets where delivery starts.
+///
+/// When the log cannot be read to fill a gap, delivery stops there rather
+/// than skip an event: the watcher is sent `thread/closed` (it resumes by
+/// cursor, from the last seq it got) and nothing more of the thread.
 pub(crate) async fn forward_in_order(
     store: &SqliteStore,
     thread_id: &str,
@@ -32,12 +37,23 @@ pub(crate) async fn forward_in_order(
             if seq > delivered + 1 {
                 // Everything before `seq` was appended before it: once
                 // flushed it is all readable.
-                let missing = match store.flush().await {
-                    Ok(()) => store
+                let read = async {
+                    store.flush().await?;
+                    store
                         .events_after(thread_id, delivered, (seq - delivered - 1) as usize)
                         .await
-                        .unwrap_or_default(),
-                    Err(_) => Vec::new(),
+                };
+                let missing = match read.await {
+                    Ok(missing) => missing,
+                    Err(error) => {
+                        tracing::warn!(%thread_id, %error, after = delivered,
+                            "cannot read the log to fill a gap: closing this watcher");
+                        let closed = ServerNotification::ThreadClosed(ThreadClosedNotification {
+                            thread_id: thread_id.to_owned(),
+                        });
+                        let _ = out.send(Delivery::Event(Appended::Transient(closed)));
+                        return;
+                    }
                 };
                 for event in missing.into_iter().filter(|e| e.seq < seq) {
                     if out.send(Delivery::Event(Appended::Logged(event))).is_err() {
@@ -128,5 +144,41 @@ mod tests {
             delivered.push(event.seq().unwrap());
         }
         assert_eq!(delivered, [2, 3, 4, 5, 6, 7]);
+    }
+
+    #[tokio::test]
+    async fn a_gap_the_log_cannot_fill_closes_the_watcher_instead_of_skipping() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            SqliteStore::open(dir.path().join("spool.db"), StoreOptions::default()).unwrap();
+        let thread = store
+            .create_thread(NewThread::new("test", "/tmp"))
+            .await
+            .unwrap()
+            .thread
+            .id;
+        let logged = store
+            .append(
+                &thread,
+                vec![
+                    turn_event(&thread, "t", true),
+                    turn_event(&thread, "t", false),
+                ],
+            )
+            .await
+            .unwrap();
+        // The store is gone: seq 2 can no longer be read to fill the gap.
+        store.close().await.unwrap();
+        let (live_tx, mut live_rx) = mpsc::unbounded_channel();
+        live_tx.send(Delivery::Event(logged[1].clone())).unwrap();
+        drop(live_tx);
+        let (out_tx, mut out_rx) = mpsc::unbounded_channel();
+        forward_in_order(&store, &thread, Some(1), &mut live_rx, &out_tx).await;
+        drop(out_tx);
+        let mut methods = Vec::new();
+        while let Some(Delivery::Event(event)) = out_rx.recv().await {
+            methods.push(event.notification().method());
+        }
+        assert_eq!(methods, ["thread/closed"], "seq 3 is not sent past the gap");
     }
 }
