@@ -13,6 +13,10 @@
 //! `spool bench server` (`server.rs`): the app server end to end over a
 //! WebSocket, in process.
 
+// Code that ships never panics on an unwrap: every `expect` names the
+// invariant that makes it safe, and is allowed where it stands.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 mod args;
 mod floor;
 mod handoff_floor;

@@ -1,5 +1,9 @@
 //! The `spool` binary.
 
+// Code that ships never panics on an unwrap: every `expect` names the
+// invariant that makes it safe, and is allowed where it stands.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 mod cli;
 mod commands;
 mod config;

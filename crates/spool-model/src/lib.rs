@@ -46,6 +46,10 @@
 //! not model arrive as `ResponseItem::Other`. Only a known event whose data
 //! cannot be decoded is an error (`ModelError::MalformedStream`).
 
+// Code that ships never panics on an unwrap: every `expect` names the
+// invariant that makes it safe, and is allowed where it stands.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 mod chat;
 mod chat_convert;
 mod config;

@@ -4,6 +4,10 @@
 //! This crate does no I/O. Every type here that crosses a wire derives
 //! `JsonSchema`; `schema::all_schemas` is what `schema/` is generated from.
 
+// Code that ships never panics on an unwrap: every `expect` names the
+// invariant that makes it safe, and is allowed where it stands.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod approvals;
 pub mod client_requests;
 pub mod envelope;

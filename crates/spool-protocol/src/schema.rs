@@ -18,6 +18,8 @@ use crate::notifications::*;
 use crate::thread::{Thread, ThreadStatus, Turn};
 use crate::user_input::UserInput;
 
+// Invariant: a generated schema is plain JSON.
+#[allow(clippy::expect_used)]
 pub(crate) fn schema_of<T: JsonSchema>() -> Value {
     let generator = SchemaSettings::draft2020_12().into_generator();
     let schema = generator.into_root_schema_for::<T>();
@@ -201,6 +203,8 @@ fn client_request_schemas() -> Vec<(&'static str, Value)> {
 }
 
 /// The text written to `schema/<stem>.json`.
+// Invariant: a `Value` always serializes.
+#[allow(clippy::expect_used)]
 pub fn render(schema: &Value) -> String {
     let mut s = serde_json::to_string_pretty(schema).expect("schemas serialize");
     s.push('\n');

@@ -377,6 +377,8 @@ impl ConnectionState {
     }
 
     /// The receiving end of what the hub delivers to this connection.
+    // Invariant: a connection takes its receiver once, when it starts.
+    #[allow(clippy::expect_used)]
     pub(crate) fn take_deliveries(&mut self) -> mpsc::UnboundedReceiver<Delivery> {
         self.receiver
             .take()

@@ -25,6 +25,10 @@
 //! - A row that cannot be decoded is a [`StoreError::CorruptRow`] naming the
 //!   table, thread, seq and item; never a panic, never skipped.
 
+// Code that ships never panics on an unwrap: every `expect` names the
+// invariant that makes it safe, and is allowed where it stands.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 mod appender;
 mod error;
 mod options;

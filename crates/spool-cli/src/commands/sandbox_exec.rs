@@ -20,10 +20,10 @@ pub fn run(args: SandboxExecArgs) -> ExitCode {
         eprintln!("{}: {error}", sandbox::SETUP_FAILED);
         return ExitCode::from(sandbox::SETUP_FAILED_CODE);
     }
-    let (program, rest) = args
-        .argv
-        .split_first()
-        .expect("clap requires at least one word of the command");
+    let Some((program, rest)) = args.argv.split_first() else {
+        eprintln!("{}: no command to run", sandbox::SETUP_FAILED);
+        return ExitCode::from(sandbox::SETUP_FAILED_CODE);
+    };
     // Only returns on failure.
     let error = std::process::Command::new(program).args(rest).exec();
     eprintln!(

@@ -311,6 +311,9 @@ impl ThreadReducer {
             | ServerNotification::ReasoningTextDelta(_)
             | ServerNotification::CommandExecutionOutputDelta(_)
             | ServerNotification::McpToolCallProgress(_) => {
+                // Invariant: every delta's params name their item (the
+                // notification table gives them `NotificationParams::item_id`).
+                #[allow(clippy::expect_used)]
                 let item_id = payload.item_id().expect("deltas name their item");
                 let index = self.open_item(payload.method(), item_id)?;
                 let record = &mut self.items[index];

@@ -206,6 +206,7 @@ impl RunState {
     }
 
     /// The snapshot as pretty JSON, `$schemaVersion` first.
+    #[allow(clippy::expect_used)] // invariant named below
     pub fn to_json(&self) -> String {
         // Cannot fail: every map this writes has string keys and every
         // value is a string, number, bool or an already-valid `Value`.

@@ -34,6 +34,8 @@ const DIFFING: [&str; 4] = ["diff", "log", "show", "whatchanged"];
 /// invocation it can see. Scripts it cannot rewrite exactly (redirections,
 /// expansions, anything it does not model) are left as they are: such
 /// scripts are never known-safe, so they are asked about or confined.
+// Invariant: `shell_script` found a script, so argv is not empty.
+#[allow(clippy::expect_used)]
 pub fn neutralize_git(argv: &[String]) -> Vec<String> {
     if let Some(script) = shell_script(argv) {
         let mut out = argv.to_vec();
