@@ -13,6 +13,18 @@ use spool_testkit::responses_api::message_response;
 use support::rpc::{Client, thread_id_of};
 use support::*;
 
+/// Starts a turn (request `id`) and waits until it completes.
+async fn run_turn(client: &mut Client, id: i64, thread_id: &str, text: &str) {
+    client
+        .call(
+            id,
+            "turn/start",
+            json!({"threadId": thread_id, "input": [{"type": "text", "text": text}]}),
+        )
+        .await;
+    client.until(|m| m["method"] == "turn/completed").await;
+}
+
 fn result(reply: &Value) -> &Value {
     reply
         .get("result")
@@ -127,14 +139,7 @@ async fn threads_load_on_start_and_unsubscribing_says_what_it_did() {
     assert_eq!(result(&loaded)["data"], json!([thread_id]));
 
     // Codex's default tools are offered without --tools.
-    client
-        .call(
-            4,
-            "turn/start",
-            json!({"threadId": thread_id, "input": [{"type": "text", "text": "hi"}]}),
-        )
-        .await;
-    client.until(|m| m["method"] == "turn/completed").await;
+    run_turn(&mut client, 4, &thread_id, "hi").await;
     let request = &model.requests()[0];
     let body: Value = serde_json::from_str(&request.body_text()).unwrap();
     let tools: Vec<&str> = body["tools"]
@@ -181,14 +186,7 @@ async fn tools_none_offers_no_tools() {
     client.initialize(json!({})).await;
     let started = client.call(1, "thread/start", json!({})).await;
     let thread_id = thread_id_of(&started);
-    client
-        .call(
-            2,
-            "turn/start",
-            json!({"threadId": thread_id, "input": [{"type": "text", "text": "hi"}]}),
-        )
-        .await;
-    client.until(|m| m["method"] == "turn/completed").await;
+    run_turn(&mut client, 2, &thread_id, "hi").await;
     let body: Value = serde_json::from_str(&model.requests()[0].body_text()).unwrap();
     assert!(body.get("tools").is_none(), "{body}");
     client.close().await;
@@ -269,14 +267,7 @@ async fn a_deleted_thread_is_gone_from_lists_reads_and_the_store_file() {
     client.initialize(json!({})).await;
     let doomed = thread_id_of(&client.call(1, "thread/start", json!({})).await);
     let kept = thread_id_of(&client.call(2, "thread/start", json!({})).await);
-    client
-        .call(
-            3,
-            "turn/start",
-            json!({"threadId": doomed, "input": [{"type": "text", "text": "hi"}]}),
-        )
-        .await;
-    client.until(|m| m["method"] == "turn/completed").await;
+    run_turn(&mut client, 3, &doomed, "hi").await;
 
     let deleted = client
         .call(4, "thread/delete", json!({"threadId": doomed}))
@@ -346,14 +337,7 @@ async fn an_ephemeral_thread_is_never_listed_and_is_gone_once_unloaded() {
         .await;
     assert_eq!(result(&started)["thread"]["ephemeral"], true, "{started}");
     let thread_id = thread_id_of(&started);
-    client
-        .call(
-            2,
-            "turn/start",
-            json!({"threadId": thread_id, "input": [{"type": "text", "text": "name it"}]}),
-        )
-        .await;
-    client.until(|m| m["method"] == "turn/completed").await;
+    run_turn(&mut client, 2, &thread_id, "name it").await;
     let list = client.call(3, "thread/list", json!({})).await;
     assert_eq!(result(&list)["data"], json!([]), "never listed");
     let read = client

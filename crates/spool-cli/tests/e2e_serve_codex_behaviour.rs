@@ -20,8 +20,6 @@ use support::*;
 /// checked over both.
 struct Conn {
     inner: Inner,
-    /// Everything received that was not a reply waited for.
-    seen: Vec<Value>,
     _server: Option<Server>,
 }
 
@@ -43,7 +41,6 @@ impl Conn {
         match transport {
             Transport::Stdio => Conn {
                 inner: Inner::Stdio(Box::new(Client::start(home, model, extra))),
-                seen: Vec::new(),
                 _server: None,
             },
             Transport::Ws => {
@@ -56,68 +53,33 @@ impl Conn {
                 };
                 Conn {
                     inner: Inner::Ws(Box::new(ws)),
-                    seen: Vec::new(),
                     _server: Some(server),
                 }
             }
         }
     }
+}
 
-    async fn send(&mut self, message: Value) {
+impl Peer for Conn {
+    async fn send_message(&mut self, message: Value) {
         match &mut self.inner {
             Inner::Stdio(client) => client.send(message).await,
             Inner::Ws(ws) => ws.send(&message).await,
         }
     }
 
-    async fn next(&mut self) -> Value {
+    async fn next_message(&mut self) -> Value {
         match &mut self.inner {
             Inner::Stdio(client) => client.next().await,
-            Inner::Ws(ws) => ws.next().await.expect("the server is still there"),
+            Inner::Ws(ws) => ws.next_message().await,
         }
     }
 
-    async fn call(&mut self, id: i64, method: &str, params: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .await;
-        loop {
-            let message = self.next().await;
-            if message["id"] == id && message.get("method").is_none() {
-                return message;
-            }
-            self.seen.push(message);
+    fn seen(&mut self) -> &mut Vec<Value> {
+        match &mut self.inner {
+            Inner::Stdio(client) => &mut client.seen,
+            Inner::Ws(ws) => &mut ws.seen,
         }
-    }
-
-    async fn until(&mut self, matches: impl Fn(&Value) -> bool) -> Value {
-        if let Some(found) = self.seen.iter().find(|m| matches(m)) {
-            return found.clone();
-        }
-        loop {
-            let message = self.next().await;
-            self.seen.push(message.clone());
-            if matches(&message) {
-                return message;
-            }
-        }
-    }
-
-    async fn initialize(&mut self, capabilities: Value) {
-        let reply = self
-            .call(
-                0,
-                "initialize",
-                json!({"clientInfo": {"name": "test", "version": "1"},
-                       "capabilities": capabilities}),
-            )
-            .await;
-        assert!(reply.get("result").is_some(), "{reply}");
-        self.send(json!({"jsonrpc": "2.0", "method": "initialized"}))
-            .await;
-    }
-
-    fn count(&self, method: &str) -> usize {
-        self.seen.iter().filter(|m| method_of(m) == method).count()
     }
 }
 
@@ -239,15 +201,17 @@ async fn thread_status_goes_active_waits_on_approval_and_returns_to_idle() {
                 && m["params"]["status"]["activeFlags"] == json!(["waitingOnApproval"])
         })
         .await;
-        conn.send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"decision": "accept"}}))
-            .await;
+        conn.send_message(
+            json!({"jsonrpc": "2.0", "id": request["id"], "result": {"decision": "accept"}}),
+        )
+        .await;
         conn.until(|m| method_of(m) == "turn/completed").await;
         conn.until(|m| {
             method_of(m) == "thread/status/changed" && m["params"]["status"]["type"] == "idle"
         })
         .await;
         let statuses: Vec<Value> = conn
-            .seen
+            .seen()
             .iter()
             .filter(|m| method_of(m) == "thread/status/changed")
             .map(|m| m["params"]["status"].clone())

@@ -16,68 +16,15 @@ use spool_testkit::{Gate, ScriptedServer};
 use support::rpc::{Client, method_of, thread_id_of};
 use support::*;
 
-/// A JSON-RPC client on one WebSocket connection.
-struct Ws {
-    ws: WebSocket,
-    seen: Vec<Value>,
-}
-
-impl Ws {
-    /// Connects and initializes with `capabilities`.
-    async fn open(addr: &str, capabilities: Value) -> Ws {
-        let ws = match WebSocket::connect(addr, "/", &[]).await {
-            Upgrade::Open(ws) => ws,
-            Upgrade::Refused(r) => panic!("upgrade refused: {} {}", r.status, r.body),
-        };
-        let mut client = Ws {
-            ws,
-            seen: Vec::new(),
-        };
-        let init = client
-            .call(
-                0,
-                "initialize",
-                json!({"clientInfo": {"name": "test", "version": "1"}, "capabilities": capabilities}),
-            )
-            .await;
-        assert!(init["result"].is_object(), "{init}");
-        client
-            .ws
-            .send(&json!({"jsonrpc": "2.0", "method": "initialized"}))
-            .await;
-        client
-    }
-
-    async fn next(&mut self) -> Value {
-        self.ws.next().await.expect("the server is still there")
-    }
-
-    async fn call(&mut self, id: i64, method: &str, params: Value) -> Value {
-        self.ws
-            .send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .await;
-        loop {
-            let message = self.next().await;
-            if message["id"] == json!(id) && message.get("method").is_none() {
-                return message;
-            }
-            self.seen.push(message);
-        }
-    }
-
-    /// Reads until a message matches, keeping everything read.
-    async fn until(&mut self, matches: impl Fn(&Value) -> bool) -> Value {
-        if let Some(found) = self.seen.iter().find(|m| matches(m)) {
-            return found.clone();
-        }
-        loop {
-            let message = self.next().await;
-            self.seen.push(message.clone());
-            if matches(&message) {
-                return message;
-            }
-        }
-    }
+/// A WebSocket client, initialized with `capabilities`.
+async fn ws_open(addr: &str, capabilities: Value) -> WebSocket {
+    let mut ws = match WebSocket::connect(addr, "/", &[]).await {
+        Upgrade::Open(ws) => ws,
+        Upgrade::Refused(r) => panic!("upgrade refused: {} {}", r.status, r.body),
+    };
+    let init = ws.initialize(capabilities).await;
+    assert!(init["result"].is_object(), "{init}");
+    ws
 }
 
 fn text_input(thread_id: &str, text: &str) -> Value {
@@ -244,13 +191,13 @@ async fn a_client_dropped_mid_stream_resumes_after_its_last_seq_without_gap_or_d
     let server = Server::start(&home, &model.url(), &["--listen", "ws://127.0.0.1:0"], 1).await;
     let addr = server.addr("ws");
 
-    let mut first = Ws::open(&addr, json!({"spool": {"seq": true}})).await;
+    let mut first = ws_open(&addr, json!({"spool": {"seq": true}})).await;
     let thread_id = thread_id_of(&first.call(1, "thread/start", json!({})).await);
     first
         .call(2, "turn/start", text_input(&thread_id, "tell me a story"))
         .await;
     while deltas(&first.seen).len() < before.len() {
-        let message = first.next().await;
+        let message = first.next_message().await;
         first.seen.push(message);
     }
     let last_seq = first
@@ -264,7 +211,7 @@ async fn a_client_dropped_mid_stream_resumes_after_its_last_seq_without_gap_or_d
     // The rest streams while nobody is connected (and after).
     gate.open();
 
-    let mut second = Ws::open(&addr, json!({"spool": {"seq": true}})).await;
+    let mut second = ws_open(&addr, json!({"spool": {"seq": true}})).await;
     let resumed = second
         .call(
             1,
@@ -312,8 +259,8 @@ async fn two_clients_on_one_thread_receive_identical_sequences() {
     let home = Home::new();
     let server = Server::start(&home, &model.url(), &["--listen", "ws://127.0.0.1:0"], 1).await;
     let addr = server.addr("ws");
-    let mut a = Ws::open(&addr, json!({"spool": {"seq": true}})).await;
-    let mut b = Ws::open(&addr, json!({"spool": {"seq": true}})).await;
+    let mut a = ws_open(&addr, json!({"spool": {"seq": true}})).await;
+    let mut b = ws_open(&addr, json!({"spool": {"seq": true}})).await;
     let thread_id = thread_id_of(&a.call(1, "thread/start", json!({})).await);
     b.call(1, "thread/resume", json!({"threadId": thread_id}))
         .await;

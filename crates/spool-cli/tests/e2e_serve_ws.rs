@@ -25,25 +25,6 @@ async fn open(addr: &str) -> WebSocket {
     }
 }
 
-/// Sends a request and returns its reply, keeping what came before.
-async fn call(
-    ws: &mut WebSocket,
-    seen: &mut Vec<Value>,
-    id: i64,
-    method: &str,
-    params: Value,
-) -> Value {
-    ws.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-        .await;
-    loop {
-        let message = ws.next().await.expect("the server is still there");
-        if message["id"] == json!(id) && message.get("method").is_none() {
-            return message;
-        }
-        seen.push(message);
-    }
-}
-
 #[tokio::test]
 async fn a_turn_over_websocket_streams_in_order_and_the_probes_answer() {
     let model = ScriptedServer::with_responses([message_response("r1", &["Hello", " there."])])
@@ -58,15 +39,13 @@ async fn a_turn_over_websocket_streams_in_order_and_the_probes_answer() {
     assert_eq!(http(&addr, "GET", "/readyz", &[], None).await.status, 200);
 
     let mut ws = open(&addr).await;
-    let mut seen = Vec::new();
-    let init = call(
-        &mut ws,
-        &mut seen,
-        0,
-        "initialize",
-        json!({"clientInfo": {"name": "test", "version": "1"}}),
-    )
-    .await;
+    let init = ws
+        .call(
+            0,
+            "initialize",
+            json!({"clientInfo": {"name": "test", "version": "1"}}),
+        )
+        .await;
     assert!(
         init["result"]["userAgent"]
             .as_str()
@@ -75,24 +54,24 @@ async fn a_turn_over_websocket_streams_in_order_and_the_probes_answer() {
     );
     ws.send(&json!({"jsonrpc": "2.0", "method": "initialized"}))
         .await;
-    let started = call(&mut ws, &mut seen, 1, "thread/start", json!({})).await;
+    let started = ws.call(1, "thread/start", json!({})).await;
     let thread_id = started["result"]["thread"]["id"]
         .as_str()
         .unwrap()
         .to_owned();
-    let turn = call(
-        &mut ws,
-        &mut seen,
-        2,
-        "turn/start",
-        json!({"threadId": thread_id, "input": [{"type": "text", "text": "hi"}]}),
-    )
-    .await;
+    let turn = ws
+        .call(
+            2,
+            "turn/start",
+            json!({"threadId": thread_id, "input": [{"type": "text", "text": "hi"}]}),
+        )
+        .await;
     assert_eq!(turn["result"]["turn"]["status"], "inProgress", "{turn}");
-    while !seen.iter().any(|m| method_of(m) == "turn/completed") {
-        seen.push(ws.next().await.expect("the turn completes"));
+    while !ws.seen.iter().any(|m| method_of(m) == "turn/completed") {
+        let message = ws.next().await.expect("the turn completes");
+        ws.seen.push(message);
     }
-    let methods: Vec<&str> = seen.iter().map(method_of).collect();
+    let methods: Vec<&str> = ws.seen.iter().map(method_of).collect();
     assert_eq!(
         methods,
         [
@@ -108,16 +87,17 @@ async fn a_turn_over_websocket_streams_in_order_and_the_probes_answer() {
             "thread/tokenUsage/updated",
             "turn/completed",
         ],
-        "{seen:#?}"
+        "{:#?}",
+        ws.seen
     );
-    let completed = seen.last().unwrap();
+    let completed = ws.seen.last().unwrap();
     assert_eq!(completed["params"]["turn"]["status"], "completed");
     // The thread goes idle after its turn, as Codex announces.
     let idle = ws.next().await.expect("the status follows");
     assert_eq!(method_of(&idle), "thread/status/changed", "{idle}");
     assert_eq!(idle["params"]["status"], json!({"type": "idle"}));
     // A WebSocket client that did not opt in sees no spool additions.
-    assert!(seen.iter().all(|m| m["params"].get("seq").is_none()));
+    assert!(ws.seen.iter().all(|m| m["params"].get("seq").is_none()));
 }
 
 #[tokio::test]
@@ -148,8 +128,7 @@ async fn several_listeners_at_once_and_bad_urls_are_refused_clearly() {
     let Upgrade::Open(mut ws) = WebSocket::connect(&http_addr, "/ws", &[]).await else {
         panic!("/ws upgrades");
     };
-    let mut seen = Vec::new();
-    let early = call(&mut ws, &mut seen, 1, "thread/list", json!({})).await;
+    let early = ws.call(1, "thread/list", json!({})).await;
     assert_eq!(early["error"]["message"], "Not initialized");
 
     for (url, says) in [
@@ -238,10 +217,7 @@ async fn binary_frames_are_read_as_text_and_a_bad_one_gets_its_error() {
     let home = Home::new();
     let server = Server::start(&home, &model.url(), &["--listen", "ws://127.0.0.1:0"], 1).await;
     let mut ws = open(&server.addr("ws")).await;
-    let mut seen = Vec::new();
-    call(
-        &mut ws,
-        &mut seen,
+    ws.call(
         0,
         "initialize",
         json!({"clientInfo": {"name": "test", "version": "1"}}),

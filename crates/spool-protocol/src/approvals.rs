@@ -316,6 +316,31 @@ impl ServerRequest {
         }
     }
 
+    /// The answer that refuses this request: `decline` for an approval;
+    /// for a client-run tool, a failed call whose output says `why`.
+    pub fn refusal(&self, why: &str) -> ServerRequestAnswer {
+        match self {
+            ServerRequest::CommandExecutionRequestApproval(_) => {
+                ServerRequestAnswer::CommandExecution(CommandExecutionRequestApprovalResponse {
+                    decision: CommandExecutionApprovalDecision::Decline,
+                })
+            }
+            ServerRequest::FileChangeRequestApproval(_) => {
+                ServerRequestAnswer::FileChange(FileChangeRequestApprovalResponse {
+                    decision: FileChangeApprovalDecision::Decline,
+                })
+            }
+            ServerRequest::DynamicToolCall(_) => {
+                ServerRequestAnswer::DynamicToolCall(DynamicToolCallResponse {
+                    content_items: vec![DynamicToolCallOutputContentItem::InputText {
+                        text: why.to_owned(),
+                    }],
+                    success: false,
+                })
+            }
+        }
+    }
+
     /// Sets when an approval was asked, where it is not set yet (a new
     /// request, or one stored before the field existed). A client-run
     /// tool call carries no time.

@@ -24,31 +24,6 @@ pub(crate) fn answer_of(
     }
 }
 
-/// What a client that failed `request` (answered with a JSON-RPC error)
-/// is taken to have said: no, with its message for a tool it was to run.
-pub(crate) fn refusal(request: &ServerRequest, message: &str) -> ServerRequestAnswer {
-    match request {
-        ServerRequest::CommandExecutionRequestApproval(_) => {
-            ServerRequestAnswer::CommandExecution(CommandExecutionRequestApprovalResponse {
-                decision: CommandExecutionApprovalDecision::Decline,
-            })
-        }
-        ServerRequest::FileChangeRequestApproval(_) => {
-            ServerRequestAnswer::FileChange(FileChangeRequestApprovalResponse {
-                decision: FileChangeApprovalDecision::Decline,
-            })
-        }
-        ServerRequest::DynamicToolCall(_) => {
-            ServerRequestAnswer::DynamicToolCall(DynamicToolCallResponse {
-                content_items: vec![DynamicToolCallOutputContentItem::InputText {
-                    text: format!("the client failed the call: {message}"),
-                }],
-                success: false,
-            })
-        }
-    }
-}
-
 /// The answers `request` takes, for the client told its answer was not one.
 pub(crate) fn valid_answers(request: &ServerRequest) -> &'static str {
     match request {
@@ -91,9 +66,9 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_request_is_a_refusal() {
+    fn a_refused_approval_is_a_decline() {
         assert_eq!(
-            refusal(&approval(), "boom"),
+            approval().refusal("boom"),
             ServerRequestAnswer::FileChange(FileChangeRequestApprovalResponse {
                 decision: FileChangeApprovalDecision::Decline,
             })

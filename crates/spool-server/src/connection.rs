@@ -477,7 +477,8 @@ async fn handle_answer(
         },
         Err(message) => {
             tracing::info!(request = %key, %message, "the client failed our request: a refusal");
-            answers::refusal(&request.request, &message)
+            let why = format!("the client failed the call: {message}");
+            request.request.refusal(&why)
         }
     };
     state.answered.insert(key.clone());

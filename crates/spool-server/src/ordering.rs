@@ -77,6 +77,20 @@ mod tests {
     use spool_protocol::*;
     use spool_store::{NewThread, StoreOptions};
 
+    /// A store in a temporary folder holding one thread.
+    async fn store_with_thread() -> (tempfile::TempDir, SqliteStore, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            SqliteStore::open(dir.path().join("spool.db"), StoreOptions::default()).unwrap();
+        let thread = store
+            .create_thread(NewThread::new("test", "/tmp"))
+            .await
+            .unwrap()
+            .thread
+            .id;
+        (dir, store, thread)
+    }
+
     fn turn_event(thread: &str, turn: &str, started: bool) -> ServerNotification {
         let status = match started {
             true => TurnStatus::InProgress,
@@ -97,15 +111,7 @@ mod tests {
 
     #[tokio::test]
     async fn events_arriving_out_of_order_are_delivered_in_seq_order_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let store =
-            SqliteStore::open(dir.path().join("spool.db"), StoreOptions::default()).unwrap();
-        let thread = store
-            .create_thread(NewThread::new("test", "/tmp"))
-            .await
-            .unwrap()
-            .thread
-            .id;
+        let (_dir, store, thread) = store_with_thread().await;
         let mut logged = Vec::new();
         for n in 0..3 {
             let turn = format!("turn-{n}");
@@ -148,15 +154,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_gap_the_log_cannot_fill_closes_the_watcher_instead_of_skipping() {
-        let dir = tempfile::tempdir().unwrap();
-        let store =
-            SqliteStore::open(dir.path().join("spool.db"), StoreOptions::default()).unwrap();
-        let thread = store
-            .create_thread(NewThread::new("test", "/tmp"))
-            .await
-            .unwrap()
-            .thread
-            .id;
+        let (_dir, store, thread) = store_with_thread().await;
         let logged = store
             .append(
                 &thread,

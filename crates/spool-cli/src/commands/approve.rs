@@ -13,6 +13,9 @@ use spool_protocol::*;
 use spool_runtime::ClientRequests;
 use spool_store::{PendingRequest, SqliteStore, Store};
 
+/// What the model is told of a client tool nobody is connected to run.
+const NO_CLIENT: &str = "no client is connected to run this tool";
+
 /// Asks on the terminal; reads the store for what a request is about
 /// (a patch's diff).
 pub struct TerminalApprover {
@@ -70,7 +73,7 @@ fn not_a_terminal(request: &ServerRequest) -> ServerRequestAnswer {
          (run interactively, or choose --approval-policy/--sandbox that allow it)",
         what(request)
     );
-    decline(request)
+    request.refusal(NO_CLIENT)
 }
 
 fn what(request: &ServerRequest) -> String {
@@ -83,29 +86,6 @@ fn what(request: &ServerRequest) -> String {
             p.grant_root.clone().unwrap_or_default()
         ),
         ServerRequest::DynamicToolCall(p) => format!("the client tool `{}`", p.tool),
-    }
-}
-
-fn decline(request: &ServerRequest) -> ServerRequestAnswer {
-    match request {
-        ServerRequest::CommandExecutionRequestApproval(_) => {
-            ServerRequestAnswer::CommandExecution(CommandExecutionRequestApprovalResponse {
-                decision: CommandExecutionApprovalDecision::Decline,
-            })
-        }
-        ServerRequest::FileChangeRequestApproval(_) => {
-            ServerRequestAnswer::FileChange(FileChangeRequestApprovalResponse {
-                decision: FileChangeApprovalDecision::Decline,
-            })
-        }
-        ServerRequest::DynamicToolCall(_) => {
-            ServerRequestAnswer::DynamicToolCall(DynamicToolCallResponse {
-                content_items: vec![DynamicToolCallOutputContentItem::InputText {
-                    text: "no client is connected to run this tool".to_owned(),
-                }],
-                success: false,
-            })
-        }
     }
 }
 
@@ -154,7 +134,7 @@ fn prompt(request: &ServerRequest, changes: &[FileUpdateChange]) -> ServerReques
         let _ = stderr.flush();
         let mut line = String::new();
         if stdin.lock().read_line(&mut line).unwrap_or(0) == 0 {
-            return decline(request);
+            return request.refusal(NO_CLIENT);
         }
         let choice = match line.trim() {
             "a" | "accept" | "y" | "yes" => Choice::Accept,
@@ -197,6 +177,6 @@ fn answer(request: &ServerRequest, choice: Choice) -> ServerRequestAnswer {
                 },
             })
         }
-        ServerRequest::DynamicToolCall(_) => decline(request),
+        ServerRequest::DynamicToolCall(_) => request.refusal(NO_CLIENT),
     }
 }

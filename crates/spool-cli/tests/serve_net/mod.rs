@@ -18,6 +18,7 @@ use tokio::process::{Child, Command};
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::support::Home;
+use crate::support::peer::Peer;
 use crate::support::schema::Conformance;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -416,6 +417,8 @@ impl Sse {
 pub struct WebSocket {
     stream: tokio_tungstenite::WebSocketStream<TcpStream>,
     pub conformance: Conformance,
+    /// Everything received that was not a reply waited for.
+    pub seen: Vec<Value>,
 }
 
 /// The outcome of a WebSocket handshake.
@@ -442,6 +445,7 @@ impl WebSocket {
             Ok((stream, _)) => Upgrade::Open(WebSocket {
                 stream,
                 conformance: Conformance::default(),
+                seen: Vec::new(),
             }),
             Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
                 let headers = response
@@ -496,5 +500,19 @@ impl WebSocket {
                 _ => continue, // ping, pong
             }
         }
+    }
+}
+
+impl Peer for WebSocket {
+    async fn send_message(&mut self, message: Value) {
+        self.send(&message).await;
+    }
+
+    async fn next_message(&mut self) -> Value {
+        self.next().await.expect("the server is still there")
+    }
+
+    fn seen(&mut self) -> &mut Vec<Value> {
+        &mut self.seen
     }
 }

@@ -3,8 +3,12 @@
 
 #![allow(dead_code)]
 
+pub mod peer;
 pub mod rpc;
 pub mod schema;
+
+#[allow(unused_imports)] // not every test binary drives a server
+pub use peer::Peer;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

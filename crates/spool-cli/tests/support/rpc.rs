@@ -11,6 +11,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use super::Home;
+use super::peer::Peer;
 use super::schema::Conformance;
 
 /// A JSON-RPC client on a `spool serve` child process.
@@ -109,50 +110,6 @@ impl Client {
         message
     }
 
-    /// Sends a request and returns its reply (result or error object).
-    pub async fn call(&mut self, id: i64, method: &str, params: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .await;
-        self.reply_to(json!(id)).await
-    }
-
-    pub async fn reply_to(&mut self, id: Value) -> Value {
-        loop {
-            let message = self.next().await;
-            if message.get("id") == Some(&id) && message.get("method").is_none() {
-                return message;
-            }
-            self.seen.push(message);
-        }
-    }
-
-    /// Reads until a message matches, keeping everything read.
-    pub async fn until(&mut self, matches: impl Fn(&Value) -> bool) -> Value {
-        if let Some(found) = self.seen.iter().find(|m| matches(m)) {
-            return found.clone();
-        }
-        loop {
-            let message = self.next().await;
-            self.seen.push(message.clone());
-            if matches(&message) {
-                return message;
-            }
-        }
-    }
-
-    pub async fn initialize(&mut self, capabilities: Value) -> Value {
-        let reply = self
-            .call(
-                0,
-                "initialize",
-                json!({"clientInfo": {"name": "test", "version": "1"}, "capabilities": capabilities}),
-            )
-            .await;
-        self.send(json!({"jsonrpc": "2.0", "method": "initialized"}))
-            .await;
-        reply
-    }
-
     /// Initializes and starts a thread (request id 1) whose shell commands
     /// need this client's approval; returns its id.
     pub async fn approval_thread(&mut self) -> String {
@@ -183,4 +140,18 @@ pub fn thread_id_of(started: &Value) -> String {
         .as_str()
         .unwrap_or_else(|| panic!("no thread: {started}"))
         .to_owned()
+}
+
+impl Peer for Client {
+    async fn send_message(&mut self, message: Value) {
+        self.send(message).await;
+    }
+
+    async fn next_message(&mut self) -> Value {
+        self.next().await
+    }
+
+    fn seen(&mut self) -> &mut Vec<Value> {
+        &mut self.seen
+    }
 }

@@ -41,14 +41,15 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
                 .await?;
         }
         self.persisted = true;
-        let flags = asks
+        // A client-run tool call is not an approval: the thread waits on
+        // no person for it.
+        let approval = asks
             .iter()
-            .filter_map(|(request, _)| match request.request {
-                ServerRequest::DynamicToolCall(_) => None,
-                _ => Some(ThreadActiveFlag::WaitingOnApproval),
-            })
-            .take(1)
-            .collect();
+            .any(|(request, _)| !matches!(request.request, ServerRequest::DynamicToolCall(_)));
+        let flags = match approval {
+            true => vec![ThreadActiveFlag::WaitingOnApproval],
+            false => Vec::new(),
+        };
         self.appender.push(vec![super::drive::status_changed(
             &self.state.thread_id,
             ThreadStatus::Active {
