@@ -115,6 +115,17 @@ pub enum CeilingError {
         roots: Vec<PathBuf>,
         set_by: String,
     },
+    #[error(
+        "{field} {path:?} is outside the working directory {cwd:?}, and this server's sandbox \
+         ceiling \"{ceiling}\" (set by {set_by}) lets threads write only there"
+    )]
+    OutsideWorkspace {
+        field: &'static str,
+        path: String,
+        cwd: String,
+        ceiling: SandboxMode,
+        set_by: String,
+    },
     #[error("{field} {path:?} does not exist")]
     Missing { field: &'static str, path: String },
     #[error("{field} {path:?} is not a directory")]
@@ -336,15 +347,35 @@ impl Ceilings {
                 set_by: ceiling.set_by.clone(),
             });
         }
-        if let SandboxPolicy::WorkspaceWrite { writable_roots, .. } = policy
-            && self.roots.is_some()
-        {
-            for root in writable_roots {
-                let path = match (Path::new(root).is_relative(), cwd) {
-                    (true, Some(cwd)) => Path::new(cwd).join(root).display().to_string(),
-                    _ => root.clone(),
+        let SandboxPolicy::WorkspaceWrite { writable_roots, .. } = policy else {
+            return Ok(());
+        };
+        const FIELD: &str = "sandboxPolicy.writableRoots";
+        for root in writable_roots {
+            let path = match (Path::new(root).is_relative(), cwd) {
+                (true, Some(cwd)) => Path::new(cwd).join(root).display().to_string(),
+                _ => root.clone(),
+            };
+            if self.roots.is_some() {
+                self.check_directory(&path, FIELD)?;
+            } else if let Some(ceiling) = &self.sandbox {
+                // A sandbox ceiling with no allowed roots bounds writes to
+                // the working directory: an extra root elsewhere would
+                // lift it.
+                let within = |dir: &str| std::fs::canonicalize(dir).ok();
+                let inside = match (within(&path), cwd.and_then(within)) {
+                    (Some(root), Some(cwd)) => root.starts_with(cwd),
+                    _ => false,
                 };
-                self.check_directory(&path, "sandboxPolicy.writableRoots")?;
+                if !inside {
+                    return Err(CeilingError::OutsideWorkspace {
+                        field: FIELD,
+                        path,
+                        cwd: cwd.unwrap_or_default().to_owned(),
+                        ceiling: ceiling.value,
+                        set_by: ceiling.set_by.clone(),
+                    });
+                }
             }
         }
         Ok(())

@@ -346,3 +346,35 @@ fn thread_settings_are_checked_and_run_in_the_resolved_cwd() {
         .check_thread_settings(ThreadSettings::default(), &Fields::CLIENT)
         .unwrap();
 }
+
+#[test]
+fn under_a_sandbox_ceiling_without_roots_extra_writable_roots_stay_in_the_workspace() {
+    let t = tree();
+    let ceilings = Ceilings::none().with_max_sandbox(SandboxMode::WorkspaceWrite, "--max-sandbox");
+    let policy = |roots: &[&str]| SandboxPolicy::WorkspaceWrite {
+        writable_roots: roots.iter().map(|r| r.to_string()).collect(),
+        network_access: false,
+        exclude_tmpdir_env_var: false,
+        exclude_slash_tmp: false,
+    };
+    let root = s(&t.root);
+    ceilings
+        .check_sandbox_policy(&policy(&["inside"]), Some(&root))
+        .unwrap();
+    for refused in [s(&t.outside), "escape".to_owned(), "/".to_owned()] {
+        let error = ceilings
+            .check_sandbox_policy(&policy(&[&refused]), Some(&root))
+            .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("is outside the working directory")
+                && error.to_string().contains("(set by --max-sandbox)"),
+            "{error}"
+        );
+    }
+    // With no ceiling at all, a client may name any folder.
+    Ceilings::none()
+        .check_sandbox_policy(&policy(&[&s(&t.outside)]), Some(&root))
+        .unwrap();
+}
