@@ -44,6 +44,12 @@ pub(crate) struct ConnectionState {
     /// The client opted in to any of spool's additions (`capabilities.spool`
     /// at `initialize`), so it knows spool's values beyond Codex's.
     pub spool_additions: bool,
+    /// Shared with the reader: whether a message whose id cannot be read
+    /// gets an error reply with `"id": null` (JSON-RPC 2.0). Only clients
+    /// that opted into spool's additions get one; Codex's `RequestId` has
+    /// no null, so a Codex client gets a documented silence (and the
+    /// server logs it), as Codex's own server does.
+    pub(crate) null_id_replies: Arc<std::sync::atomic::AtomicBool>,
     /// Requests forwarded to this client and not answered yet: request id →
     /// (thread, request).
     pub forwarded: HashMap<String, PendingRequest>,
@@ -172,8 +178,14 @@ where
     // Messages wait here while an earlier request is handled; a request
     // that finds the queue full is answered -32001 at once (see `queue`).
     let (queued_tx, mut queued) = mpsc::channel::<String>(max_queued());
-    let reading = tokio::spawn(queue(incoming, queued_tx, lines_tx.clone()));
     let mut state = ConnectionState::new();
+    let null_id_replies = state.null_id_replies.clone();
+    let reading = tokio::spawn(queue(
+        incoming,
+        queued_tx,
+        lines_tx.clone(),
+        null_id_replies,
+    ));
     let mut deliveries_rx = state.take_deliveries();
     loop {
         tokio::select! {
@@ -293,8 +305,12 @@ fn max_queued() -> usize {
 /// finds the queue full gets `-32001` (overloaded) and is not handled;
 /// anything else (an answer to one of our requests, a notification) waits
 /// for room, since dropping it would lose an approval or a handshake.
-async fn queue<I>(incoming: I, queued: mpsc::Sender<String>, replies: mpsc::UnboundedSender<String>)
-where
+async fn queue<I>(
+    incoming: I,
+    queued: mpsc::Sender<String>,
+    replies: mpsc::UnboundedSender<String>,
+    null_id_replies: Arc<std::sync::atomic::AtomicBool>,
+) where
     I: Stream<Item = String>,
 {
     let mut incoming = std::pin::pin!(incoming);
@@ -303,12 +319,13 @@ where
             continue;
         }
         if message.len() > MAX_MESSAGE_BYTES {
-            let reply = error_line(
-                None,
-                error_codes::INVALID_REQUEST,
-                &format!("message too large (more than {MAX_MESSAGE_BYTES} bytes)"),
-            );
-            let _ = replies.send(reply);
+            let reason = format!("message too large (more than {MAX_MESSAGE_BYTES} bytes)");
+            if null_id_replies.load(std::sync::atomic::Ordering::Relaxed) {
+                let reply = error_line(None, error_codes::INVALID_REQUEST, &reason);
+                let _ = replies.send(reply);
+            } else {
+                tracing::warn!(%reason, "a message without a readable id: not answered");
+            }
             continue;
         }
         match queued.try_send(message) {
@@ -368,6 +385,7 @@ impl ConnectionState {
             initialized: false,
             capabilities: Capabilities::default(),
             spool_additions: false,
+            null_id_replies: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             forwarded: HashMap::new(),
             answered: HashSet::new(),
             delivered_threads: HashSet::new(),
@@ -395,6 +413,10 @@ async fn handle_line(hub: &Arc<Hub>, state: &mut ConnectionState, line: &str) ->
                 spool_protocol::jsonrpc::EnvelopeError::Invalid { id, .. } => id.clone(),
                 spool_protocol::jsonrpc::EnvelopeError::Parse(_) => None,
             };
+            if id.is_none() && !state.spool_additions {
+                tracing::warn!(%error, "a message without a readable id: not answered");
+                return None;
+            }
             return Some(error_line(id, error.code(), &error.to_string()));
         }
     };

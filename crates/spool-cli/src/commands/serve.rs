@@ -46,6 +46,14 @@ pub async fn serve(
         .map(|url| url.parse::<ListenUrl>())
         .collect::<Result<Vec<_>, _>>()?;
     let ceilings = ceilings(&args, requirements)?;
+    if args.agent.approval_policy == spool_protocol::AskForApproval::OnFailure {
+        // Codex 0.163.0 dropped `on-failure`: its clients cannot read the
+        // policy threads report (`thread/start`, `config/read`).
+        eprintln!(
+            "spool serve: warning: the default approval policy on-failure is spool's own; \
+             Codex clients (0.163.0) do not know it and may reject the replies that name it"
+        );
+    }
     let cwd = std::env::current_dir()?.display().to_string();
     let defaults = ThreadSettings {
         model: Some(chosen.model.clone()),

@@ -239,19 +239,7 @@ impl Conformance {
             (None, Some(id)) => {
                 let asked = self.pending.remove(&id.to_string());
                 let asked = asked.unwrap_or_else(|| "an unknown request".to_owned());
-                if message.get("error").is_some() && id.is_null() {
-                    // JSON-RPC 2.0 answers a request whose id could not be
-                    // read with `"id": null`; Codex's `RequestId` has no
-                    // null (Codex logs such a line and answers nothing).
-                    // A deliberate difference (docs/protocol.md): the
-                    // error object itself must still be Codex's.
-                    let mut with_id = message.clone();
-                    with_id["id"] = json!(0);
-                    (
-                        "error reply to an unreadable request".to_owned(),
-                        violations(&oracle.error, &with_id),
-                    )
-                } else if message.get("error").is_some() {
+                if message.get("error").is_some() {
                     (
                         format!("error reply to {asked}"),
                         violations(&oracle.error, message),

@@ -188,6 +188,9 @@ fn initialize(state: &mut ConnectionState, params: InitializeParams) -> Result<R
         opted_out,
     };
     state.spool_additions = granted != SpoolCapabilities::NONE;
+    state
+        .null_id_replies
+        .store(state.spool_additions, std::sync::atomic::Ordering::Relaxed);
     state.initialized = true;
     reply(InitializeResponse {
         user_agent: format!("spool/{}", env!("CARGO_PKG_VERSION")),
