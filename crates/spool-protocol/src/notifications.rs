@@ -207,6 +207,22 @@ pub struct ThreadClearedNotification {
     pub thread_id: String,
 }
 
+/// spool: the seqs `from_seq..=to_seq` name no event of the log. A server
+/// that stopped without shutting down (a crash, `kill -9`) may have sent
+/// deltas under those seqs before they were committed; they were lost, and
+/// no other event will ever carry those seqs. Logged at `to_seq + 1`, right
+/// after the range, so a client resuming from any seq it saw gets this
+/// first, then the committed state of the items those deltas belonged to
+/// (their `item/completed`). See `docs/internals/log.md`, "Cursors across
+/// crashes".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadEventsLostNotification {
+    pub thread_id: String,
+    pub from_seq: u64,
+    pub to_seq: u64,
+}
+
 /// What the notification table needs of each notification's params: the
 /// thread it belongs to and, for item notifications, the item.
 pub trait NotificationParams {
@@ -295,6 +311,7 @@ of_thread!(
     ErrorNotification,
     ServerRequestResolvedNotification,
     ThreadClearedNotification,
+    ThreadEventsLostNotification,
 );
 of_item!(
     TextDeltaNotification,
@@ -407,6 +424,8 @@ server_notifications! {
     ItemRemoved => "item/removed" (ItemRemovedNotification) Lifecycle Spool,
     /// spool only (opt-in on the wire).
     ThreadCleared => "thread/cleared" (ThreadClearedNotification) Lifecycle Spool,
+    /// spool only (opt-in on the wire): seqs a crash voided.
+    ThreadEventsLost => "thread/eventsLost" (ThreadEventsLostNotification) Lifecycle Spool,
 }
 
 impl ServerNotification {

@@ -107,6 +107,10 @@ pub fn all_schemas() -> Vec<(&'static str, Value)> {
             schema_of::<ThreadClearedNotification>(),
         ),
         (
+            "ThreadEventsLostNotification",
+            schema_of::<ThreadEventsLostNotification>(),
+        ),
+        (
             "ServerRequestResolvedNotification",
             schema_of::<ServerRequestResolvedNotification>(),
         ),

@@ -36,6 +36,15 @@ impl Capabilities {
             .fold(0, |mask, index| mask | (1 << index))
     }
 
+    /// Whether this client gets `notification` at all. `thread/eventsLost`
+    /// goes to every client that reads seqs: it is what keeps their cursors
+    /// honest across a crash.
+    fn sends(&self, notification: &ServerNotification) -> bool {
+        let lost = matches!(notification, ServerNotification::ThreadEventsLost(_));
+        (self.spool_items || codex_knows(notification) || (self.seq && lost))
+            && !self.opted_out_of(notification)
+    }
+
     fn opted_out_of(&self, notification: &ServerNotification) -> bool {
         self.opted_out != 0
             && ServerNotification::METHODS
@@ -49,9 +58,7 @@ impl Capabilities {
 /// is not for this client.
 pub fn for_client(appended: &Appended, capabilities: &Capabilities) -> Option<Value> {
     let notification = appended.notification();
-    if (!capabilities.spool_items && !codex_knows(notification))
-        || capabilities.opted_out_of(notification)
-    {
+    if !capabilities.sends(notification) {
         return None;
     }
     let mut value = serde_json::to_value(notification).ok()?;
@@ -77,9 +84,7 @@ pub fn for_client(appended: &Appended, capabilities: &Capabilities) -> Option<Va
 /// so the line is the same byte for byte.
 pub fn line_for_client(appended: &Appended, capabilities: &Capabilities) -> Option<String> {
     let notification = appended.notification();
-    if (!capabilities.spool_items && !codex_knows(notification))
-        || capabilities.opted_out_of(notification)
-    {
+    if !capabilities.sends(notification) {
         return None;
     }
     if !capabilities.spool_items && notification.envelope().is_some() {

@@ -84,6 +84,11 @@ use crate::sqlite::schema::open_reader;
 const THREADS_IN_PROGRESS: &str =
     "SELECT DISTINCT thread_id FROM turns WHERE status = 'inProgress' ORDER BY thread_id";
 
+/// Threads whose seq reservation a crash may have left ahead of their log
+/// (`sqlite/writer/reserve.rs`). Rows exist only while a thread streams, so
+/// the table is small.
+const THREADS_RESERVED: &str = "SELECT thread_id FROM seq_reservations ORDER BY thread_id";
+
 /// Raises each thread's `updated_at_ms` to the time of its newest event
 /// where it lags: the writer writes it lazily (`writer/batch.rs`) and
 /// always before it stops, so only a crash leaves it behind, by less than
@@ -204,7 +209,12 @@ pub(crate) fn recover_if_alone(
 }
 
 fn recover(store: &SqliteStore, options: &StoreOptions) -> Result<(), StoreError> {
-    let threads = threads_in_progress(store.path(), options)?;
+    let (mut threads, reserved) = threads_to_recover(store.path(), options)?;
+    for thread_id in &reserved {
+        if !threads.contains(thread_id) {
+            threads.push(thread_id.clone());
+        }
+    }
     if threads.is_empty() {
         return Ok(());
     }
@@ -244,14 +254,21 @@ fn recover(store: &SqliteStore, options: &StoreOptions) -> Result<(), StoreError
     Ok(())
 }
 
-/// The ids of threads with a turn in progress, from the partial index.
-fn threads_in_progress(path: &Path, options: &StoreOptions) -> Result<Vec<String>, StoreError> {
+/// The ids of threads with a turn in progress (from the partial index),
+/// and of threads holding a seq reservation.
+fn threads_to_recover(
+    path: &Path,
+    options: &StoreOptions,
+) -> Result<(Vec<String>, Vec<String>), StoreError> {
     let conn = open_reader(path, options)?;
-    let mut stmt = conn.prepare(THREADS_IN_PROGRESS)?;
-    let ids = stmt
-        .query_map([], |row| row.get::<_, String>(0))?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(ids)
+    let ids = |sql: &str| -> Result<Vec<String>, StoreError> {
+        let mut stmt = conn.prepare(sql)?;
+        let ids = stmt
+            .query_map([], |row| row.get::<_, String>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ids)
+    };
+    Ok((ids(THREADS_IN_PROGRESS)?, ids(THREADS_RESERVED)?))
 }
 
 /// What recovery closed in one thread.
@@ -289,9 +306,9 @@ async fn close_open_turns(
         items,
         turns: closing.len() - items,
     };
-    if !closing.is_empty() {
-        store.append(thread_id, closing).await?;
-    }
+    // Appending (even nothing) logs the `thread/eventsLost` of seqs a crash
+    // voided before anything else, and settles the thread's reservation.
+    store.append_even_empty(thread_id, closing).await?;
     Ok(closed)
 }
 

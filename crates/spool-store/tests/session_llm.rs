@@ -229,6 +229,7 @@ async fn a_version_1_file_migrates_with_its_view_columns_filled() {
             "DROP TABLE pending_requests;
              DROP TABLE run_states;
              DROP TABLE deleted_threads;
+             DROP TABLE seq_reservations;
              ALTER TABLE threads DROP COLUMN ephemeral;
              DROP INDEX items_compactions;
              ALTER TABLE items DROP COLUMN input_item;

@@ -78,7 +78,8 @@ pub fn apply_delta(item: &mut ThreadItem, event: &ServerNotification) -> Result<
         | ServerNotification::Error(_)
         | ServerNotification::ServerRequestResolved(_)
         | ServerNotification::ItemRemoved(_)
-        | ServerNotification::ThreadCleared(_) => {
+        | ServerNotification::ThreadCleared(_)
+        | ServerNotification::ThreadEventsLost(_) => {
             unreachable!("apply_delta is only called with deltas, got {method}")
         }
     }

@@ -4,7 +4,8 @@
 //! runtime's results, the CLI, tests) goes through [`ThreadReducer::apply`].
 //! It refuses protocol violations with a typed [`ReduceError`] and leaves
 //! its state untouched when it does:
-//! - seqs must be gap-free and increasing;
+//! - seqs must be gap-free and increasing, but for the range a
+//!   `thread/eventsLost` voids (it comes right after that range);
 //! - an item starts once, in an in-progress turn, with status inProgress;
 //! - deltas apply only to a known, in-progress item of the matching kind;
 //! - `item/completed` is terminal and authoritative: it replaces whatever
@@ -141,7 +142,7 @@ impl ThreadReducer {
                 got: event.thread_id.clone(),
             });
         }
-        if event.seq != self.last_seq + 1 {
+        if event.seq != self.next_seq(&event.payload) {
             return Err(ReduceError::SeqGap {
                 thread_id: self.thread_id.clone(),
                 last: self.last_seq,
@@ -151,6 +152,21 @@ impl ThreadReducer {
         let change = self.apply_payload(event)?;
         self.last_seq = event.seq;
         Ok(change)
+    }
+
+    /// The seq `payload` must have: the next one, except for
+    /// `thread/eventsLost`, which comes right after the range it voids (a
+    /// range that starts at the next seq); the reducer refuses any other gap.
+    fn next_seq(&self, payload: &ServerNotification) -> u64 {
+        let next = self.last_seq + 1;
+        match payload {
+            ServerNotification::ThreadEventsLost(lost)
+                if lost.from_seq == next && lost.to_seq >= lost.from_seq =>
+            {
+                lost.to_seq.saturating_add(1)
+            }
+            _ => next,
+        }
     }
 
     fn apply_payload(&mut self, event: &ThreadEvent) -> Result<Change, ReduceError> {
@@ -371,7 +387,8 @@ impl ThreadReducer {
             | ServerNotification::ThreadClosed(_)
             | ServerNotification::ThreadTokenUsageUpdated(_)
             | ServerNotification::Error(_)
-            | ServerNotification::ServerRequestResolved(_) => Ok(Change::Thread),
+            | ServerNotification::ServerRequestResolved(_)
+            | ServerNotification::ThreadEventsLost(_) => Ok(Change::Thread),
         }
     }
 

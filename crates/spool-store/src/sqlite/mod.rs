@@ -117,6 +117,24 @@ impl SqliteStore {
         &self.inner.path
     }
 
+    /// [`Store::append`], also when there is nothing to append: the writer
+    /// still loads the thread, which logs the `thread/eventsLost` of seqs a
+    /// crash voided (crash recovery relies on it).
+    pub(crate) async fn append_even_empty(
+        &self,
+        thread_id: &str,
+        notifications: Vec<ServerNotification>,
+    ) -> Result<Vec<Appended>, StoreError> {
+        let events = prepare_append(thread_id, notifications)?;
+        let thread_id = thread_id.to_owned();
+        self.ask(|reply| Request::Append {
+            thread_id,
+            events,
+            reply,
+        })
+        .await
+    }
+
     /// Sends a request to the writer and waits for its answer.
     async fn ask<T>(
         &self,
@@ -225,14 +243,7 @@ impl Store for SqliteStore {
         if notifications.is_empty() {
             return Ok(Vec::new());
         }
-        let events = prepare_append(thread_id, notifications)?;
-        let thread_id = thread_id.to_owned();
-        self.ask(|reply| Request::Append {
-            thread_id,
-            events,
-            reply,
-        })
-        .await
+        self.append_even_empty(thread_id, notifications).await
     }
 
     async fn flush(&self) -> Result<(), StoreError> {

@@ -41,7 +41,26 @@ const MIGRATIONS: &[Migration] = &[
         version: 5,
         sql: V5_DELETED_THREADS,
     },
+    Migration {
+        version: 6,
+        sql: V6_SEQ_RESERVATIONS,
+    },
 ];
+
+/// Version 6: seqs handed out before their commit.
+///
+/// A delta is sent to clients as soon as it has a seq, before the commit
+/// that stores it. A row here says "seqs up to `upto` may have been sent":
+/// the writer never gives a delta a seq above the `upto` it has committed,
+/// so after a crash every seq a client could have seen is at most `upto`,
+/// and the log continues after it (with `thread/eventsLost` naming what
+/// was voided). A row exists only while the thread can stream deltas.
+const V6_SEQ_RESERVATIONS: &str = "
+CREATE TABLE seq_reservations (
+    thread_id TEXT PRIMARY KEY,
+    upto      INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+";
 
 /// Version 5: threads that go away.
 ///

@@ -42,7 +42,7 @@ async fn a_second_handle_in_the_same_process_recovers_nothing() {
 
     // No handle left: nobody can be running the turn, so it is recovered.
     let third = open(&db).await;
-    assert_recovered(&third, &t, 5, "kept going").await;
+    assert_recovered(&third, &t, 5, "kept going", Closed::Cleanly).await;
     close(third).await;
 }
 
@@ -80,7 +80,7 @@ async fn a_live_process_keeps_its_turn_and_a_dead_one_loses_it() {
     close(observer).await;
 
     let store = open(&config.db).await;
-    assert_recovered(&store, HELD_THREAD, 4, "kept").await;
+    assert_recovered(&store, HELD_THREAD, 4, "kept", Closed::Killed).await;
     close(store).await;
 }
 
@@ -93,10 +93,34 @@ async fn assert_in_progress(store: &SqliteStore, thread: &str, last_seq: u64) {
     assert_eq!(items[0].envelope.status, ItemStatus::InProgress);
 }
 
+/// How the last process holding the turn went away.
+#[derive(PartialEq)]
+enum Closed {
+    /// Its store was closed: every seq it handed out is committed.
+    Cleanly,
+    /// Killed while its turn could stream: the seqs it had reserved are
+    /// voided by a `thread/eventsLost` right after them.
+    Killed,
+}
+
 /// The open item and turn were closed by two events after `last_seq`, the
 /// item keeping its committed text.
-async fn assert_recovered(store: &SqliteStore, thread: &str, last_seq: u64, text: &str) {
-    let events = store.events_after(thread, last_seq, 100).await.unwrap();
+async fn assert_recovered(
+    store: &SqliteStore,
+    thread: &str,
+    last_seq: u64,
+    text: &str,
+    closed: Closed,
+) {
+    let mut events = store.events_after(thread, last_seq, 100).await.unwrap();
+    if closed == Closed::Killed {
+        let lost = events.remove(0);
+        let ServerNotification::ThreadEventsLost(range) = &lost.payload else {
+            panic!("expected thread/eventsLost first, got {lost:?}");
+        };
+        assert_eq!(range.from_seq, last_seq + 1);
+        assert_eq!(lost.seq, range.to_seq + 1, "logged right after the range");
+    }
     let methods: Vec<_> = events.iter().map(|e| e.payload.method()).collect();
     assert_eq!(methods, ["item/completed", "turn/completed"]);
     let ServerNotification::TurnCompleted(completed) = &events[1].payload else {

@@ -227,6 +227,8 @@ pub(super) fn write_thread(
         }
     }
     update_view_ranks(conn, thread_id, touched)?;
+    let (last_seq, streaming) = (state.reducer.last_seq(), state.streaming());
+    state.seqs.write(conn, thread_id, last_seq, streaming)?;
 
     write_thread_row(conn, thread_id, state)
 }

@@ -11,7 +11,10 @@
 //!   its seqs are assigned: deltas are streamed at once and committed by
 //!   the next commit, which comes at the latest `delta_commit_delay` after
 //!   the first uncommitted one, or sooner with the next lifecycle event,
-//!   `flush`, or a full batch;
+//!   `flush`, or a full batch. Their seqs must lie within the thread's
+//!   committed reservation (`reserve.rs`), else they wait for the commit
+//!   like a lifecycle event: a seq a client saw is never given to another
+//!   event, even after a crash;
 //! - a refused append is answered at once with the refusal;
 //! - a pop (removal of a thread's newest item, see `pop.rs`) commits what
 //!   is pending first and then runs in a transaction of its own, because
@@ -26,6 +29,7 @@ mod dirty;
 mod pop;
 mod rank;
 mod requests;
+mod reserve;
 mod state;
 mod thread_ops;
 
@@ -225,6 +229,7 @@ impl Writer {
         }
         // Every handle on the store is gone: make what was accepted durable.
         self.flush_updated_at(false);
+        self.release_reservations();
         let _ = self.commit();
         tracing::debug!("store writer stopped");
     }
@@ -269,6 +274,7 @@ impl Writer {
             }
             Request::Close { reply } => {
                 self.flush_updated_at(false);
+                self.release_reservations();
                 let result = self.commit().map_err(StoreError::Commit);
                 let _ = reply.send(result);
                 return Flow::Stop;
@@ -339,6 +345,14 @@ impl Writer {
         let was_clean = state.pending.is_empty();
         match state.append(&self.conn, &thread_id, events, now_ms()) {
             Ok(accepted) => {
+                // A seq past the committed reservation must not reach a
+                // client before it is committed (see `reserve.rs`).
+                let unreserved = accepted
+                    .appended
+                    .iter()
+                    .filter_map(Appended::seq)
+                    .max()
+                    .is_some_and(|seq| !state.seqs.covers(seq));
                 if accepted.logged > 0 {
                     if was_clean {
                         self.batch.dirty_threads.push(thread_id);
@@ -346,7 +360,7 @@ impl Writer {
                     self.batch.events += accepted.logged;
                     self.batch.note_change();
                 }
-                Ok((accepted.appended, accepted.lifecycle))
+                Ok((accepted.appended, accepted.lifecycle || unreserved))
             }
             Err(refusal) => {
                 tracing::debug!(%thread_id, error = %refusal.error, "append refused");
@@ -421,6 +435,21 @@ impl Writer {
                 self.batch.dirty_threads.push(thread_id.clone());
             }
             state.flush_updated_at = true;
+        }
+    }
+
+    /// Has the next commit delete every seq reservation this writer holds:
+    /// it stops, and everything it handed out is committed by that commit,
+    /// so no seq is left that a client saw and the log lacks.
+    fn release_reservations(&mut self) {
+        for (thread_id, state) in &mut self.threads {
+            if !state.seqs.held() {
+                continue;
+            }
+            if state.pending.is_empty() && !self.batch.dirty_threads.contains(thread_id) {
+                self.batch.dirty_threads.push(thread_id.clone());
+            }
+            state.seqs.release = true;
         }
     }
 

@@ -16,6 +16,7 @@ use spool_protocol::{
 
 use super::Incoming;
 use super::dirty::{self, ApplyError, Dirty, Failed};
+use super::reserve::Reservation;
 use crate::error::StoreError;
 use crate::sqlite::codec::{parse_item_status, parse_turn_status};
 use crate::sqlite::reads::{read_items, read_thread, read_turns};
@@ -39,6 +40,9 @@ pub(super) struct ThreadState {
     /// Write `updated_at_ms` with the next commit however little it lags
     /// (the store closes, or the state is about to be dropped).
     pub(super) flush_updated_at: bool,
+    /// The seqs reserved for deltas answered before their commit
+    /// (`reserve.rs`).
+    pub(super) seqs: Reservation,
 }
 
 /// What the next commit writes for a thread.
@@ -124,6 +128,7 @@ impl ThreadState {
             updated_at_ms: at_ms,
             stored_updated_at_ms: at_ms,
             flush_updated_at: false,
+            seqs: Reservation::default(),
         }
     }
 
@@ -142,13 +147,28 @@ impl ThreadState {
             updated_at_ms: i64::MIN,
             stored_updated_at_ms: i64::MIN,
             flush_updated_at: false,
+            seqs: Reservation::load(conn, thread_id, thread.last_seq)?,
         }))
     }
 
     /// Whether the thread has nothing in progress, so dropping its state
     /// loses nothing that reloading would not restore cheaply.
     pub(super) fn is_idle(&self) -> bool {
-        self.pending.is_empty() && self.reducer.active_turn().is_none() && !self.updated_at_stale()
+        self.pending.is_empty()
+            && self.reducer.active_turn().is_none()
+            && !self.updated_at_stale()
+            && !self.seqs.held()
+    }
+
+    /// Whether the thread can stream deltas: a turn or an item is in
+    /// progress.
+    pub(super) fn streaming(&self) -> bool {
+        self.reducer.active_turn().is_some()
+            || self
+                .reducer
+                .items()
+                .iter()
+                .any(|record| !record.envelope.status.is_terminal())
     }
 
     /// Whether `threads.updated_at_ms` is behind the newest event.
@@ -166,8 +186,44 @@ impl ThreadState {
         incoming: Vec<Incoming>,
         at_ms: i64,
     ) -> Result<Accepted, Refusal> {
-        let mut staged = Vec::with_capacity(incoming.len());
+        let mut staged = Vec::with_capacity(incoming.len() + 1);
         let mut applied = false;
+        // Seqs a crash voided come first (see `reserve.rs`).
+        if let Some(lost) = self.seqs.lost_event(thread_id) {
+            let Some(json) = serde_json::to_string(&lost).ok() else {
+                return Err(Refusal {
+                    error: StoreError::StateLost {
+                        thread_id: thread_id.to_owned(),
+                        reason: "cannot encode thread/eventsLost".to_owned(),
+                    },
+                    reducer_dirty: false,
+                });
+            };
+            let seq = self.seqs.lost.map_or(0, |(_, to)| to + 1);
+            let event = ThreadEvent {
+                thread_id: thread_id.to_owned(),
+                seq,
+                at_ms,
+                payload: lost,
+            };
+            if let Err(Failed { error, .. }) =
+                dirty::apply(&mut self.reducer, &mut self.pending.dirty, conn, &event)
+            {
+                let error = match error {
+                    ApplyError::Refused(source) => StoreError::StateLost {
+                        thread_id: thread_id.to_owned(),
+                        reason: format!("thread/eventsLost refused: {source}"),
+                    },
+                    ApplyError::Store(error) => error,
+                };
+                return Err(Refusal {
+                    error,
+                    reducer_dirty: false,
+                });
+            }
+            applied = true;
+            staged.push(Staged::Logged { event, json });
+        }
         for (index, Incoming { notification, json }) in incoming.into_iter().enumerate() {
             let json = match json {
                 Some(json) if self.persists(&notification) => json,
@@ -231,6 +287,7 @@ impl ThreadState {
                 }
             })
             .collect();
+        self.seqs.lost = None;
         Ok(Accepted {
             appended,
             lifecycle,
@@ -284,6 +341,7 @@ impl ThreadState {
     /// many closed items or turns, drop them (see the module docs).
     pub(super) fn committed(&mut self) {
         self.pending = Pending::default();
+        self.seqs.committed();
         let closed_items = self
             .reducer
             .items()

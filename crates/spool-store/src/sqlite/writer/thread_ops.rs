@@ -236,7 +236,14 @@ fn delete(tx: &Transaction<'_>, thread_id: &str) -> Result<(), StoreError> {
             ReduceError::ClearWhileTurnActive { turn_id },
         ));
     }
-    for table in ["pending_requests", "run_states", "items", "turns", "events"] {
+    for table in [
+        "pending_requests",
+        "run_states",
+        "seq_reservations",
+        "items",
+        "turns",
+        "events",
+    ] {
         tx.execute(
             &format!("DELETE FROM {table} WHERE thread_id = ?1"),
             (thread_id,),
