@@ -197,6 +197,17 @@ pub struct ServeArgs {
     /// more is refused with -32602 (HTTP 400). Codex's limit by default.
     #[arg(long, value_name = "N", default_value_t = spool_server::DEFAULT_MAX_INPUT_CHARS)]
     pub max_input_chars: usize,
+    /// Open connections each network listener allows (WebSocket sessions
+    /// included); one more is answered 503 and closed. Lowered, with a
+    /// warning, if the process's file descriptors cannot hold them all.
+    #[arg(long, value_name = "N", default_value_t = spool_server::accept::DEFAULT_MAX_CONNECTIONS as u32,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+    /// Seconds a request's header may take to arrive whole, and a
+    /// kept-alive HTTP connection may stay idle between requests.
+    #[arg(long, value_name = "SECS", default_value_t = spool_server::accept::DEFAULT_HEADER_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub header_timeout: u64,
     /// Defaults for threads that do not set their own; they must lie within
     /// the ceilings above.
     #[command(flatten)]

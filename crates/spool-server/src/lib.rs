@@ -22,6 +22,7 @@
 // invariant that makes it safe, and is allowed where it stands.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod accept;
 mod answers;
 pub mod auth;
 pub mod ceilings;
@@ -36,6 +37,7 @@ mod ordering;
 pub mod shutdown;
 mod ws;
 
+pub use accept::Limits;
 pub use auth::AuthToken;
 pub use ceilings::{CeilingError, Ceilings};
 pub use connection::{serve_lines, serve_messages};

@@ -8,10 +8,10 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
+use crate::accept::{self, Limits};
 use crate::auth::AuthToken;
 use crate::guard::{AccessRules, Guard};
 use crate::http::{self, App};
@@ -104,6 +104,7 @@ pub struct Listeners {
     bound: Vec<Bound>,
     token: Option<AuthToken>,
     rules: Arc<AccessRules>,
+    limits: Limits,
 }
 
 impl Listeners {
@@ -151,7 +152,15 @@ impl Listeners {
             bound,
             token,
             rules: Arc::new(rules),
+            limits: Limits::default(),
         })
+    }
+
+    /// Connection cap and timeouts of every network listener (see
+    /// [`crate::accept`]).
+    pub fn with_limits(mut self, limits: Limits) -> Listeners {
+        self.limits = limits;
+        self
     }
 
     /// The bound addresses as URLs (with the real port when 0 was given).
@@ -173,6 +182,7 @@ impl Listeners {
             hub: hub.clone(),
             shutdown: shutdown.clone(),
         };
+        let limits = self.limits.fit_descriptors(self.bound.len());
         let servers = self
             .bound
             .into_iter()
@@ -185,21 +195,7 @@ impl Listeners {
                     _ => http::ws_router(app.clone(), self.token.clone(), guard),
                 };
                 let shutdown = shutdown.clone();
-                // Each message is written and flushed as one frame: with
-                // Nagle's algorithm a small frame could wait for the ACK of
-                // the previous one (tens of milliseconds with delayed ACKs).
-                let listener = bound.listener.tap_io(|tcp| {
-                    if let Err(error) = tcp.set_nodelay(true) {
-                        tracing::debug!(%error, "cannot set TCP_NODELAY");
-                    }
-                });
-                tokio::spawn(async move {
-                    let serving = axum::serve(listener, router)
-                        .with_graceful_shutdown(async move { shutdown.draining().await });
-                    if let Err(error) = serving.await {
-                        tracing::error!(%error, "a listener failed");
-                    }
-                })
+                tokio::spawn(accept::serve(bound.listener, router, limits, shutdown))
             })
             .collect::<Vec<_>>();
         let only_stdio = servers.is_empty();

@@ -22,8 +22,8 @@ use spool_protocol::{
 use spool_runtime::{Agent, DynamicTool, ModelSettings, SandboxOptions, Tool};
 use spool_server::ceilings::Fields;
 use spool_server::{
-    AccessRules, AuthToken, Ceilings, Hub, HubOptions, ListenUrl, Listeners, ServerFacts, Shutdown,
-    ThreadSettings,
+    AccessRules, AuthToken, Ceilings, Hub, HubOptions, Limits, ListenUrl, Listeners, ServerFacts,
+    Shutdown, ThreadSettings,
 };
 use spool_store::{SqliteStore, Store};
 
@@ -71,7 +71,13 @@ pub async fn serve(
         .context("the server's defaults are above its ceilings")?;
     let token = auth_token(&args)?;
     let rules = AccessRules::new(args.allow_origin.clone(), args.allow_host.clone());
-    let listeners = Listeners::bind(&urls, token, rules).await?;
+    let limits = Limits {
+        max_connections: args.max_connections as usize,
+        header_timeout: std::time::Duration::from_secs(args.header_timeout),
+    };
+    let listeners = Listeners::bind(&urls, token, rules)
+        .await?
+        .with_limits(limits);
     let provider = Arc::from(build_provider(&chosen));
     // Every thread's agent: the tools asked for, its own settings.
     let template = agent_of(&args.agent, &chosen)?;

@@ -48,7 +48,35 @@ impl Server {
         listeners: usize,
         env: &[(&str, &str)],
     ) -> Server {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_spool"));
+        let command = Command::new(env!("CARGO_BIN_EXE_spool"));
+        Server::spawn(command, home, model_url, args, listeners, env).await
+    }
+
+    /// [`Server::start`] with at most `descriptors` open files (`ulimit -n`).
+    pub async fn start_with_descriptors(
+        home: &Home,
+        model_url: &str,
+        args: &[&str],
+        listeners: usize,
+        descriptors: u32,
+    ) -> Server {
+        let mut command = Command::new("sh");
+        command.args([
+            "-c",
+            &format!("ulimit -n {descriptors} && exec \"$0\" \"$@\""),
+            env!("CARGO_BIN_EXE_spool"),
+        ]);
+        Server::spawn(command, home, model_url, args, listeners, &[]).await
+    }
+
+    async fn spawn(
+        mut command: Command,
+        home: &Home,
+        model_url: &str,
+        args: &[&str],
+        listeners: usize,
+        env: &[(&str, &str)],
+    ) -> Server {
         command
             .arg("serve")
             .args(args)
