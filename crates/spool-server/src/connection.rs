@@ -28,6 +28,7 @@ use crate::answers;
 use crate::filter::{Capabilities, line_for_client};
 use crate::hub::{ConnectionId, Delivery, Hub};
 use crate::methods;
+use crate::outbox::{Outbox, Unsent, max_unsent_bytes, outbox};
 
 /// The largest message a client may send (a line, a text frame). A larger
 /// line is answered `-32600` and the connection goes on; WebSocket closes
@@ -61,6 +62,8 @@ pub(crate) struct ConnectionState {
     /// `handle_delivering`).
     delivered_threads: HashSet<String>,
     pub deliveries: mpsc::UnboundedSender<Delivery>,
+    /// How a replay to this connection waits for it to read (`outbox.rs`).
+    pub room: crate::outbox::Room,
     receiver: Option<mpsc::UnboundedReceiver<Delivery>>,
 }
 
@@ -81,13 +84,36 @@ where
             }
         }
     });
-    let outgoing = sink::unfold(writer, |mut writer, line: String| async move {
-        writer.write_all(line.as_bytes()).await?;
-        writer.write_all(b"\n").await?;
-        writer.flush().await?;
-        Ok::<_, std::io::Error>(writer)
+    let outgoing = sink::unfold(writer, |writer, outgoing: Outgoing| {
+        write_line(writer, outgoing)
     });
     serve_messages(hub, incoming, outgoing).await;
+}
+
+/// What a connection writes: a message, or, last, why it is closed.
+pub enum Outgoing {
+    Message(String),
+    Close(String),
+}
+
+/// Writes one message as a line; a close has no line of its own (a byte
+/// stream has no close frame): it is logged, and the writer ends.
+pub async fn write_line<W: AsyncWrite + Unpin>(
+    mut writer: W,
+    outgoing: Outgoing,
+) -> std::io::Result<W> {
+    match outgoing {
+        Outgoing::Message(line) => {
+            writer.write_all(line.as_bytes()).await?;
+            writer.write_all(b"\n").await?;
+            writer.flush().await?;
+            Ok(writer)
+        }
+        Outgoing::Close(reason) => {
+            tracing::error!(%reason, "closing the connection");
+            Err(std::io::Error::other(reason))
+        }
+    }
 }
 
 /// One line without its end of line; of a line longer than
@@ -171,14 +197,17 @@ impl CappedLine {
 pub async fn serve_messages<I, O>(hub: Arc<Hub>, incoming: I, outgoing: O)
 where
     I: Stream<Item = String> + Send + 'static,
-    O: Sink<String> + Send + 'static,
+    O: Sink<Outgoing> + Send + 'static,
 {
-    let (lines_tx, lines_rx) = mpsc::unbounded_channel::<String>();
-    let writing = tokio::spawn(write_messages(outgoing, lines_rx));
+    // Everything for the client waits here, bounded (see `outbox.rs`).
+    let (lines_tx, unsent) = outbox(max_unsent_bytes());
+    let (close_tx, close_rx) = tokio::sync::oneshot::channel();
+    let writing = tokio::spawn(write_messages(outgoing, unsent, close_rx));
     // Messages wait here while an earlier request is handled; a request
     // that finds the queue full is answered -32001 at once (see `queue`).
     let (queued_tx, mut queued) = mpsc::channel::<String>(max_queued());
     let mut state = ConnectionState::new();
+    state.room = lines_tx.room();
     let null_id_replies = state.null_id_replies.clone();
     let reading = tokio::spawn(queue(
         incoming,
@@ -189,14 +218,16 @@ where
     let mut deliveries_rx = state.take_deliveries();
     loop {
         tokio::select! {
+            () = lines_tx.overflowed() => {
+                let _ = close_tx.send(lines_tx.overflow_reason());
+                break;
+            }
             message = queued.recv() => {
                 let Some(message) = message else { break };
                 handle_delivering(&hub, &mut state, &message, &mut deliveries_rx, &lines_tx).await;
             }
             Some(delivery) = deliveries_rx.recv() => {
-                if let Some(line) = deliver(&mut state, delivery) {
-                    let _ = lines_tx.send(line);
-                }
+                send_delivery(&mut state, delivery, &lines_tx);
             }
         }
     }
@@ -223,7 +254,7 @@ async fn handle_delivering(
     state: &mut ConnectionState,
     line: &str,
     deliveries: &mut mpsc::UnboundedReceiver<Delivery>,
-    lines: &mpsc::UnboundedSender<String>,
+    lines: &Outbox,
 ) {
     let capabilities = state.capabilities;
     let mut held_threads: HashSet<String> = named_thread(line).into_iter().collect();
@@ -245,7 +276,7 @@ async fn handle_delivering(
                         if let Delivery::Event(event) = &delivery
                             && let Some(line) = line_for_client(event, &capabilities)
                         {
-                            let _ = lines.send(line);
+                            lines.send_paced(line);
                         }
                     } else {
                         held_threads.insert(thread.to_owned());
@@ -257,12 +288,10 @@ async fn handle_delivering(
     };
     state.delivered_threads = seen;
     if let Some(reply) = reply {
-        let _ = lines.send(reply);
+        lines.send(reply);
     }
     for delivery in held {
-        if let Some(line) = deliver(state, delivery) {
-            let _ = lines.send(line);
-        }
+        send_delivery(state, delivery, lines);
     }
 }
 
@@ -308,7 +337,7 @@ fn max_queued() -> usize {
 async fn queue<I>(
     incoming: I,
     queued: mpsc::Sender<String>,
-    replies: mpsc::UnboundedSender<String>,
+    replies: Outbox,
     null_id_replies: Arc<std::sync::atomic::AtomicBool>,
 ) where
     I: Stream<Item = String>,
@@ -322,7 +351,7 @@ async fn queue<I>(
             let reason = format!("message too large (more than {MAX_MESSAGE_BYTES} bytes)");
             if null_id_replies.load(std::sync::atomic::Ordering::Relaxed) {
                 let reply = error_line(None, error_codes::INVALID_REQUEST, &reason);
-                let _ = replies.send(reply);
+                replies.send(reply);
             } else {
                 tracing::warn!(%reason, "a message without a readable id: not answered");
             }
@@ -334,7 +363,7 @@ async fn queue<I>(
             Err(mpsc::error::TrySendError::Full(message)) => {
                 match JsonRpcMessage::parse(&message) {
                     Ok(JsonRpcMessage::Request(request)) => {
-                        let _ = replies.send(error_line(
+                        replies.send(error_line(
                             Some(request.id),
                             error_codes::OVERLOADED,
                             "server overloaded: too many requests waiting on this connection; retry later",
@@ -356,22 +385,55 @@ async fn queue<I>(
 const MAX_WRITE_BATCH: usize = 64;
 
 /// Writes every queued message, flushing once what queued up meanwhile is
-/// written (at most [`MAX_WRITE_BATCH`] at a time), not after each.
-async fn write_messages<O: Sink<String>>(outgoing: O, mut lines: mpsc::UnboundedReceiver<String>) {
+/// written (at most [`MAX_WRITE_BATCH`] at a time), not after each. When
+/// `close` says why (the client fell behind), writing stops, even in the
+/// middle of a write the client does not take, and the reason is sent if
+/// the transport takes it within a second.
+async fn write_messages<O: Sink<Outgoing>>(
+    outgoing: O,
+    mut unsent: Unsent,
+    mut close: tokio::sync::oneshot::Receiver<String>,
+) {
     let mut outgoing = std::pin::pin!(outgoing);
-    'writing: while let Some(line) = lines.recv().await {
-        if outgoing.feed(line).await.is_err() {
-            break;
-        }
-        for _ in 1..MAX_WRITE_BATCH {
-            let Ok(line) = lines.try_recv() else { break };
-            if outgoing.feed(line).await.is_err() {
-                break 'writing;
+    let reason = loop {
+        let line = tokio::select! {
+            reason = &mut close => break reason.ok(),
+            line = unsent.lines.recv() => match line {
+                Some(line) => line,
+                None => break None,
+            },
+        };
+        let written = async {
+            let mut bytes = line.len();
+            outgoing
+                .feed(Outgoing::Message(line))
+                .await
+                .map_err(|_| ())?;
+            for _ in 1..MAX_WRITE_BATCH {
+                let Ok(line) = unsent.lines.try_recv() else {
+                    break;
+                };
+                bytes += line.len();
+                outgoing
+                    .feed(Outgoing::Message(line))
+                    .await
+                    .map_err(|_| ())?;
             }
+            outgoing.flush().await.map_err(|_| ())?;
+            Ok::<usize, ()>(bytes)
+        };
+        let outcome = tokio::select! {
+            reason = &mut close => Err(reason.ok()),
+            written = written => written.map_err(|()| None),
+        };
+        match outcome {
+            Ok(bytes) => unsent.written(bytes),
+            Err(reason) => break reason,
         }
-        if outgoing.flush().await.is_err() {
-            break;
-        }
+    };
+    if let Some(reason) = reason {
+        let closing = outgoing.send(Outgoing::Close(reason));
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), closing).await;
     }
     let _ = outgoing.close().await;
 }
@@ -390,6 +452,7 @@ impl ConnectionState {
             answered: HashSet::new(),
             delivered_threads: HashSet::new(),
             deliveries,
+            room: crate::outbox::Room::unbounded(),
             receiver: Some(receiver),
         }
     }
@@ -512,6 +575,15 @@ async fn handle_answer(
         }
     }
     None
+}
+
+/// Queues a delivery for the client. Deliveries are paced at their source
+/// (a watcher's forwarder waits for room, see `outbox.rs`), so they are
+/// queued whatever the bound; replies are not, and overflow it.
+fn send_delivery(state: &mut ConnectionState, delivery: Delivery, lines: &Outbox) {
+    if let Some(line) = deliver(state, delivery) {
+        lines.send_paced(line);
+    }
 }
 
 /// A delivery as the line this client gets (or nothing, when the client

@@ -26,6 +26,7 @@ use spool_store::{Appended, PendingRequest, SqliteStore, Store, StoreError};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::ceilings::{CeilingError, Ceilings, Fields};
+use crate::outbox::Room;
 
 /// What a connection receives about the threads it watches.
 #[derive(Debug, Clone)]
@@ -302,41 +303,42 @@ impl Hub {
         connection: ConnectionId,
         after_seq: Option<u64>,
         out: &mpsc::UnboundedSender<Delivery>,
+        room: &Room,
     ) -> Result<(), HubError> {
         // Live events are buffered from here on, while the log is read.
-        let (live_tx, mut live_rx) = mpsc::unbounded_channel();
+        let (live_tx, live_rx) = mpsc::unbounded_channel();
         self.threads()
             .entry(thread_id.to_owned())
             .or_default()
             .watchers
             .insert(connection, live_tx);
-        let mut last = after_seq.unwrap_or(0);
-        if let Some(after) = after_seq {
+        if after_seq.is_some() {
             // Everything acknowledged so far must be readable.
             self.store.flush().await?;
-            let mut cursor = after;
-            loop {
-                let page = self.store.events_after(thread_id, cursor, 500).await?;
-                let Some(end) = page.last().map(|e| e.seq) else {
-                    break;
-                };
-                for event in page {
-                    let _ = out.send(Delivery::Event(Appended::Logged(event)));
-                }
-                cursor = end;
-            }
-            last = cursor;
         }
-        for request in self.store.open_requests(thread_id).await? {
-            let _ = out.send(Delivery::Request(request));
-        }
-        // Forward the live stream in seq order from where the replay ended.
+        let requests = self.store.open_requests(thread_id).await?;
+        // The replay, then the live stream in seq order from where it ended,
+        // paced by the client (`room`): a long replay is read from the log
+        // page by page as the client takes it, never held whole.
         let store = self.store.clone();
         let thread = thread_id.to_owned();
         let out = out.clone();
-        let start = after_seq.map(|_| last);
+        let room = room.clone();
         tokio::spawn(async move {
-            crate::ordering::forward_in_order(&store, &thread, start, &mut live_rx, &out).await;
+            let mut live_rx = live_rx;
+            let start = match after_seq {
+                Some(after) => match replay(&store, &thread, after, &out, &room).await {
+                    Some(last) => Some(last),
+                    None => return,
+                },
+                None => None,
+            };
+            for request in requests {
+                let _ = out.send(Delivery::Request(request));
+                room.sent();
+            }
+            crate::ordering::forward_in_order(&store, &thread, start, &mut live_rx, &out, &room)
+                .await;
         });
         Ok(())
     }
@@ -830,5 +832,44 @@ impl ClientRequests for HubClient {
             }
             answer_rx.await.ok()
         })
+    }
+}
+
+/// Sends a watcher the logged events after `after`, a page at a time as it
+/// has room; answers the last seq sent. If the log cannot be read, the
+/// watcher is sent `thread/closed` (it resumes by cursor) and `None`.
+async fn replay(
+    store: &SqliteStore,
+    thread_id: &str,
+    after: u64,
+    out: &mpsc::UnboundedSender<Delivery>,
+    room: &Room,
+) -> Option<u64> {
+    const PAGE: usize = 500;
+    let mut cursor = after;
+    loop {
+        let page = match store.events_after(thread_id, cursor, PAGE).await {
+            Ok(page) => page,
+            Err(error) => {
+                tracing::warn!(%thread_id, %error, after = cursor,
+                    "cannot read the log to replay: closing this watcher");
+                let closed = ServerNotification::ThreadClosed(ThreadClosedNotification {
+                    thread_id: thread_id.to_owned(),
+                });
+                let _ = out.send(Delivery::Event(Appended::Transient(closed)));
+                return None;
+            }
+        };
+        let Some(end) = page.last().map(|e| e.seq) else {
+            return Some(cursor);
+        };
+        for event in page {
+            room.wait().await;
+            if out.send(Delivery::Event(Appended::Logged(event))).is_err() {
+                return None;
+            }
+            room.sent();
+        }
+        cursor = end;
     }
 }

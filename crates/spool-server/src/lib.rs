@@ -34,13 +34,14 @@ pub mod hub;
 pub mod listen;
 mod methods;
 mod ordering;
+pub mod outbox;
 pub mod shutdown;
 mod ws;
 
 pub use accept::Limits;
 pub use auth::AuthToken;
 pub use ceilings::{CeilingError, Ceilings};
-pub use connection::{serve_lines, serve_messages};
+pub use connection::{Outgoing, serve_lines, serve_messages};
 pub use filter::Capabilities;
 pub use guard::{AccessRuleError, AccessRules, AllowedHost, Origin};
 pub use http::openapi;
@@ -86,13 +87,6 @@ pub async fn serve_stdio(hub: std::sync::Arc<Hub>) {
         let line = rx.recv().await?;
         Some((line, rx))
     });
-    let outgoing =
-        futures_util::sink::unfold(tokio::io::stdout(), |mut out, line: String| async move {
-            use tokio::io::AsyncWriteExt;
-            out.write_all(line.as_bytes()).await?;
-            out.write_all(b"\n").await?;
-            out.flush().await?;
-            Ok::<_, std::io::Error>(out)
-        });
+    let outgoing = futures_util::sink::unfold(tokio::io::stdout(), connection::write_line);
     serve_messages(hub, incoming, outgoing).await;
 }

@@ -7,6 +7,7 @@ use spool_store::{Appended, SqliteStore, Store};
 use tokio::sync::mpsc;
 
 use crate::hub::Delivery;
+use crate::outbox::{Room, max_live_backlog};
 
 /// Delivers a watcher's live events in seq order, each once: what the
 /// replay already sent (at or below `last`) is skipped, and when an event
@@ -24,8 +25,15 @@ pub(crate) async fn forward_in_order(
     mut last: Option<u64>,
     live: &mut mpsc::UnboundedReceiver<Delivery>,
     out: &mpsc::UnboundedSender<Delivery>,
+    room: &Room,
 ) {
+    let max_backlog = max_live_backlog();
     while let Some(delivery) = live.recv().await {
+        // Paced by the client; a client that makes no room while events
+        // pile up is closed (it resumes by cursor, see `outbox.rs`).
+        if !wait_for_room(room, live, max_backlog).await {
+            return;
+        }
         let seq = match &delivery {
             Delivery::Event(event) => event.seq(),
             Delivery::Request(_) => None,
@@ -59,6 +67,7 @@ pub(crate) async fn forward_in_order(
                     if out.send(Delivery::Event(Appended::Logged(event))).is_err() {
                         return;
                     }
+                    room.sent();
                 }
             }
         }
@@ -67,6 +76,26 @@ pub(crate) async fn forward_in_order(
         }
         if out.send(delivery).is_err() {
             return;
+        }
+        room.sent();
+    }
+}
+
+/// Waits until the client has room; false (and the client is closed) if
+/// meanwhile more than `max_backlog` live events pile up behind it.
+async fn wait_for_room(
+    room: &Room,
+    live: &mpsc::UnboundedReceiver<Delivery>,
+    max_backlog: usize,
+) -> bool {
+    loop {
+        if live.len() > max_backlog {
+            room.overflow();
+            return false;
+        }
+        let waited = tokio::time::timeout(std::time::Duration::from_millis(50), room.wait());
+        if waited.await.is_ok() {
+            return true;
         }
     }
 }
@@ -143,7 +172,15 @@ mod tests {
         }
         drop(live_tx);
         let (out_tx, mut out_rx) = mpsc::unbounded_channel();
-        forward_in_order(&store, &thread, Some(1), &mut live_rx, &out_tx).await;
+        forward_in_order(
+            &store,
+            &thread,
+            Some(1),
+            &mut live_rx,
+            &out_tx,
+            &Room::unbounded(),
+        )
+        .await;
         drop(out_tx);
         let mut delivered = Vec::new();
         while let Some(Delivery::Event(event)) = out_rx.recv().await {
@@ -171,7 +208,15 @@ mod tests {
         live_tx.send(Delivery::Event(logged[1].clone())).unwrap();
         drop(live_tx);
         let (out_tx, mut out_rx) = mpsc::unbounded_channel();
-        forward_in_order(&store, &thread, Some(1), &mut live_rx, &out_tx).await;
+        forward_in_order(
+            &store,
+            &thread,
+            Some(1),
+            &mut live_rx,
+            &out_tx,
+            &Room::unbounded(),
+        )
+        .await;
         drop(out_tx);
         let mut methods = Vec::new();
         while let Some(Delivery::Event(event)) = out_rx.recv().await {

@@ -3,11 +3,11 @@
 //! auth middleware let the request through.
 
 use axum::extract::State;
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
 use axum::response::Response;
 use futures_util::{SinkExt, StreamExt, future};
 
-use crate::connection::{MAX_MESSAGE_BYTES, serve_messages};
+use crate::connection::{MAX_MESSAGE_BYTES, Outgoing, serve_messages};
 use crate::http::App;
 
 pub(crate) async fn upgrade(State(app): State<App>, ws: WebSocketUpgrade) -> Response {
@@ -32,7 +32,15 @@ async fn serve_socket(app: App, socket: WebSocket) {
                 _ => None,
             })
         });
-    let outgoing =
-        sink.with(|line: String| future::ready(Ok::<_, axum::Error>(Message::Text(line.into()))));
+    let outgoing = sink.with(|outgoing: Outgoing| {
+        future::ready(Ok::<_, axum::Error>(match outgoing {
+            Outgoing::Message(line) => Message::Text(line.into()),
+            // The client fell behind: it resumes by cursor (see `outbox.rs`).
+            Outgoing::Close(reason) => Message::Close(Some(CloseFrame {
+                code: close_code::POLICY,
+                reason: reason.into(),
+            })),
+        }))
+    });
     serve_messages(app.hub, incoming, outgoing).await;
 }

@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 use crate::connection::{next_connection_id, request_message};
 use crate::filter::{Capabilities, for_client};
 use crate::hub::{ConnectionId, Delivery, Hub, HubError};
+use crate::outbox::Room;
 use crate::shutdown::Shutdown;
 
 /// What an HTTP client sees: everything, with cursors.
@@ -28,10 +29,15 @@ const HTTP_CAPABILITIES: Capabilities = Capabilities {
 
 /// One HTTP client watching a thread; it stops watching when dropped (the
 /// client went away, or the stream ended).
+/// Events an SSE stream may have waiting for its client.
+const SSE_UNSENT_EVENTS: usize = 4_096;
+
 pub(crate) struct Watch {
     hub: Arc<Hub>,
     id: ConnectionId,
     deliveries: mpsc::UnboundedReceiver<Delivery>,
+    /// Paces what is sent to this stream (see `outbox.rs`).
+    room: Room,
 }
 
 impl Watch {
@@ -47,8 +53,10 @@ impl Watch {
             hub: hub.clone(),
             id: next_connection_id(),
             deliveries,
+            room: Room::counting(SSE_UNSENT_EVENTS),
         };
-        hub.subscribe(thread_id, watch.id, after_seq, &tx).await?;
+        hub.subscribe(thread_id, watch.id, after_seq, &tx, &watch.room)
+            .await?;
         Ok(watch)
     }
 }
@@ -87,11 +95,17 @@ pub(crate) fn respond(
             if state.done {
                 return None;
             }
+            if state.watch.room.overflowed() {
+                // The client fell behind: it reconnects with Last-Event-ID.
+                tracing::info!("closing an SSE stream whose client fell behind");
+                return None;
+            }
             let delivery = tokio::select! {
                 biased;
                 delivery = state.watch.deliveries.recv() => delivery?,
                 () = state.shutdown.closing() => return None,
             };
+            state.watch.room.taken();
             if let Some(event) = state.event_of(delivery) {
                 return Some((Ok(event), state));
             }

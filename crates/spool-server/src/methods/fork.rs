@@ -66,7 +66,7 @@ pub(super) async fn thread_fork(
             .deliveries
             .send(Delivery::Event(Appended::Logged(started)));
     }
-    hub.subscribe(&thread_id, state.id, None, &state.deliveries)
+    hub.subscribe(&thread_id, state.id, None, &state.deliveries, &state.room)
         .await?;
     let mut thread = record.thread;
     if !params.exclude_turns {

@@ -246,8 +246,14 @@ async fn thread_start(
         hub.mark_ephemeral(&thread_id);
     }
     // From seq 0: the client gets `thread/started` like any later event.
-    hub.subscribe(&thread_id, state.id, Some(0), &state.deliveries)
-        .await?;
+    hub.subscribe(
+        &thread_id,
+        state.id,
+        Some(0),
+        &state.deliveries,
+        &state.room,
+    )
+    .await?;
     reply(session(hub, record.thread, settings))
 }
 
@@ -296,8 +302,14 @@ async fn thread_resume(
     hub.set_settings(&params.thread_id, settings.clone());
     // Only a client that asked for cursors can name one.
     let after = params.after_seq.filter(|_| state.capabilities.seq);
-    hub.subscribe(&params.thread_id, state.id, after, &state.deliveries)
-        .await?;
+    hub.subscribe(
+        &params.thread_id,
+        state.id,
+        after,
+        &state.deliveries,
+        &state.room,
+    )
+    .await?;
     let mut thread = record.thread;
     if !params.exclude_turns {
         thread.turns = turns_with_items(hub, &params.thread_id).await?;

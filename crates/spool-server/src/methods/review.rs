@@ -58,7 +58,7 @@ pub(super) async fn review_start(
             let created = hub.store().create_thread(new).await?;
             let id = created.thread.id;
             hub.set_settings(&id, settings);
-            hub.subscribe(&id, state.id, Some(0), &state.deliveries)
+            hub.subscribe(&id, state.id, Some(0), &state.deliveries, &state.room)
                 .await?;
             id
         }

@@ -1,0 +1,192 @@
+//! A client that does not read cannot grow the server: what waits to be
+//! written to it is bounded (64 MiB by default); past the bound the server
+//! closes it with a reason, and it resumes by cursor without missing an
+//! event.
+
+mod serve_net;
+mod support;
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use serve_net::{Server, Upgrade, WebSocket};
+use spool_testkit::responses_api::{message_response, paced_message_response};
+use spool_testkit::{Gate, ScriptedServer};
+use support::Home;
+use support::peer::Peer;
+use support::rpc::{method_of, thread_id_of};
+
+async fn ws_open(addr: &str, capabilities: Value) -> WebSocket {
+    let mut ws = match WebSocket::connect(addr, "/", &[]).await {
+        Upgrade::Open(ws) => ws,
+        Upgrade::Refused(r) => panic!("upgrade refused: {} {}", r.status, r.body),
+    };
+    let init = ws.initialize(capabilities).await;
+    assert!(init["result"].is_object(), "{init}");
+    ws
+}
+
+/// The server's resident memory, in MiB.
+fn rss_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .expect("VmRSS in /proc/PID/status");
+    kib / 1024
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_is_closed_and_the_server_stays_bounded() {
+    // A thread holding an 8 MiB message.
+    let big = "x".repeat(8 << 20);
+    let model = ScriptedServer::with_responses([message_response("r1", &[&big])])
+        .await
+        .unwrap();
+    let home = Home::new();
+    let server = Server::start(&home, &model.url(), &["--listen", "ws://127.0.0.1:0"], 1).await;
+    let addr = server.addr("ws");
+    let pid = server.child.id().unwrap();
+    let mut reader = ws_open(&addr, json!({})).await;
+    let thread_id = thread_id_of(&reader.call(1, "thread/start", json!({})).await);
+    let input = json!({"threadId": thread_id, "input": [{"type": "text", "text": "big"}]});
+    reader.call(2, "turn/start", input).await;
+    reader.until(|m| method_of(m) == "turn/completed").await;
+    let read = json!({"threadId": thread_id, "includeTurns": true});
+    let whole = reader.call(3, "thread/read", read.clone()).await;
+    assert!(
+        whole.to_string().len() > 8 << 20,
+        "the reply holds the message"
+    );
+    let baseline = rss_mib(pid);
+
+    // 80 reads of it (640 MiB of replies) from a client that reads nothing.
+    let mut stalled = ws_open(&addr, json!({})).await;
+    let mut peak = baseline;
+    for id in 0..80 {
+        stalled
+            .send(&json!({"jsonrpc": "2.0", "id": id, "method": "thread/read", "params": read}))
+            .await;
+        peak = peak.max(rss_mib(pid));
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !server.stderr_text().contains("does not keep up") {
+        assert!(Instant::now() < deadline, "the slow client was not closed");
+        peak = peak.max(rss_mib(pid));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // It gets what was on its way, then the end of the connection.
+    let mut replies = 0;
+    while let Some(message) = stalled.next().await {
+        assert!(message["result"].is_object(), "only replies: {message}");
+        replies += 1;
+    }
+    assert!(replies < 80, "closed before all 80 replies were queued");
+    drop(stalled);
+
+    // Memory: bounded while it lasted, back near the baseline after.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after = rss_mib(pid);
+    eprintln!(
+        "RSS: baseline {baseline} MiB, peak {peak} MiB, after {after} MiB; \
+         {replies} of 80 replies delivered"
+    );
+    assert!(
+        peak < baseline + 400,
+        "peak {peak} MiB vs baseline {baseline}"
+    );
+    assert!(
+        after < baseline + 100,
+        "after {after} MiB vs baseline {baseline}"
+    );
+
+    // The client that reads is still served.
+    let again = reader.call(4, "thread/read", read).await;
+    assert_eq!(again["result"], whole["result"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_closed_for_falling_behind_resumes_by_cursor_without_missing_an_event() {
+    // 4,000 deltas of 4 KiB: more than the sockets' buffers hold.
+    let filler = "y".repeat(4096);
+    let words: Vec<String> = (0..4_000).map(|n| format!("{n}{filler} ")).collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let gate = Gate::new();
+    let model = ScriptedServer::with_responses([paced_message_response(
+        "r1",
+        &[],
+        &gate,
+        &words,
+        Duration::ZERO,
+    )])
+    .await
+    .unwrap();
+    let home = Home::new();
+    let server = Server::start_with_env(
+        &home,
+        &model.url(),
+        &["--listen", "ws://127.0.0.1:0"],
+        1,
+        &[
+            ("SPOOL_SERVE_MAX_UNSENT_BYTES", "65536"),
+            ("SPOOL_SERVE_MAX_LIVE_BACKLOG", "256"),
+        ],
+    )
+    .await;
+    let addr = server.addr("ws");
+    let mut slow = ws_open(&addr, json!({"spool": {"seq": true}})).await;
+    let thread_id = thread_id_of(&slow.call(1, "thread/start", json!({})).await);
+    let input = json!({"threadId": thread_id, "input": [{"type": "text", "text": "go"}]});
+    slow.call(2, "turn/start", input).await;
+    // Stop reading while the deltas stream.
+    gate.open();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !server.stderr_text().contains("does not keep up") {
+        assert!(Instant::now() < deadline, "the slow client was not closed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut before = std::mem::take(&mut slow.seen);
+    while let Some(message) = slow.next().await {
+        before.push(message);
+    }
+    let last_seq = before
+        .iter()
+        .filter_map(|m| m["params"]["seq"].as_u64())
+        .max()
+        .expect("some events arrived");
+
+    let mut resumed = ws_open(&addr, json!({"spool": {"seq": true}})).await;
+    resumed
+        .call(
+            1,
+            "thread/resume",
+            json!({"threadId": thread_id, "afterSeq": last_seq}),
+        )
+        .await;
+    resumed.until(|m| method_of(m) == "turn/completed").await;
+
+    // Every seq from the first one received to turn/completed, once.
+    let seqs: Vec<u64> = before
+        .iter()
+        .chain(&resumed.seen)
+        .filter_map(|m| m["params"]["seq"].as_u64())
+        .collect();
+    let unique: BTreeSet<u64> = seqs.iter().copied().collect();
+    assert_eq!(unique.len(), seqs.len(), "no event twice");
+    let (first, end) = (*unique.first().unwrap(), *unique.last().unwrap());
+    assert_eq!(
+        unique.into_iter().collect::<Vec<_>>(),
+        (first..=end).collect::<Vec<_>>(),
+        "no event missing"
+    );
+    let text: String = before
+        .iter()
+        .chain(&resumed.seen)
+        .filter(|m| method_of(m) == "item/agentMessage/delta")
+        .map(|m| m["params"]["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, words.concat());
+}
