@@ -63,6 +63,10 @@ pub struct SandboxExecArgs {
     /// Allow network sockets.
     #[arg(long)]
     pub network: bool,
+    /// Do not confine the command (a command a person let out of the
+    /// sandbox): it still dies with the process that started it.
+    #[arg(long, conflicts_with_all = ["writable", "protect", "network"])]
+    pub unconfined: bool,
     /// The command and its arguments.
     #[arg(last = true, required = true)]
     pub argv: Vec<std::ffi::OsString>,

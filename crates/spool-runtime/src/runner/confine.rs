@@ -57,6 +57,8 @@ pub(crate) fn prepare(
         });
     };
     if outside || agent.sandbox == SandboxMode::DangerFullAccess {
+        // Unconfined, but still under the helper: it dies with the server.
+        out.argv = launcher.wrap_unconfined(&out.argv);
         return Ok(Prepared {
             command: out,
             sandboxed: false,

@@ -24,6 +24,18 @@ impl Launcher {
         }
     }
 
+    /// The argv that runs `argv` outside the sandbox, still under the
+    /// helper, so it dies with the process that started it.
+    pub fn wrap_unconfined(&self, argv: &[String]) -> Vec<String> {
+        let mut out = Vec::with_capacity(argv.len() + self.prefix.len() + 3);
+        out.push(self.program.to_string_lossy().into_owned());
+        out.extend(self.prefix.iter().cloned());
+        out.push("--unconfined".to_owned());
+        out.push("--".to_owned());
+        out.extend(argv.iter().cloned());
+        out
+    }
+
     /// The argv that runs `argv` under `policy`.
     pub fn wrap(&self, policy: &SandboxPolicy, argv: &[String]) -> Vec<String> {
         let mut out = Vec::with_capacity(argv.len() + self.prefix.len() + 8);
