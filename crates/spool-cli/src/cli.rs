@@ -14,6 +14,10 @@ pub struct Cli {
     /// defaulting to ~/.spool).
     #[arg(long, global = true, env = "SPOOL_STORE")]
     pub store: Option<PathBuf>,
+    /// Open a store that lost committed data (its -wal file deleted or
+    /// damaged, the file truncated) instead of refusing it.
+    #[arg(long, global = true)]
+    pub accept_data_loss: bool,
     #[command(flatten)]
     pub provider: ProviderArgs,
     /// A Codex config override for `serve`/`app-server`, `key=value` with a

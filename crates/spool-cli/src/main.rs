@@ -90,7 +90,11 @@ async fn dispatch(cli: Cli, on_command_line: &[&'static str]) -> anyhow::Result<
     // Opened only by the commands that use it: benchmarks make their own.
     let open_store = || -> anyhow::Result<SqliteStore> {
         let store_path = home::store_path(cli.store.clone())?;
-        SqliteStore::open(&store_path, StoreOptions::default())
+        let options = StoreOptions {
+            accept_data_loss: cli.accept_data_loss,
+            ..StoreOptions::default()
+        };
+        SqliteStore::open(&store_path, options)
             .map_err(|e| anyhow::anyhow!("cannot open the store {}: {e}", store_path.display()))
     };
     // spool.toml, home then project.

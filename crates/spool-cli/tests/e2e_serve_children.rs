@@ -15,7 +15,8 @@ use support::peer::Peer;
 use support::rpc::{Client, method_of, thread_id_of};
 
 async fn killed_mid_command(sandbox: &str) {
-    let script = "touch started.txt; (sleep 2; touch background.txt) & sleep 2; touch foreground.txt";
+    let script =
+        "touch started.txt; (sleep 2; touch background.txt) & sleep 2; touch foreground.txt";
     let model = ScriptedServer::with_responses([
         calls_response(
             "r1",

@@ -27,6 +27,23 @@ pub enum StoreError {
         found: i64,
         supported: i64,
     },
+    /// The store holds less than it had committed (`mark.rs`).
+    #[error(
+        "the store at {path} lost committed data: it had committed events up to rowid \
+         {committed}, and now has {found} (was its -wal file deleted or damaged, or the file \
+         truncated?); restore it from a backup, or open it anyway with --accept-data-loss"
+    )]
+    DataLoss {
+        path: PathBuf,
+        committed: i64,
+        found: String,
+    },
+    #[error("cannot write the commit mark {path}: {source}")]
+    Mark {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("migrating the store at {path} to schema version {version} failed: {source}")]
     Migration {
         path: PathBuf,

@@ -31,6 +31,7 @@
 
 mod appender;
 mod error;
+mod mark;
 mod options;
 mod recovery;
 mod session;

@@ -41,6 +41,9 @@ pub struct StoreOptions {
     /// Threads whose validation state the writer keeps in memory; idle ones
     /// beyond this are dropped and reloaded from the projection when used.
     pub cached_threads: usize,
+    /// Open a store that lost committed data (see `mark.rs`) instead of
+    /// refusing it.
+    pub accept_data_loss: bool,
 }
 
 impl Default for StoreOptions {
@@ -52,6 +55,7 @@ impl Default for StoreOptions {
             busy_timeout: Duration::from_secs(5),
             max_idle_readers: 4,
             cached_threads: 1_024,
+            accept_data_loss: false,
         }
     }
 }

@@ -93,11 +93,13 @@ impl SqliteStore {
         // Before touching the file: an opener that finds itself alone
         // recovers turns left in progress, and others wait for it.
         let lock = recovery::StoreLock::acquire(&path)?;
+        crate::mark::check_file(&path, options.accept_data_loss)?;
         let conn = schema::open_writer(&path, &options)?;
+        crate::mark::check_events(&path, &conn, options.accept_data_loss)?;
         if lock.alone() {
             recovery::repair_updated_at(&conn, &path)?;
         }
-        let (requests, writer) = writer::spawn(conn, &options)?;
+        let (requests, writer) = writer::spawn(conn, &path, &options)?;
         tracing::debug!(path = %path.display(), "store opened");
         let store = SqliteStore {
             inner: Arc::new(Inner {

@@ -112,11 +112,13 @@ pub(crate) struct TokenCount {
 /// Starts the writer thread on `conn`.
 pub(crate) fn spawn(
     conn: Connection,
+    path: &std::path::Path,
     options: &StoreOptions,
 ) -> Result<(Sender<Request>, JoinHandle<()>), StoreError> {
     let (requests, inbox) = std::sync::mpsc::channel();
     let writer = Writer {
         conn,
+        mark: crate::mark::CommitMark::new(path),
         delta_commit_delay: options.delta_commit_delay,
         max_batch_events: options.max_batch_events.max(1),
         cached_threads: options.cached_threads,
@@ -132,6 +134,8 @@ pub(crate) fn spawn(
 
 struct Writer {
     conn: Connection,
+    /// What is committed, kept outside the WAL (`mark.rs`).
+    mark: crate::mark::CommitMark,
     delta_commit_delay: Duration,
     max_batch_events: usize,
     cached_threads: usize,
@@ -231,6 +235,7 @@ impl Writer {
         self.flush_updated_at(false);
         self.release_reservations();
         let _ = self.commit();
+        self.mark.committed(&self.conn, true);
         tracing::debug!("store writer stopped");
     }
 
@@ -276,6 +281,7 @@ impl Writer {
                 self.flush_updated_at(false);
                 self.release_reservations();
                 let result = self.commit().map_err(StoreError::Commit);
+                self.mark.committed(&self.conn, true);
                 let _ = reply.send(result);
                 return Flow::Stop;
             }
@@ -415,6 +421,7 @@ impl Writer {
             "store commit"
         );
         self.answer_waiters();
+        self.mark.committed(&self.conn, false);
         if self.threads.len() > self.cached_threads {
             self.threads.retain(|_, state| !state.is_idle());
         }

@@ -80,6 +80,8 @@ impl Writer {
                     threads.remove(&thread_id);
                     delete(tx, &thread_id)
                 });
+                // A deletion can lower the highest rowid the mark holds.
+                self.mark.committed(&self.conn, true);
                 let _ = reply.send(result);
             }
             ThreadOp::Revert {

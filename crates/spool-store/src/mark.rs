@@ -1,0 +1,146 @@
+//! What the store last knew to be committed, kept outside the reach of the
+//! write-ahead log, so that a store that lost data says so.
+//!
+//! Commits land in `<db>-wal` first and reach the main file only at a
+//! checkpoint. A WAL deleted or damaged after a crash (frames with a bad
+//! checksum and everything after them are ignored) takes those commits
+//! with it, and SQLite opens what is left without a word; a file truncated
+//! to nothing opens as a new, empty store. So the writer records, in
+//! `<db>.committed`, the highest rowid of `events` it has committed: after
+//! a commit at most once a second, after deleting a thread (which can lower
+//! it), and when it closes. Opening a store whose `events` end below that
+//! mark — or an empty or missing file where the mark says a store was — is
+//! [`StoreError::DataLoss`], naming what is missing; `accept_data_loss`
+//! opens it anyway and moves the mark to what is there.
+//!
+//! The mark is a lower bound of what was committed: what was committed in
+//! the last second before a crash may be lost without this noticing.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+
+use crate::error::StoreError;
+
+/// How often a busy writer refreshes the mark.
+const EVERY: Duration = Duration::from_secs(1);
+
+const PREFIX: &str = "spool store committed events up to rowid ";
+
+/// `<db>.committed`, beside the database.
+fn mark_path(db: &Path) -> PathBuf {
+    let mut path = db.as_os_str().to_owned();
+    path.push(".committed");
+    PathBuf::from(path)
+}
+
+/// The mark, if there is a readable one.
+fn read(db: &Path) -> Option<i64> {
+    let text = std::fs::read_to_string(mark_path(db)).ok()?;
+    let parsed = text
+        .strip_prefix(PREFIX)
+        .and_then(|rest| rest.trim().parse().ok());
+    if parsed.is_none() {
+        tracing::warn!(path = %mark_path(db).display(), "unreadable commit mark: ignored");
+    }
+    parsed
+}
+
+/// The highest rowid in `events` (0: none).
+fn highest(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("SELECT coalesce(max(rowid), 0) FROM events", [], |row| {
+        row.get(0)
+    })
+}
+
+fn write(db: &Path, rowid: i64) -> std::io::Result<()> {
+    let mut file = std::fs::File::create(mark_path(db))?;
+    file.write_all(format!("{PREFIX}{rowid}\n").as_bytes())?;
+    file.sync_data()
+}
+
+/// Before the store file is opened (opening would create one): a mark
+/// with nothing where the store should be is data loss.
+pub(crate) fn check_file(db: &Path, accept: bool) -> Result<(), StoreError> {
+    let Some(mark) = read(db).filter(|&mark| mark > 0) else {
+        return Ok(());
+    };
+    let found = match std::fs::metadata(db) {
+        Ok(meta) if meta.len() > 0 => return Ok(()),
+        Ok(_) => "an empty file",
+        Err(_) => "no file",
+    };
+    refuse_or_accept(db, mark, found.to_owned(), accept)
+}
+
+/// After the store is opened: its `events` must reach the mark.
+pub(crate) fn check_events(db: &Path, conn: &Connection, accept: bool) -> Result<(), StoreError> {
+    let Some(mark) = read(db) else {
+        return Ok(());
+    };
+    let found = highest(conn)?;
+    if found >= mark {
+        return Ok(());
+    }
+    refuse_or_accept(db, mark, format!("events up to rowid {found}"), accept)?;
+    write(db, found).map_err(|source| StoreError::Mark {
+        path: mark_path(db),
+        source,
+    })
+}
+
+fn refuse_or_accept(db: &Path, mark: i64, found: String, accept: bool) -> Result<(), StoreError> {
+    if !accept {
+        return Err(StoreError::DataLoss {
+            path: db.to_owned(),
+            committed: mark,
+            found,
+        });
+    }
+    tracing::warn!(path = %db.display(), committed = mark, %found,
+        "opening a store that lost committed data (--accept-data-loss)");
+    Ok(())
+}
+
+/// The writer's side: refreshes the mark after commits.
+pub(crate) struct CommitMark {
+    db: PathBuf,
+    written_at: Option<Instant>,
+    written: Option<i64>,
+}
+
+impl CommitMark {
+    pub(crate) fn new(db: &Path) -> CommitMark {
+        CommitMark {
+            db: db.to_owned(),
+            written_at: None,
+            written: None,
+        }
+    }
+
+    /// After a commit: records what is committed now if the mark is older
+    /// than a second, or always when `now` (closing, a deletion).
+    pub(crate) fn committed(&mut self, conn: &Connection, now: bool) {
+        if !now && self.written_at.is_some_and(|at| at.elapsed() < EVERY) {
+            return;
+        }
+        self.written_at = Some(Instant::now());
+        let rowid = match highest(conn) {
+            Ok(rowid) => rowid,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the commit mark's rowid");
+                return;
+            }
+        };
+        if self.written == Some(rowid) {
+            return;
+        }
+        match write(&self.db, rowid) {
+            Ok(()) => self.written = Some(rowid),
+            Err(error) => tracing::warn!(%error, path = %mark_path(&self.db).display(),
+                "cannot write the commit mark"),
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! A store that lost committed data says so (`src/mark.rs`): one whose
+//! write-ahead log is gone, or a file truncated to nothing, is refused on
+//! open with an error naming what is missing, unless `accept_data_loss`.
+
+mod common;
+
+use common::*;
+use spool_store::{SqliteStore, Store, StoreError, StoreOptions};
+
+fn accepting() -> StoreOptions {
+    StoreOptions {
+        accept_data_loss: true,
+        ..StoreOptions::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_whose_wal_was_lost_is_refused_until_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let t = new_thread(&store, false).await;
+    start_message(&store, &t, "turn-1", "a1").await;
+    // While it runs, its commits are in spool.db-wal. Copy what a crash
+    // followed by `rm spool.db-wal` would leave: the main file (no commit
+    // checkpointed into it yet) and the mark beside it.
+    let lost = tempfile::tempdir().unwrap();
+    std::fs::copy(db_path(dir.path()), db_path(lost.path())).unwrap();
+    std::fs::copy(
+        dir.path().join("spool.db.committed"),
+        lost.path().join("spool.db.committed"),
+    )
+    .unwrap();
+    store.close().await.unwrap();
+
+    let error = SqliteStore::open(db_path(lost.path()), StoreOptions::default()).unwrap_err();
+    assert!(matches!(error, StoreError::DataLoss { .. }), "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains("lost committed data") && message.contains("--accept-data-loss"),
+        "{message}"
+    );
+    // Accepted: it opens with what is left, and the mark moves there.
+    let store = SqliteStore::open(db_path(lost.path()), accepting()).unwrap();
+    assert!(
+        store.thread(&t).await.unwrap().is_none(),
+        "the thread was in the lost WAL"
+    );
+    store.close().await.unwrap();
+    let store = SqliteStore::open(db_path(lost.path()), StoreOptions::default()).unwrap();
+    store.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_file_where_a_store_was_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    new_thread(&store, false).await;
+    store.close().await.unwrap();
+    drop(store);
+    std::fs::File::create(db_path(dir.path())).unwrap(); // truncated to 0 bytes
+    let _ = std::fs::remove_file(dir.path().join("spool.db-wal"));
+    let error = SqliteStore::open(db_path(dir.path()), StoreOptions::default()).unwrap_err();
+    assert!(error.to_string().contains("an empty file"), "{error}");
+    let store = SqliteStore::open(db_path(dir.path()), accepting()).unwrap();
+    assert!(
+        store
+            .list_threads(Default::default())
+            .await
+            .unwrap()
+            .threads
+            .is_empty()
+    );
+    store.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_closed_and_reopened_is_not_data_loss() {
+    let dir = tempfile::tempdir().unwrap();
+    for _ in 0..3 {
+        let store = open(dir.path());
+        let t = new_thread(&store, false).await;
+        start_message(&store, &t, "turn-1", "a1").await;
+        store.close().await.unwrap();
+    }
+    let store = open(dir.path());
+    let t = new_thread(&store, false).await;
+    store.delete_thread(&t).await.unwrap();
+    store.close().await.unwrap();
+    open(dir.path()).close().await.unwrap();
+}
