@@ -39,6 +39,10 @@ pub struct OutputMapper {
     model_calls: Vec<ModelCall>,
     /// Who every item is for, when not its kind's default.
     audience: Option<Audience>,
+    /// Hold the completion of the response's last item until the response
+    /// ends ([`OutputMapper::holding_last_completion`]).
+    hold_last: bool,
+    held: Option<ItemCompletedNotification>,
 }
 
 /// A function call the model wrote, as given, for the runner to file and
@@ -66,7 +70,44 @@ impl OutputMapper {
             defer_calls: false,
             model_calls: Vec::new(),
             audience: None,
+            hold_last: false,
+            held: None,
         }
+    }
+
+    /// Holds back the `item/completed` that ends a provider event's output
+    /// until the next event, and the last one until [`OutputMapper::end_response`]:
+    /// a provider can mark an item done and only then say that the response
+    /// was cut (`response.incomplete`, a token limit), and a completed item
+    /// cannot become incomplete afterwards.
+    pub fn holding_last_completion(mut self) -> Self {
+        self.hold_last = true;
+        self
+    }
+
+    /// The response ended: the held completion (as `incomplete`, with the
+    /// provider's reason in its `providerData.incomplete_details`, when the
+    /// response was cut), then every item still open, as `incomplete`.
+    pub fn end_response(
+        &mut self,
+        incomplete_reason: Option<&str>,
+        now_ms: i64,
+    ) -> Vec<ServerNotification> {
+        let mut out = Vec::new();
+        if let Some(mut held) = self.held.take() {
+            if let (Some(reason), Some(envelope)) = (incomplete_reason, held.envelope.as_mut()) {
+                envelope.status = ItemStatus::Incomplete;
+                if let Some(Value::Object(raw)) = envelope.provider_data.as_mut() {
+                    raw.insert(
+                        "incomplete_details".to_owned(),
+                        serde_json::json!({"reason": reason}),
+                    );
+                }
+            }
+            out.push(ServerNotification::ItemCompleted(held));
+        }
+        out.extend(self.close_open(now_ms));
+        out
     }
 
     /// Files every item for `audience` instead of its kind's default
@@ -119,7 +160,17 @@ impl OutputMapper {
 
     /// The notifications one provider event stands for (often none or one).
     pub fn on_event(&mut self, event: ModelEvent, now_ms: i64) -> Vec<ServerNotification> {
-        let out = self.map_event(event, now_ms);
+        let mut out = self.map_event(event, now_ms);
+        if self.hold_last && !out.is_empty() {
+            if let Some(held) = self.held.take() {
+                out.insert(0, ServerNotification::ItemCompleted(held));
+            }
+            if let Some(ServerNotification::ItemCompleted(_)) = out.last()
+                && let Some(ServerNotification::ItemCompleted(last)) = out.pop()
+            {
+                self.held = Some(last);
+            }
+        }
         // Keep each open item as the reducer sees it, so that closing it
         // early keeps what was streamed.
         for n in out.iter().filter(|n| n.is_delta()) {

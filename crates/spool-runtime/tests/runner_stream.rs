@@ -451,3 +451,75 @@ async fn a_reply_cut_by_the_token_limit_ends_its_message_incomplete() {
         "{outcome:?}"
     );
 }
+
+#[tokio::test]
+async fn a_message_marked_done_before_the_response_says_it_was_cut_ends_incomplete() {
+    // The provider closes the message as `completed`, and only the
+    // response's end says the token limit cut it.
+    let f = fixture(vec![ScriptedResponse::sse([
+        ev("response.created", json!({"response": {"id": "resp_1"}})),
+        added(
+            0,
+            json!({"type": "message", "id": "m_1", "role": "assistant", "content": []}),
+        ),
+        text_delta("m_1", "The answer is"),
+        done(
+            0,
+            json!({"type": "message", "id": "m_1", "role": "assistant", "status": "completed",
+                   "content": [{"type": "output_text", "text": "The answer is"}]}),
+        ),
+        ev(
+            "response.incomplete",
+            json!({"response": {"id": "resp_1", "status": "incomplete",
+                                "incomplete_details": {"reason": "max_output_tokens"}}}),
+        ),
+    ])])
+    .await;
+    let (outcome, streamed) = turn(&f, never()).await;
+    check_log(&f, &streamed).await;
+    let items = f
+        .store
+        .items(&f.thread_id, spool_core::View::All)
+        .await
+        .unwrap();
+    let answer = &items[1];
+    assert_eq!(
+        answer.envelope.status,
+        ItemStatus::Incomplete,
+        "{outcome:?}"
+    );
+    let reason = answer
+        .envelope
+        .provider_data
+        .as_ref()
+        .and_then(|raw| raw.pointer("/incomplete_details/reason"))
+        .cloned();
+    assert_eq!(reason, Some(json!("max_output_tokens")));
+}
+
+#[tokio::test]
+async fn a_message_of_a_response_that_completes_stays_completed() {
+    let f = fixture(vec![ScriptedResponse::sse([
+        ev("response.created", json!({"response": {"id": "resp_1"}})),
+        added(
+            0,
+            json!({"type": "message", "id": "m_1", "role": "assistant", "content": []}),
+        ),
+        text_delta("m_1", "Done."),
+        done(
+            0,
+            json!({"type": "message", "id": "m_1", "role": "assistant", "status": "completed",
+                   "content": [{"type": "output_text", "text": "Done."}]}),
+        ),
+        ev("response.completed", json!({"response": {"id": "resp_1"}})),
+    ])])
+    .await;
+    let (_, streamed) = turn(&f, never()).await;
+    check_log(&f, &streamed).await;
+    let items = f
+        .store
+        .items(&f.thread_id, spool_core::View::All)
+        .await
+        .unwrap();
+    assert_eq!(items[1].envelope.status, ItemStatus::Completed);
+}

@@ -260,9 +260,12 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
         let mut mapper =
             OutputMapper::new(&self.state.thread_id, &self.state.turn_id, &self.agent.name)
                 .deferring_calls()
+                .holding_last_completion()
                 .with_audience(self.sink.audience);
         let mut stream = self.runner.provider.stream(request);
         let mut interrupt = self.interrupt.clone();
+        // Why the provider cut the response short, if it did.
+        let mut cut: Option<String> = None;
         let end = loop {
             let next = tokio::select! {
                 next = stream.next() => next,
@@ -271,8 +274,11 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
             };
             match next {
                 Some(Ok(ModelEvent::Completed {
-                    usage, response_id, ..
+                    usage,
+                    response_id,
+                    incomplete_reason,
                 })) => {
+                    cut = incomplete_reason;
                     if let Some(usage) = usage {
                         self.usage
                             .get_or_insert_with(TokenUsageBreakdown::default)
@@ -283,16 +289,7 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
                 }
                 Some(Ok(event)) => {
                     let payloads = mapper.on_event(event, now_ms());
-                    for payload in &payloads {
-                        if let ServerNotification::ItemCompleted(ItemCompletedNotification {
-                            item: item @ ThreadItem::AgentMessage { text, .. },
-                            ..
-                        }) = payload
-                        {
-                            self.final_text = Some(text.clone());
-                            self.final_message = Some(item.clone());
-                        }
-                    }
+                    self.note_final_message(&payloads);
                     self.appender.push(payloads)?;
                 }
                 Some(Err(e)) => {
@@ -315,12 +312,29 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
             }
         };
         drop(stream);
-        self.appender.push(mapper.close_open(now_ms()))?;
+        let last = mapper.end_response(cut.as_deref(), now_ms());
+        self.note_final_message(&last);
+        self.appender.push(last)?;
         let calls = mapper.take_model_calls();
         Ok(match end {
             StepEnd::Final if !calls.is_empty() => StepEnd::Calls(calls),
             other => other,
         })
+    }
+
+    /// Remembers the agent message a response completed: the turn's final
+    /// answer so far.
+    fn note_final_message(&mut self, payloads: &[ServerNotification]) {
+        for payload in payloads {
+            if let ServerNotification::ItemCompleted(ItemCompletedNotification {
+                item: item @ ThreadItem::AgentMessage { text, .. },
+                ..
+            }) = payload
+            {
+                self.final_text = Some(text.clone());
+                self.final_message = Some(item.clone());
+            }
+        }
     }
 
     /// Files the calls of one response, runs what the policy lets through
