@@ -33,6 +33,7 @@ mod appender;
 mod error;
 mod mark;
 mod options;
+pub mod processes;
 mod recovery;
 mod session;
 mod sqlite;
@@ -253,6 +254,26 @@ pub trait Store: Send + Sync {
     /// it returns.
     fn delete_thread(&self, thread_id: &str)
     -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// A command started for `item_id` runs as process group `pgid`, whose
+    /// leader started `start_ticks` clock ticks after boot (field 22 of
+    /// `/proc/PID/stat`). Recorded, durably, so that the crash recovery of
+    /// the next open kills the group if a crash left it running; removed by
+    /// [`Store::process_ended`].
+    fn process_started(
+        &self,
+        thread_id: &str,
+        item_id: &str,
+        pgid: u32,
+        start_ticks: u64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The command of `item_id` is over (see [`Store::process_started`]).
+    fn process_ended(
+        &self,
+        thread_id: &str,
+        item_id: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// When the thread was deleted (unix ms), if it was.
     fn deleted_at(

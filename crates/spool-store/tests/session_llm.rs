@@ -230,6 +230,7 @@ async fn a_version_1_file_migrates_with_its_view_columns_filled() {
              DROP TABLE run_states;
              DROP TABLE deleted_threads;
              DROP TABLE seq_reservations;
+             DROP TABLE running_processes;
              ALTER TABLE threads DROP COLUMN ephemeral;
              DROP INDEX items_compactions;
              ALTER TABLE items DROP COLUMN input_item;

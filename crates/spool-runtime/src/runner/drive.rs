@@ -12,7 +12,7 @@ use spool_store::{Appended, Appender, PendingRequest, Store};
 use spool_tools::policy::{Grants, RulesFile};
 use tokio::sync::{mpsc, watch};
 
-use super::execute::{Ran, decline, run_filed};
+use super::execute::{Ran, StoreProcesses, decline, run_filed};
 use super::file_call::{Filed, FiledCall, file_call, prepare};
 use super::items::{ItemSink, OpenItem};
 use super::requests::{Gate, approval_request, gate, replay_session_grants};
@@ -413,6 +413,10 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
             }
         }
         self.save_state().await?;
+        let processes = StoreProcesses {
+            store: self.runner.store.clone(),
+            thread_id: self.state.thread_id.clone(),
+        };
         let mut futures = Vec::with_capacity(calls.len());
         let mut rest = Vec::with_capacity(calls.len());
         for call in calls {
@@ -421,6 +425,7 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
                 &self.agent,
                 &self.sink,
                 &self.appender,
+                &processes,
                 self.interrupt.clone(),
             ));
             rest.push((call.call, call.tool, call.item_id, call.handoff));

@@ -38,6 +38,7 @@ pub(crate) async fn run_filed(
     agent: &Agent,
     sink: &ItemSink,
     appender: &Appender,
+    processes: &dyn ProcessLog,
     mut interrupt: watch::Receiver<bool>,
 ) -> Result<Ran, StoreError> {
     match filed {
@@ -65,8 +66,12 @@ pub(crate) async fn run_filed(
                 }
             };
             let mut push_error = None;
-            let mut ran = shell::run_command(
+            let (spawned, pid) = tokio::sync::oneshot::channel();
+            let run = shell::run_command_with(
                 &prepared.command,
+                move |pid| {
+                    let _ = spawned.send(pid);
+                },
                 |_, bytes| {
                     let delta = String::from_utf8_lossy(bytes).into_owned();
                     if let Err(error) = appender.push(vec![sink.output_delta(&item_id, delta)]) {
@@ -74,8 +79,20 @@ pub(crate) async fn run_filed(
                     }
                 },
                 cancel,
-            )
-            .await;
+            );
+            // The command's process group is on record while it runs, so a
+            // crash cannot leave it running unnoticed.
+            let record = async {
+                let Ok(pid) = pid.await else { return false };
+                let Some(ticks) = spool_store::processes::start_ticks(pid) else {
+                    return false;
+                };
+                processes.started(&item_id, pid, ticks).await
+            };
+            let (mut ran, recorded) = tokio::join!(run, record);
+            if recorded {
+                processes.ended(&item_id).await;
+            }
             if let Some(error) = push_error {
                 return Err(error);
             }
@@ -302,5 +319,53 @@ pub(crate) fn decline(
             vec![sink.complete(open, ItemStatus::Declined)]
         }
         Filed::Done => Vec::new(),
+    }
+}
+
+/// Where the process groups of running commands are recorded
+/// ([`spool_store::Store::process_started`]); object-safe, for
+/// [`run_filed`].
+pub(crate) trait ProcessLog: Send + Sync {
+    /// Records the group; whether it was recorded.
+    fn started<'a>(
+        &'a self,
+        item_id: &'a str,
+        pgid: u32,
+        start_ticks: u64,
+    ) -> futures_util::future::BoxFuture<'a, bool>;
+    fn ended<'a>(&'a self, item_id: &'a str) -> futures_util::future::BoxFuture<'a, ()>;
+}
+
+/// [`ProcessLog`] in a thread of a store.
+pub(crate) struct StoreProcesses<S> {
+    pub store: S,
+    pub thread_id: String,
+}
+
+impl<S: spool_store::Store + Send + Sync> ProcessLog for StoreProcesses<S> {
+    fn started<'a>(
+        &'a self,
+        item_id: &'a str,
+        pgid: u32,
+        start_ticks: u64,
+    ) -> futures_util::future::BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let recorded = self
+                .store
+                .process_started(&self.thread_id, item_id, pgid, start_ticks)
+                .await;
+            if let Err(error) = &recorded {
+                tracing::warn!(%error, item_id, "cannot record a running command");
+            }
+            recorded.is_ok()
+        })
+    }
+
+    fn ended<'a>(&'a self, item_id: &'a str) -> futures_util::future::BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if let Err(error) = self.store.process_ended(&self.thread_id, item_id).await {
+                tracing::warn!(%error, item_id, "cannot forget a finished command");
+            }
+        })
     }
 }

@@ -98,6 +98,8 @@ impl SqliteStore {
         crate::mark::check_events(&path, &conn, options.accept_data_loss)?;
         if lock.alone() {
             recovery::repair_updated_at(&conn, &path)?;
+            // Before any item is closed as "stopped before it finished".
+            crate::processes::kill_leftovers(&conn)?;
         }
         let (requests, writer) = writer::spawn(conn, &path, &options)?;
         tracing::debug!(path = %path.display(), "store opened");
@@ -484,6 +486,38 @@ impl Store for SqliteStore {
 
     async fn delete_thread(&self, thread_id: &str) -> Result<(), StoreError> {
         self.delete_thread_op(thread_id).await
+    }
+
+    async fn process_started(
+        &self,
+        thread_id: &str,
+        item_id: &str,
+        pgid: u32,
+        start_ticks: u64,
+    ) -> Result<(), StoreError> {
+        let (thread_id, item_id) = (thread_id.to_owned(), item_id.to_owned());
+        self.ask(|reply| {
+            Request::Processes(writer::ProcessOp::Started {
+                thread_id,
+                item_id,
+                pgid,
+                start_ticks,
+                reply,
+            })
+        })
+        .await
+    }
+
+    async fn process_ended(&self, thread_id: &str, item_id: &str) -> Result<(), StoreError> {
+        let (thread_id, item_id) = (thread_id.to_owned(), item_id.to_owned());
+        self.ask(|reply| {
+            Request::Processes(writer::ProcessOp::Ended {
+                thread_id,
+                item_id,
+                reply,
+            })
+        })
+        .await
     }
 
     async fn deleted_at(&self, thread_id: &str) -> Result<Option<i64>, StoreError> {

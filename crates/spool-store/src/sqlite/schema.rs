@@ -47,7 +47,7 @@ const MIGRATIONS: &[Migration] = &[
     },
 ];
 
-/// Version 6: seqs handed out before their commit.
+/// Version 6: seqs handed out before their commit, and running commands.
 ///
 /// A delta is sent to clients as soon as it has a seq, before the commit
 /// that stores it. A row here says "seqs up to `upto` may have been sent":
@@ -55,10 +55,21 @@ const MIGRATIONS: &[Migration] = &[
 /// so after a crash every seq a client could have seen is at most `upto`,
 /// and the log continues after it (with `thread/eventsLost` naming what
 /// was voided). A row exists only while the thread can stream deltas.
+///
+/// `running_processes`: the process group of each command running for an
+/// item, with its leader's start time, so that recovery kills what a crash
+/// left running (`processes.rs`).
 const V6_SEQ_RESERVATIONS: &str = "
 CREATE TABLE seq_reservations (
     thread_id TEXT PRIMARY KEY,
     upto      INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+CREATE TABLE running_processes (
+    thread_id   TEXT NOT NULL,
+    item_id     TEXT NOT NULL,
+    pgid        INTEGER NOT NULL,
+    start_ticks INTEGER NOT NULL,
+    PRIMARY KEY (thread_id, item_id)
 ) STRICT, WITHOUT ROWID;
 ";
 

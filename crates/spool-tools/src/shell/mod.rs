@@ -27,5 +27,6 @@ pub use guard::{GIT_ENV, neutralize_git};
 pub use output::OutputStream;
 pub use run::{
     DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, ShellCommand, ShellEnd, ShellOutcome, run_command,
+    run_command_with,
 };
 pub use safe::is_known_safe;

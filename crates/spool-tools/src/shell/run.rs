@@ -179,6 +179,17 @@ impl Drop for GroupGuard {
 /// them to close the pipes shortly after the exit.
 pub async fn run_command(
     cmd: &ShellCommand,
+    on_output: impl FnMut(OutputStream, &[u8]) + Send,
+    cancel: impl Future<Output = ()> + Send,
+) -> Result<ShellOutcome, ShellError> {
+    run_command_with(cmd, |_| {}, on_output, cancel).await
+}
+
+/// [`run_command`], telling `on_spawn` the pid of the started process
+/// (the leader of the command's process group).
+pub async fn run_command_with(
+    cmd: &ShellCommand,
+    on_spawn: impl FnOnce(u32) + Send,
     mut on_output: impl FnMut(OutputStream, &[u8]) + Send,
     cancel: impl Future<Output = ()> + Send,
 ) -> Result<ShellOutcome, ShellError> {
@@ -205,6 +216,9 @@ pub async fn run_command(
             program: program.clone(),
             source,
         })?;
+    if let Some(id) = child.id() {
+        on_spawn(id);
+    }
     let pgid = child
         .id()
         .and_then(|id| i32::try_from(id).ok())

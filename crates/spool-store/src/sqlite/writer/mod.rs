@@ -27,12 +27,14 @@
 mod batch;
 mod dirty;
 mod pop;
+mod processes;
 mod rank;
 mod requests;
 mod reserve;
 mod state;
 mod thread_ops;
 
+pub(crate) use self::processes::ProcessOp;
 pub(crate) use self::requests::RequestOp;
 pub(crate) use self::thread_ops::ThreadOp;
 
@@ -89,6 +91,8 @@ pub(crate) enum Request {
     Requests(RequestOp),
     /// Archive, revert, fork (`thread_ops.rs`).
     Threads(ThreadOp),
+    /// Commands running for items (`processes.rs`).
+    Processes(ProcessOp),
     Close {
         reply: Reply<()>,
     },
@@ -269,6 +273,7 @@ impl Writer {
                 }
             }
             Request::Requests(op) => self.handle_request_op(op),
+            Request::Processes(op) => self.handle_process_op(op),
             Request::Threads(op) => self.handle_thread_op(op),
             Request::Flush { reply } => {
                 if self.batch.is_empty() {

@@ -242,6 +242,7 @@ fn delete(tx: &Transaction<'_>, thread_id: &str) -> Result<(), StoreError> {
         "pending_requests",
         "run_states",
         "seq_reservations",
+        "running_processes",
         "items",
         "turns",
         "events",
