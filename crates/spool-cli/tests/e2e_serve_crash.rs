@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use serve_net::{Server, Upgrade, WebSocket};
+use serve_net::{Server, ws_open};
 use spool_testkit::responses_api::paced_message_response;
 use spool_testkit::{Gate, ScriptedServer};
 use support::Home;
@@ -22,16 +22,6 @@ use support::rpc::{method_of, thread_id_of};
 
 /// Deltas in the model's reply.
 const DELTAS: usize = 1_500;
-
-async fn ws_open(addr: &str) -> WebSocket {
-    let mut ws = match WebSocket::connect(addr, "/", &[]).await {
-        Upgrade::Open(ws) => ws,
-        Upgrade::Refused(r) => panic!("upgrade refused: {} {}", r.status, r.body),
-    };
-    let init = ws.initialize(json!({"spool": {"seq": true}})).await;
-    assert!(init["result"].is_object(), "{init}");
-    ws
-}
 
 /// A small deterministic generator, so a failing seed can be rerun.
 fn next(state: &mut u64) -> u64 {
@@ -92,7 +82,7 @@ async fn crash_and_resume(seed: u64) {
     let home = Home::new();
     let args = ["--listen", "ws://127.0.0.1:0"];
     let mut server = Server::start(&home, &model.url(), &args, 1).await;
-    let mut client = ws_open(&server.addr("ws")).await;
+    let mut client = ws_open(&server.addr("ws"), json!({"spool": {"seq": true}})).await;
     let thread_id = thread_id_of(&client.call(1, "thread/start", json!({})).await);
     let input = json!({"threadId": thread_id, "input": [{"type": "text", "text": "go"}]});
     client.call(2, "turn/start", input).await;
@@ -118,7 +108,7 @@ async fn crash_and_resume(seed: u64) {
 
     // Restart on the same store and resume from the last seq seen.
     let server = Server::start(&home, &model.url(), &args, 1).await;
-    let mut resumed = ws_open(&server.addr("ws")).await;
+    let mut resumed = ws_open(&server.addr("ws"), json!({"spool": {"seq": true}})).await;
     let reply = resumed
         .call(
             1,
@@ -143,7 +133,7 @@ async fn crash_and_resume(seed: u64) {
     );
 
     // The whole log, read back: no seq the client saw names another event.
-    let mut log_reader = ws_open(&server.addr("ws")).await;
+    let mut log_reader = ws_open(&server.addr("ws"), json!({"spool": {"seq": true}})).await;
     log_reader
         .call(
             1,

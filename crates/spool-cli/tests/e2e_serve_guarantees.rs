@@ -10,22 +10,11 @@ mod support;
 use std::collections::HashSet;
 
 use serde_json::{Value, json};
-use serve_net::{Server, Upgrade, WebSocket};
+use serve_net::{Server, ws_open};
 use spool_testkit::responses_api::{calls_response, message_response, paced_message_response};
 use spool_testkit::{Gate, ScriptedServer};
 use support::rpc::{Client, method_of, thread_id_of};
 use support::*;
-
-/// A WebSocket client, initialized with `capabilities`.
-async fn ws_open(addr: &str, capabilities: Value) -> WebSocket {
-    let mut ws = match WebSocket::connect(addr, "/", &[]).await {
-        Upgrade::Open(ws) => ws,
-        Upgrade::Refused(r) => panic!("upgrade refused: {} {}", r.status, r.body),
-    };
-    let init = ws.initialize(capabilities).await;
-    assert!(init["result"].is_object(), "{init}");
-    ws
-}
 
 fn text_input(thread_id: &str, text: &str) -> Value {
     json!({"threadId": thread_id, "input": [{"type": "text", "text": text}]})

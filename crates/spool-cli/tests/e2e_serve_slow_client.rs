@@ -10,22 +10,12 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use serve_net::{Server, Upgrade, WebSocket};
+use serve_net::{Server, ws_open};
 use spool_testkit::responses_api::{message_response, paced_message_response};
 use spool_testkit::{Gate, ScriptedServer};
 use support::Home;
 use support::peer::Peer;
 use support::rpc::{method_of, thread_id_of};
-
-async fn ws_open(addr: &str, capabilities: Value) -> WebSocket {
-    let mut ws = match WebSocket::connect(addr, "/", &[]).await {
-        Upgrade::Open(ws) => ws,
-        Upgrade::Refused(r) => panic!("upgrade refused: {} {}", r.status, r.body),
-    };
-    let init = ws.initialize(capabilities).await;
-    assert!(init["result"].is_object(), "{init}");
-    ws
-}
 
 /// The server's resident memory, in MiB, less the pages its allocator
 /// already gave back with `MADV_FREE` (`LazyFree`: still counted in RSS

@@ -413,9 +413,18 @@ async fn an_index_past_any_real_response_fails_the_turn_instead_of_allocating() 
     check_log(&f, &streamed).await;
 }
 
-#[tokio::test]
-async fn a_reply_cut_by_the_token_limit_ends_its_message_incomplete() {
-    let f = fixture(vec![ScriptedResponse::sse([
+/// One message, "The answer is", closed with `item_status`, then the
+/// response's end: cut by the token limit (`cut`) or completed.
+fn one_message(item_status: &str, cut: bool) -> ScriptedResponse {
+    let end = match cut {
+        true => ev(
+            "response.incomplete",
+            json!({"response": {"id": "resp_1", "status": "incomplete",
+                                "incomplete_details": {"reason": "max_output_tokens"}}}),
+        ),
+        false => ev("response.completed", json!({"response": {"id": "resp_1"}})),
+    };
+    ScriptedResponse::sse([
         ev("response.created", json!({"response": {"id": "resp_1"}})),
         added(
             0,
@@ -424,70 +433,42 @@ async fn a_reply_cut_by_the_token_limit_ends_its_message_incomplete() {
         text_delta("m_1", "The answer is"),
         done(
             0,
-            json!({"type": "message", "id": "m_1", "role": "assistant", "status": "incomplete",
+            json!({"type": "message", "id": "m_1", "role": "assistant", "status": item_status,
                    "content": [{"type": "output_text", "text": "The answer is"}]}),
         ),
-        ev(
-            "response.incomplete",
-            json!({"response": {"id": "resp_1", "status": "incomplete",
-                                "incomplete_details": {"reason": "max_output_tokens"}}}),
-        ),
-    ])])
-    .await;
-    let (outcome, streamed) = turn(&f, never()).await;
+        end,
+    ])
+}
+
+/// The turn's answer as stored, after checking the log against the stream.
+async fn answer_of(response: ScriptedResponse) -> spool_core::ItemRecord {
+    let f = fixture(vec![response]).await;
+    let (_, streamed) = turn(&f, never()).await;
     check_log(&f, &streamed).await;
     let items = f
         .store
         .items(&f.thread_id, spool_core::View::All)
         .await
         .unwrap();
-    let answer = &items[1];
+    let answer = items[1].clone();
     assert!(
         matches!(&answer.item, ThreadItem::AgentMessage { text, .. } if text == "The answer is")
     );
-    assert_eq!(
-        answer.envelope.status,
-        ItemStatus::Incomplete,
-        "{outcome:?}"
-    );
+    answer
+}
+
+#[tokio::test]
+async fn a_reply_cut_by_the_token_limit_ends_its_message_incomplete() {
+    let answer = answer_of(one_message("incomplete", true)).await;
+    assert_eq!(answer.envelope.status, ItemStatus::Incomplete);
 }
 
 #[tokio::test]
 async fn a_message_marked_done_before_the_response_says_it_was_cut_ends_incomplete() {
     // The provider closes the message as `completed`, and only the
     // response's end says the token limit cut it.
-    let f = fixture(vec![ScriptedResponse::sse([
-        ev("response.created", json!({"response": {"id": "resp_1"}})),
-        added(
-            0,
-            json!({"type": "message", "id": "m_1", "role": "assistant", "content": []}),
-        ),
-        text_delta("m_1", "The answer is"),
-        done(
-            0,
-            json!({"type": "message", "id": "m_1", "role": "assistant", "status": "completed",
-                   "content": [{"type": "output_text", "text": "The answer is"}]}),
-        ),
-        ev(
-            "response.incomplete",
-            json!({"response": {"id": "resp_1", "status": "incomplete",
-                                "incomplete_details": {"reason": "max_output_tokens"}}}),
-        ),
-    ])])
-    .await;
-    let (outcome, streamed) = turn(&f, never()).await;
-    check_log(&f, &streamed).await;
-    let items = f
-        .store
-        .items(&f.thread_id, spool_core::View::All)
-        .await
-        .unwrap();
-    let answer = &items[1];
-    assert_eq!(
-        answer.envelope.status,
-        ItemStatus::Incomplete,
-        "{outcome:?}"
-    );
+    let answer = answer_of(one_message("completed", true)).await;
+    assert_eq!(answer.envelope.status, ItemStatus::Incomplete);
     let reason = answer
         .envelope
         .provider_data
@@ -499,27 +480,6 @@ async fn a_message_marked_done_before_the_response_says_it_was_cut_ends_incomple
 
 #[tokio::test]
 async fn a_message_of_a_response_that_completes_stays_completed() {
-    let f = fixture(vec![ScriptedResponse::sse([
-        ev("response.created", json!({"response": {"id": "resp_1"}})),
-        added(
-            0,
-            json!({"type": "message", "id": "m_1", "role": "assistant", "content": []}),
-        ),
-        text_delta("m_1", "Done."),
-        done(
-            0,
-            json!({"type": "message", "id": "m_1", "role": "assistant", "status": "completed",
-                   "content": [{"type": "output_text", "text": "Done."}]}),
-        ),
-        ev("response.completed", json!({"response": {"id": "resp_1"}})),
-    ])])
-    .await;
-    let (_, streamed) = turn(&f, never()).await;
-    check_log(&f, &streamed).await;
-    let items = f
-        .store
-        .items(&f.thread_id, spool_core::View::All)
-        .await
-        .unwrap();
-    assert_eq!(items[1].envelope.status, ItemStatus::Completed);
+    let answer = answer_of(one_message("completed", false)).await;
+    assert_eq!(answer.envelope.status, ItemStatus::Completed);
 }

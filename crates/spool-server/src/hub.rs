@@ -853,10 +853,7 @@ async fn replay(
             Err(error) => {
                 tracing::warn!(%thread_id, %error, after = cursor,
                     "cannot read the log to replay: closing this watcher");
-                let closed = ServerNotification::ThreadClosed(ThreadClosedNotification {
-                    thread_id: thread_id.to_owned(),
-                });
-                let _ = out.send(Delivery::Event(Appended::Transient(closed)));
+                let _ = out.send(crate::ordering::closed_notice(thread_id));
                 return None;
             }
         };

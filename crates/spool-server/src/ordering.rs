@@ -56,10 +56,7 @@ pub(crate) async fn forward_in_order(
                     Err(error) => {
                         tracing::warn!(%thread_id, %error, after = delivered,
                             "cannot read the log to fill a gap: closing this watcher");
-                        let closed = ServerNotification::ThreadClosed(ThreadClosedNotification {
-                            thread_id: thread_id.to_owned(),
-                        });
-                        let _ = out.send(Delivery::Event(Appended::Transient(closed)));
+                        let _ = out.send(closed_notice(thread_id));
                         return;
                     }
                 };
@@ -79,6 +76,15 @@ pub(crate) async fn forward_in_order(
         }
         room.sent();
     }
+}
+
+/// `thread/closed`, to a watcher whose events cannot go on without a gap:
+/// it resumes by cursor.
+pub(crate) fn closed_notice(thread_id: &str) -> Delivery {
+    let closed = ServerNotification::ThreadClosed(ThreadClosedNotification {
+        thread_id: thread_id.to_owned(),
+    });
+    Delivery::Event(Appended::Transient(closed))
 }
 
 /// Waits until the client has room; false (and the client is closed) if

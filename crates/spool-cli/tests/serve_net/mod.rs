@@ -531,6 +531,17 @@ impl WebSocket {
     }
 }
 
+/// A WebSocket client on `/` of `addr`, initialized with `capabilities`.
+pub async fn ws_open(addr: &str, capabilities: Value) -> WebSocket {
+    let mut ws = match WebSocket::connect(addr, "/", &[]).await {
+        Upgrade::Open(ws) => ws,
+        Upgrade::Refused(r) => panic!("upgrade refused: {} {}", r.status, r.body),
+    };
+    let init = ws.initialize(capabilities).await;
+    assert!(init["result"].is_object(), "{init}");
+    ws
+}
+
 impl Peer for WebSocket {
     async fn send_message(&mut self, message: Value) {
         self.send(&message).await;
