@@ -94,6 +94,9 @@ async fn wait_for_room(
     live: &mpsc::UnboundedReceiver<Delivery>,
     max_backlog: usize,
 ) -> bool {
+    if room.has_room() {
+        return true;
+    }
     loop {
         if live.len() > max_backlog {
             room.overflow();

@@ -105,18 +105,24 @@ impl Room {
         }
     }
 
+    /// Whether a send now would not wait (the common case: no timer, no
+    /// waker registered).
+    pub fn has_room(&self) -> bool {
+        self.shared.as_ref().is_none_or(|shared| shared.has_room())
+    }
+
     /// Resolves once less than half the bound waits to be written, or the
     /// consumer overflowed or ended (the caller's sends then go nowhere).
     pub async fn wait(&self) {
         let Some(shared) = &self.shared else { return };
         loop {
+            if shared.has_room() {
+                return;
+            }
             let drained = shared.drained.notified();
             tokio::pin!(drained);
             drained.as_mut().enable();
-            if shared.queued.load(Ordering::Acquire) < shared.bound / 2
-                || shared.overflowed.load(Ordering::Acquire)
-                || shared.closed.load(Ordering::Acquire)
-            {
+            if shared.has_room() {
                 return;
             }
             drained.await;
@@ -162,6 +168,12 @@ impl Shared {
             closed: AtomicBool::new(false),
             drained: Notify::new(),
         }
+    }
+
+    fn has_room(&self) -> bool {
+        self.queued.load(Ordering::Acquire) < self.bound / 2
+            || self.overflowed.load(Ordering::Acquire)
+            || self.closed.load(Ordering::Acquire)
     }
 
     fn overflow(&self) {
