@@ -214,3 +214,90 @@ async fn stall(server: &Server, read: &Value, round: usize) -> (u64, usize) {
     }
     (peak, replies)
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sse_stream_that_is_not_read_ends_and_resumes_by_last_event_id() {
+    let filler = "z".repeat(4096);
+    let words: Vec<String> = (0..4_000).map(|n| format!("{n}{filler} ")).collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let gate = Gate::new();
+    let model = ScriptedServer::with_responses([paced_message_response(
+        "r1",
+        &[],
+        &gate,
+        &words,
+        Duration::ZERO,
+    )])
+    .await
+    .unwrap();
+    let home = Home::new();
+    let server = Server::start_with_env(
+        &home,
+        &model.url(),
+        &["--listen", "http://127.0.0.1:0"],
+        1,
+        &[("SPOOL_SERVE_MAX_LIVE_BACKLOG", "256")],
+    )
+    .await;
+    let addr = server.addr("http");
+    let created = serve_net::http(&addr, "POST", "/v1/threads", &[], Some(&json!({}))).await;
+    let thread_id = created.json()["thread"]["id"].as_str().unwrap().to_owned();
+    let path = format!("/v1/threads/{thread_id}/events?after=0");
+    let mut sse = serve_net::Sse::open(&addr, "GET", &path, &[], None).await;
+    let turn = serve_net::Sse::open(
+        &addr,
+        "POST",
+        &format!("/v1/threads/{thread_id}/turns"),
+        &[],
+        Some(&json!({"input": [{"type": "text", "text": "go"}]})),
+    )
+    .await;
+    // The first stream is not read while the deltas stream.
+    gate.open();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !server.stderr_text().contains("does not keep up") {
+        assert!(
+            Instant::now() < deadline,
+            "the unread stream was not given up"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(turn);
+    // What was on its way, then the end of the stream, before the turn's end.
+    let mut seen = Vec::new();
+    while let Some(event) = sse.next().await {
+        seen.push(event);
+    }
+    assert!(
+        seen.iter().all(|e| e.event != "turn/completed"),
+        "the stream ended early"
+    );
+    let last = seen
+        .iter()
+        .filter_map(|e| e.id)
+        .max()
+        .expect("events arrived");
+    // Reconnect from the last event id: the rest, once, to turn/completed.
+    let last_id = last.to_string();
+    let mut again = serve_net::Sse::open(
+        &addr,
+        "GET",
+        &format!("/v1/threads/{thread_id}/events"),
+        &[("Last-Event-ID", &last_id)],
+        None,
+    )
+    .await;
+    seen.extend(again.until(|e| e.event == "turn/completed").await);
+    let ids: Vec<u64> = seen.iter().filter_map(|e| e.id).collect();
+    assert_eq!(
+        ids,
+        (1..=*ids.last().unwrap()).collect::<Vec<_>>(),
+        "every event once, in order"
+    );
+    let text: String = seen
+        .iter()
+        .filter(|e| e.event == "item/agentMessage/delta")
+        .map(|e| e.data["params"]["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, words.concat());
+}
