@@ -15,6 +15,8 @@ mod render;
 
 use std::process::ExitCode;
 
+use std::io::IsTerminal;
+
 use clap::{CommandFactory, FromArgMatches};
 use spool_store::{SqliteStore, StoreOptions};
 
@@ -193,6 +195,8 @@ fn init_tracing() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(std::env::var_os("NO_COLOR").is_none())
+        // Colours only for a person at a terminal: a log file or a test
+        // reading stderr gets plain text.
+        .with_ansi(std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal())
         .try_init();
 }
