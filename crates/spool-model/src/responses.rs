@@ -97,7 +97,7 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
 /// Responses SSE events → model events. Tracks item ids by output index
 /// because some servers (llama.cpp) omit `output_index`, and others omit
 /// `item_id` on deltas.
-struct ResponsesParser {
+pub(crate) struct ResponsesParser {
     endpoint: Endpoint,
     /// Item ids in output order.
     ids: Vec<String>,
@@ -106,7 +106,7 @@ struct ResponsesParser {
 }
 
 impl ResponsesParser {
-    fn new(endpoint: Endpoint) -> Self {
+    pub(crate) fn new(endpoint: Endpoint) -> Self {
         ResponsesParser {
             endpoint,
             ids: Vec::new(),

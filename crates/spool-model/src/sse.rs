@@ -23,7 +23,7 @@ pub(crate) struct SseEvent {
 
 /// Why the body stopped yielding bytes.
 #[derive(Debug)]
-enum BodyError {
+pub(crate) enum BodyError {
     Transport(String),
     Idle(Duration),
 }
@@ -58,6 +58,16 @@ pub(crate) fn sse_events(
             Err(_) => Some((Err(BodyError::Idle(idle_timeout)), None)),
         }
     });
+    events_of_chunks(chunks, endpoint)
+}
+
+/// The SSE events of a body given as chunks (the part of [`sse_events`]
+/// that needs no connection; the fuzz target feeds it directly).
+pub(crate) fn events_of_chunks<S, B>(chunks: S, endpoint: Endpoint) -> SseStream
+where
+    S: Stream<Item = Result<B, BodyError>> + Send + 'static,
+    B: AsRef<[u8]> + Send + 'static,
+{
     let events = chunks.eventsource().map(move |item| match item {
         Ok(ev) => Ok(SseEvent {
             event: ev.event,

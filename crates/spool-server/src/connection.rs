@@ -95,7 +95,7 @@ where
 /// kept (the rest is read and dropped), so the message is refused as too
 /// large without being held whole.
 async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> std::io::Result<Option<String>> {
-    let mut line = CappedLine::default();
+    let mut line = CappedLine::new(MAX_MESSAGE_BYTES);
     loop {
         let buffer = reader.fill_buf().await?;
         if buffer.is_empty() {
@@ -115,7 +115,16 @@ async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> std::io::Result<O
 pub(crate) fn read_line_blocking<R: std::io::BufRead>(
     reader: &mut R,
 ) -> std::io::Result<Option<String>> {
-    let mut line = CappedLine::default();
+    read_line_blocking_capped(reader, MAX_MESSAGE_BYTES)
+}
+
+/// [`read_line_blocking`] with its cap as a parameter, so the fuzz target
+/// can use a small one.
+pub(crate) fn read_line_blocking_capped<R: std::io::BufRead>(
+    reader: &mut R,
+    cap: usize,
+) -> std::io::Result<Option<String>> {
+    let mut line = CappedLine::new(cap);
     loop {
         let buffer = reader.fill_buf()?;
         if buffer.is_empty() {
@@ -130,16 +139,25 @@ pub(crate) fn read_line_blocking<R: std::io::BufRead>(
     Ok(line.finish())
 }
 
-/// One line as it is read: at most `MAX_MESSAGE_BYTES + 1` bytes of it are
-/// kept, and bytes that are not UTF-8 become U+FFFD when it is finished (a
-/// client's bad byte spoils its message, not the connection).
-#[derive(Default)]
+/// One line as it is read: at most `cap + 1` bytes of it are kept
+/// (`cap` is [`MAX_MESSAGE_BYTES`]), and bytes that are not UTF-8 become
+/// U+FFFD when it is finished (a client's bad byte spoils its message, not
+/// the connection).
 struct CappedLine {
     bytes: Vec<u8>,
     read_any: bool,
+    cap: usize,
 }
 
 impl CappedLine {
+    fn new(cap: usize) -> Self {
+        CappedLine {
+            bytes: Vec::new(),
+            read_any: false,
+            cap,
+        }
+    }
+
     /// Takes from `buffer` up to the end of the line; returns how many
     /// bytes were used and whether the line ended.
     fn take(&mut self, buffer: &[u8]) -> (usize, bool) {
@@ -148,7 +166,7 @@ impl CappedLine {
             Some(end) => (&buffer[..end], end + 1, true),
             None => (buffer, buffer.len(), false),
         };
-        let room = (MAX_MESSAGE_BYTES + 1).saturating_sub(self.bytes.len());
+        let room = self.cap.saturating_add(1).saturating_sub(self.bytes.len());
         self.bytes.extend_from_slice(&part[..part.len().min(room)]);
         (used, done)
     }
