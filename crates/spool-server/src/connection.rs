@@ -147,6 +147,8 @@ struct CappedLine {
     bytes: Vec<u8>,
     read_any: bool,
     cap: usize,
+    /// Bytes of the line were dropped (it is longer than `cap + 1`).
+    truncated: bool,
 }
 
 impl CappedLine {
@@ -155,6 +157,7 @@ impl CappedLine {
             bytes: Vec::new(),
             read_any: false,
             cap,
+            truncated: false,
         }
     }
 
@@ -167,6 +170,7 @@ impl CappedLine {
             None => (buffer, buffer.len(), false),
         };
         let room = self.cap.saturating_add(1).saturating_sub(self.bytes.len());
+        self.truncated |= part.len() > room;
         self.bytes.extend_from_slice(&part[..part.len().min(room)]);
         (used, done)
     }
@@ -176,7 +180,12 @@ impl CappedLine {
         if !self.read_any {
             return None;
         }
-        if self.bytes.last() == Some(&b'\r') {
+        // Only the `\r` of a line's own CRLF goes. In a truncated line the
+        // last byte kept is not its end: dropping a `\r` there would make
+        // an over-long line exactly `cap` bytes, and it would be taken as a
+        // (cut) message instead of refused (found by fuzzing:
+        // `fuzz/`, target `jsonrpc_line`).
+        if !self.truncated && self.bytes.last() == Some(&b'\r') {
             self.bytes.pop();
         }
         Some(String::from_utf8_lossy(&self.bytes).into_owned())
@@ -574,4 +583,53 @@ pub(crate) fn next_connection_id() -> ConnectionId {
 
 pub(crate) fn error_line(id: Option<RequestId>, code: i64, message: &str) -> String {
     JsonRpcMessage::Error(JsonRpcError::new(id, code, message)).to_line()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufReader, Cursor};
+
+    use super::*;
+
+    /// Every line `read_line_blocking_capped` reads from `input`, in reads
+    /// of at most `buffer` bytes.
+    fn lines(input: &[u8], cap: usize, buffer: usize) -> Vec<String> {
+        let mut reader = BufReader::with_capacity(buffer, Cursor::new(input));
+        let mut out = Vec::new();
+        while let Some(line) = read_line_blocking_capped(&mut reader, cap).unwrap() {
+            out.push(line);
+        }
+        out
+    }
+
+    /// Regression (found by the `jsonrpc_line` fuzz target): a line longer
+    /// than the cap whose byte just past the cap is `\r` lost that `\r`, as
+    /// if it ended a CRLF, and came back exactly `cap` bytes long: taken
+    /// as a (cut) message instead of refused as too large.
+    #[tokio::test]
+    async fn an_over_long_line_with_a_cr_past_the_cap_stays_over_the_cap() {
+        // The fuzzer's input: cap 0, reads of 1 byte, the line "\r\0".
+        assert_eq!(lines(b"\r\0", 0, 1), ["\r"]);
+        assert_eq!(lines(b"abc\rdef\n", 3, 2), ["abc\r"]);
+        // At the real cap, through both readers: a message padded to the
+        // limit, then `\r` and more on the same line.
+        let mut line = vec![b' '; MAX_MESSAGE_BYTES];
+        line[..2].copy_from_slice(b"{}");
+        line.extend_from_slice(b"\rX\n");
+        let blocking = read_line_blocking(&mut &line[..]).unwrap().unwrap();
+        assert_eq!(blocking.len(), MAX_MESSAGE_BYTES + 1);
+        let stream = read_line(&mut &line[..]).await.unwrap().unwrap();
+        assert_eq!(stream.len(), MAX_MESSAGE_BYTES + 1);
+    }
+
+    #[test]
+    fn lines_lose_their_crlf_and_keep_the_cap() {
+        assert_eq!(lines(b"ab\r\ncd\r\n\r\nx", 2, 1), ["ab", "cd", "", "x"]);
+        // Exactly `cap` bytes before a CRLF: whole, within the cap.
+        assert_eq!(lines(b"abc\r\n", 3, 4), ["abc"]);
+        // Longer: the first `cap + 1` bytes, so it is refused.
+        assert_eq!(lines(b"abcd\r\nok\n", 3, 64), ["abcd", "ok"]);
+        // A byte that is not UTF-8 spoils only its line.
+        assert_eq!(lines(b"a\xffb\nc\n", 8, 2), ["a\u{fffd}b", "c"]);
+    }
 }
