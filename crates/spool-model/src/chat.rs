@@ -95,7 +95,7 @@ struct Call {
     output_index: usize,
 }
 
-struct ChatParser {
+pub(crate) struct ChatParser {
     endpoint: Endpoint,
     created: bool,
     response_id: Option<String>,
@@ -112,7 +112,7 @@ fn new_id(prefix: &str) -> String {
 }
 
 impl ChatParser {
-    fn new(endpoint: Endpoint) -> Self {
+    pub(crate) fn new(endpoint: Endpoint) -> Self {
         ChatParser {
             endpoint,
             created: false,

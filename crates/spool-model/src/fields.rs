@@ -87,7 +87,10 @@ pub(crate) fn usage(v: &Value) -> Option<TokenUsageBreakdown> {
         reasoning_output_tokens: int(v, &["output_tokens_details", "reasoning_tokens"])
             .or_else(|| int(v, &["completion_tokens_details", "reasoning_tokens"]))
             .unwrap_or(0),
-        total_tokens: int(v, &["total_tokens"]).unwrap_or(input + output),
+        // Saturating: the counts are the provider's, and a sum past i64
+        // panicked in debug builds (found by the `provider_events` fuzz
+        // target).
+        total_tokens: int(v, &["total_tokens"]).unwrap_or(input.saturating_add(output)),
     })
 }
 
@@ -120,5 +123,21 @@ mod tests {
         );
         assert_eq!(usage(&json!(null)), None);
         assert_eq!(usage(&json!({})), None);
+    }
+
+    /// Regression (found by the `provider_events` fuzz target): counts
+    /// whose sum does not fit an i64, and no `total_tokens`, overflowed.
+    #[test]
+    fn a_total_past_i64_saturates() {
+        // The usage of the fuzzer's Chat chunk.
+        let u = usage(&json!({"prompt_tokens": 2478217244019686666_i64,
+            "completion_tokens": 9010124391409417482_i64, "total_tokens": null,
+            "prompt_tokens_details": {"cached_tokens": null},
+            "completion_tokens_details": {"reasoning_tokens": null}}))
+        .unwrap();
+        assert_eq!(u.input_tokens, 2478217244019686666);
+        assert_eq!(u.total_tokens, i64::MAX);
+        let u = usage(&json!({"input_tokens": i64::MIN, "output_tokens": -1})).unwrap();
+        assert_eq!(u.total_tokens, i64::MIN);
     }
 }

@@ -55,6 +55,8 @@ mod chat_convert;
 mod config;
 mod error;
 mod fields;
+#[doc(hidden)]
+pub mod fuzzing;
 mod responses;
 mod scripted;
 mod sse;

@@ -97,21 +97,25 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
 /// Responses SSE events → model events. Tracks item ids by output index
 /// because some servers (llama.cpp) omit `output_index`, and others omit
 /// `item_id` on deltas.
-struct ResponsesParser {
+pub(crate) struct ResponsesParser {
     endpoint: Endpoint,
     /// Item ids in output order.
     ids: Vec<String>,
     index_of: HashMap<String, usize>,
     response_id: Option<String>,
+    /// Whether an event was produced yet: `Created` comes first or not at
+    /// all.
+    emitted: bool,
 }
 
 impl ResponsesParser {
-    fn new(endpoint: Endpoint) -> Self {
+    pub(crate) fn new(endpoint: Endpoint) -> Self {
         ResponsesParser {
             endpoint,
             ids: Vec::new(),
             index_of: HashMap::new(),
             response_id: None,
+            emitted: false,
         }
     }
 
@@ -197,6 +201,7 @@ impl WireParser for ResponsesParser {
         event: SseEvent,
         out: &mut VecDeque<ModelEvent>,
     ) -> Result<(), ModelError> {
+        let before = out.len();
         let data: Value = match serde_json::from_str(&event.data) {
             Ok(v) => v,
             // A named event we do not know may carry anything; a known or
@@ -217,13 +222,22 @@ impl WireParser for ResponsesParser {
         let ep = &self.endpoint;
         match kind.as_str() {
             "response.created" => {
-                self.response_id = data
+                let response_id = data
                     .pointer("/response/id")
                     .and_then(Value::as_str)
                     .map(str::to_owned);
-                out.push_back(ModelEvent::Created {
-                    response_id: self.response_id.clone(),
-                });
+                if self.response_id.is_none() {
+                    self.response_id = response_id;
+                }
+                // The contract: at most one `Created`, before anything else.
+                // A repeated or late `response.created` (a provider that
+                // sends it twice; found by the `provider_events` fuzz
+                // target) only names the response.
+                if !self.emitted {
+                    out.push_back(ModelEvent::Created {
+                        response_id: self.response_id.clone(),
+                    });
+                }
             }
             "response.output_item.added" => {
                 let (output_index, item, _, _) = self.item(&kind, &data, false)?;
@@ -328,6 +342,7 @@ impl WireParser for ResponsesParser {
                 tracing::trace!(event = other, "skipping Responses event");
             }
         }
+        self.emitted |= out.len() > before;
         Ok(())
     }
 
@@ -355,4 +370,31 @@ fn is_known(name: &str) -> bool {
             | "response.failed"
             | "error"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ModelEvent;
+    use crate::fuzzing::{Wire, model_events};
+
+    /// Regression (found by the `provider_events` fuzz target): a stream
+    /// that repeats `response.created` (here the second time in its
+    /// `type`, under another event name) yielded `Created` twice, against
+    /// the contract (at most one, first).
+    #[tokio::test]
+    async fn created_comes_once_and_first() {
+        // The fuzzer's input, as it came (chunking aside).
+        let body = include_bytes!("../tests/fuzz_regressions/responses_created_twice.sse");
+        let items = model_events(Wire::Responses, vec![body.to_vec()]).await;
+        let created: Vec<usize> = (0..items.len())
+            .filter(|&i| matches!(items[i], Ok(ModelEvent::Created { .. })))
+            .collect();
+        assert_eq!(created, [0], "{items:#?}");
+        assert!(matches!(
+            &items[0],
+            Ok(ModelEvent::Created { response_id: Some(id) }) if id == "resp_3"
+        ));
+        // The body ends without a terminal event: dropped, as before.
+        assert!(items.last().is_some_and(Result::is_err), "{items:#?}");
+    }
 }

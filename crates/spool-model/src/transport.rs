@@ -288,16 +288,10 @@ impl<P: WireParser, F: Fn() -> P> Run<P, F> {
                     }
                     Err(e) => Err(e),
                 },
-                Some(sse) => match sse.next().await {
-                    Some(Ok(event)) => self.parser.on_event(event, &mut self.pending),
-                    Some(Err(e)) => Err(e),
-                    None => match self.parser.on_end(&mut self.pending) {
-                        Ok(()) if !ends_with_terminal(&self.pending) => Err(self
-                            .endpoint
-                            .dropped("the body ended without a terminal event")),
-                        other => other,
-                    },
-                },
+                Some(sse) => {
+                    let next = sse.next().await;
+                    feed(&mut self.parser, next, &mut self.pending, &self.endpoint)
+                }
             };
             match step {
                 Ok(()) => {
@@ -354,6 +348,27 @@ impl<P: WireParser, F: Fn() -> P> Run<P, F> {
     }
 }
 
-fn ends_with_terminal(pending: &VecDeque<ModelEvent>) -> bool {
+/// Hands the parser the next item of the SSE stream (`None`: the body
+/// ended), pushing what it produces onto `pending`. A clean end that
+/// produced no terminal event is the dropped-connection error.
+pub(crate) fn feed<P: WireParser>(
+    parser: &mut P,
+    next: Option<Result<SseEvent, ModelError>>,
+    pending: &mut VecDeque<ModelEvent>,
+    endpoint: &Endpoint,
+) -> Result<(), ModelError> {
+    match next {
+        Some(Ok(event)) => parser.on_event(event, pending),
+        Some(Err(e)) => Err(e),
+        None => match parser.on_end(pending) {
+            Ok(()) if !ends_with_terminal(pending) => {
+                Err(endpoint.dropped("the body ended without a terminal event"))
+            }
+            other => other,
+        },
+    }
+}
+
+pub(crate) fn ends_with_terminal(pending: &VecDeque<ModelEvent>) -> bool {
     pending.back().is_some_and(ModelEvent::is_terminal)
 }

@@ -193,6 +193,14 @@ impl OutputMapper {
             ModelEvent::OutputItemAdded { output_index, item } => {
                 let key = provider_key(&item, output_index);
                 self.by_index.insert(output_index, key.clone());
+                // An item announced again (a provider repeating
+                // `output_item.added`) is the one already started. Starting
+                // another would lose the first from `open`: it would stay in
+                // progress, and the turn could not complete (found by the
+                // `provider_events` fuzz target).
+                if self.open.contains_key(&key) {
+                    return Vec::new();
+                }
                 match self.start(&key, &item, now_ms) {
                     Some(n) => vec![n],
                     None => Vec::new(),

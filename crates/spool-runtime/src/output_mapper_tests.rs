@@ -271,3 +271,40 @@ fn unknown_output_items_are_skipped() {
         .is_empty()
     );
 }
+
+/// Regression (found by the `provider_events` fuzz target): a provider
+/// that announces the same item twice made the mapper start a second
+/// item under the same key and forget the first, which then stayed in
+/// progress: the reducer refused to complete the turn.
+#[tokio::test]
+async fn an_item_added_twice_is_started_once() {
+    // The fuzzer's input: two id-less `output_item.added` for output 0,
+    // then the body ends.
+    let body = "data:{\"x\":0,\"item\":{\"type\":\"reasoning\",\"\":[]},\"type\":\"response.output_item.added\"}\n\n\n\
+        data: {\"output_index\":0,\"item\":{\"type\":\"reasoning\"},\"type\":\"response.output_item.added\"}\n\n\n\n";
+    let items = spool_model::fuzzing::model_events(
+        spool_model::fuzzing::Wire::Responses,
+        vec![body.as_bytes().to_vec()],
+    )
+    .await;
+    let added = items
+        .iter()
+        .filter(|i| matches!(i, Ok(ModelEvent::OutputItemAdded { .. })))
+        .count();
+    assert_eq!(added, 2, "{items:#?}");
+    let mut h = Harness::new();
+    let mut m = OutputMapper::new(T, U, "assistant");
+    for event in items.into_iter().flatten() {
+        let payloads = m.on_event(event, 1);
+        h.apply(payloads);
+    }
+    h.apply(m.close_open(2));
+    assert_eq!(h.reducer.items().len(), 1, "one item started");
+    h.apply(vec![ServerNotification::TurnCompleted(
+        TurnCompletedNotification {
+            thread_id: T.into(),
+            turn: Turn::new(U, TurnStatus::Failed),
+        },
+    )]);
+    assert_eq!(h.reducer.turns()[0].status, TurnStatus::Failed);
+}

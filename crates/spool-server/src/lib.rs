@@ -39,6 +39,21 @@ pub mod shutdown;
 mod ws;
 
 pub use accept::Limits;
+
+/// Internals exposed for the fuzz targets in `fuzz/` (not a stable API).
+#[doc(hidden)]
+pub mod fuzzing {
+    /// The stdio line reader ([`serve_stdio`](crate::serve_stdio)'s),
+    /// capped at `cap` bytes instead of the 16 MiB message limit: a line
+    /// longer than `cap` comes back as its first `cap + 1` bytes.
+    pub fn read_line_blocking_capped<R: std::io::BufRead>(
+        reader: &mut R,
+        cap: usize,
+    ) -> std::io::Result<Option<String>> {
+        crate::connection::read_line_blocking_capped(reader, cap)
+    }
+}
+
 pub use auth::AuthToken;
 pub use ceilings::{CeilingError, Ceilings};
 pub use connection::{Outgoing, serve_lines, serve_messages};

@@ -52,6 +52,23 @@ pub use error::PatchError;
 pub use parse::parse_patch;
 pub use paths::resolve_in_workspace;
 
+/// Internals exposed for the fuzz targets in `fuzz/` (not a stable API).
+#[doc(hidden)]
+pub mod fuzzing {
+    use super::{PatchError, UpdateChunk};
+
+    /// An update's chunks applied to a file's text in memory, as
+    /// [`preview`](super::preview) and [`apply`](super::apply) do (`path`
+    /// only names the file in errors).
+    pub fn apply_chunks(
+        path: &str,
+        content: &str,
+        chunks: &[UpdateChunk],
+    ) -> Result<String, PatchError> {
+        super::matching::apply_chunks(path, content, chunks)
+    }
+}
+
 /// A parsed patch: file operations in the order they appear. Operations
 /// are applied in this order, so a later one sees the result of an earlier
 /// one on the same path.
