@@ -343,13 +343,45 @@ pub struct TokenUsageBreakdown {
 }
 
 impl TokenUsageBreakdown {
+    /// Adds `other`, saturating: the counts come from a model server, which
+    /// may send anything, and a sum must not overflow.
     pub fn add(&mut self, other: &TokenUsageBreakdown) {
-        self.total_tokens += other.total_tokens;
-        self.input_tokens += other.input_tokens;
-        self.cached_input_tokens += other.cached_input_tokens;
-        self.cache_write_input_tokens += other.cache_write_input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.reasoning_output_tokens += other.reasoning_output_tokens;
+        self.total_tokens = self.total_tokens.saturating_add(other.total_tokens);
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.cached_input_tokens = self
+            .cached_input_tokens
+            .saturating_add(other.cached_input_tokens);
+        self.cache_write_input_tokens = self
+            .cache_write_input_tokens
+            .saturating_add(other.cache_write_input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.reasoning_output_tokens = self
+            .reasoning_output_tokens
+            .saturating_add(other.reasoning_output_tokens);
+    }
+}
+
+#[cfg(test)]
+mod usage_tests {
+    use super::*;
+
+    #[test]
+    fn usage_sums_saturate_instead_of_overflowing() {
+        let mut total = TokenUsageBreakdown {
+            total_tokens: i64::MAX - 1,
+            output_tokens: i64::MAX,
+            ..TokenUsageBreakdown::default()
+        };
+        let huge = TokenUsageBreakdown {
+            total_tokens: 10,
+            output_tokens: 1,
+            input_tokens: 5,
+            ..TokenUsageBreakdown::default()
+        };
+        total.add(&huge);
+        assert_eq!(total.total_tokens, i64::MAX);
+        assert_eq!(total.output_tokens, i64::MAX);
+        assert_eq!(total.input_tokens, 5);
     }
 }
 
