@@ -17,9 +17,10 @@ use support::Home;
 use support::peer::Peer;
 use support::rpc::{method_of, thread_id_of};
 
-/// The server's resident memory, in MiB, less the pages its allocator
-/// already gave back with `MADV_FREE` (`LazyFree`: still counted in RSS
-/// until the kernel needs them, but free).
+/// The server's resident anonymous memory (its heap: not the store file's
+/// mapped pages), in MiB, less the pages its allocator already gave back
+/// with `MADV_FREE` (`LazyFree`: still resident until the kernel needs
+/// them, but free).
 fn rss_mib(pid: u32) -> u64 {
     let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap();
     let field = |name: &str| -> u64 {
@@ -30,7 +31,7 @@ fn rss_mib(pid: u32) -> u64 {
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("{name} in smaps_rollup"))
     };
-    (field("Rss:") - field("LazyFree:")) / 1024
+    (field("Anonymous:") - field("LazyFree:")) / 1024
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -64,7 +65,7 @@ async fn a_client_that_never_reads_is_closed_and_the_server_stays_bounded() {
     let (peak2, _) = stall(&server, &read, 2).await;
     let after2 = settled_rss(pid).await;
     eprintln!(
-        "RSS less LazyFree: baseline {baseline} MiB, peak {peak} MiB, after {after} MiB; \
+        "anonymous memory less LazyFree: baseline {baseline} MiB, peak {peak} MiB, after {after} MiB; \
          second round peak {peak2} MiB, after {after2} MiB; {replies} of 80 replies delivered"
     );
     assert!(replies < 80, "closed before all 80 replies were queued");
