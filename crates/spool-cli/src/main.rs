@@ -4,6 +4,7 @@
 // invariant that makes it safe, and is allowed where it stands.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+mod alloc;
 mod cli;
 mod commands;
 mod config;
@@ -20,12 +21,6 @@ use std::io::IsTerminal;
 use clap::{CommandFactory, FromArgMatches};
 use spool_store::{SqliteStore, StoreOptions};
 
-/// mimalloc: decoding JSON into `serde_json::Value`s (session reads, views)
-/// is mostly small allocations, which glibc's allocator made the largest
-/// cost in profiles of `get_items`.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use crate::cli::{Cli, Command, ThreadsCommand};
 
 fn main() -> ExitCode {
@@ -34,6 +29,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
+    alloc::configure();
     let on_command_line = set_on_command_line(&matches);
     // Before anything starts a thread: confining a process needs it
     // single-threaded.

@@ -73,12 +73,12 @@ async fn a_client_that_never_reads_is_closed_and_the_server_stays_bounded() {
         peak.max(peak2) < baseline + 400,
         "peak {peak}/{peak2} MiB vs baseline {baseline}"
     );
-    // The allocator keeps some of what was freed for reuse (mimalloc's
-    // caches; 30-90 MiB here, varying from run to run): bounded, and not
-    // growing from one slow client to the next.
+    // Back to the baseline once the client is gone: the allocator purges
+    // freed pages at once (`spool-cli/src/alloc.rs`). What it keeps for
+    // reuse measured 0-30 MiB; before the purge setting, 40-120 MiB.
     for (round, left) in [(1, after), (2, after2)] {
         assert!(
-            left < baseline + 150,
+            left < baseline + 48,
             "after round {round}: {left} MiB vs baseline {baseline}"
         );
     }
