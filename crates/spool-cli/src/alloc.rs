@@ -4,7 +4,9 @@
 //! the reason it is sound.
 #![allow(unsafe_code)]
 
-use libmimalloc_sys::{mi_option_get, mi_option_set, mi_option_t};
+#[cfg(test)]
+use libmimalloc_sys::mi_option_get;
+use libmimalloc_sys::{mi_option_set, mi_option_t};
 
 /// mimalloc: decoding JSON into `serde_json::Value`s (session reads, views)
 /// is mostly small allocations, which glibc's allocator made the largest
@@ -33,12 +35,6 @@ pub fn configure() {
     unsafe { mi_option_set(PURGE_DELAY, 0) }
 }
 
-/// The purge delay in force, in ms.
-pub fn purge_delay_ms() -> i64 {
-    // SAFETY: reading an option is a plain load of an initialised value.
-    i64::from(unsafe { mi_option_get(PURGE_DELAY) })
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -46,7 +42,9 @@ mod tests {
         // The test binary has mimalloc as its allocator too, and nothing
         // here has called `configure`.
         if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-            assert_eq!(super::purge_delay_ms(), 1000);
+            // SAFETY: reading an option only loads its value.
+            let delay = unsafe { super::mi_option_get(super::PURGE_DELAY) };
+            assert_eq!(delay, 1000);
         }
     }
 }
