@@ -52,8 +52,8 @@ pub use session::Session;
 pub use sqlite::SqliteStore;
 pub use sqlite::schema::SCHEMA_VERSION;
 pub use types::{
-    Appended, InputItems, NewThread, PendingRequest, ResolvedRequest, StoredRunState,
-    ThreadListQuery, ThreadPage, ThreadRecord, ThreadSortKey,
+    Appended, InputItems, NewThread, PendingRequest, ResolvedRequest, StoredHistory,
+    StoredRunState, ThreadListQuery, ThreadPage, ThreadRecord, ThreadSortKey,
 };
 
 /// A thread store: the log of every thread and its projections.
@@ -280,6 +280,34 @@ pub trait Store: Send + Sync {
         &self,
         thread_id: &str,
     ) -> impl Future<Output = Result<Option<i64>, StoreError>> + Send;
+
+    /// The thread's records in the model's view after `after_ordinal`, and
+    /// those among `item_ids` at or before it, in ordinal order: what the
+    /// next request of a server-managed history is prepared from
+    /// ([`spool_core::llm::HistoryCursor::prepare`]). Committed records
+    /// only; the cost is the records returned.
+    fn llm_records_after(
+        &self,
+        thread_id: &str,
+        after_ordinal: u64,
+        item_ids: &[String],
+    ) -> impl Future<Output = Result<Vec<ItemRecord>, StoreError>> + Send;
+
+    /// What a provider holds of the thread's history; `None` when nothing
+    /// was recorded (a `replay` thread, or one that never made a request).
+    fn history(
+        &self,
+        thread_id: &str,
+    ) -> impl Future<Output = Result<Option<StoredHistory>, StoreError>> + Send;
+
+    /// Records what a provider holds of the thread's history, after
+    /// committing every event appended before it: the cursor never covers
+    /// an event a crash could still lose.
+    fn set_history(
+        &self,
+        thread_id: &str,
+        history: &StoredHistory,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Creates the thread `new` holding a copy of `source_id`'s finished
     /// turns before `before_turn` (all of them when `None`; a turn in

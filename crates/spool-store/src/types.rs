@@ -168,3 +168,13 @@ pub struct StoredRunState {
     pub state: String,
     pub updated_at_ms: i64,
 }
+
+/// What a provider holds of a thread's history, in the server-managed
+/// modes (`previousResponseId`, `conversationId`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoredHistory {
+    pub cursor: spool_core::llm::HistoryCursor,
+    /// The OpenAI conversation holding the history (`conversationId`
+    /// mode), once one exists.
+    pub conversation_id: Option<String>,
+}

@@ -63,6 +63,7 @@ mod pack;
 mod provider;
 mod sanitize;
 mod tools;
+mod tracker;
 
 use serde::{Deserialize, Serialize};
 use spool_protocol::responses::ResponseItem;
@@ -75,6 +76,7 @@ pub use convert::{
 pub use pack::{Offered, Packer, count_turns};
 pub use sanitize::{ToolSide, tool_side};
 pub use tools::IMAGE_URL_KEY;
+pub use tracker::{HistoryCursor, PartKey, Prepared, Response, Sent};
 
 /// What happens to the provider ids of reasoning items.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

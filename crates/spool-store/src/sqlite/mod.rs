@@ -3,6 +3,7 @@
 
 mod catch_up;
 mod codec;
+mod history;
 mod input_read;
 mod llm_read;
 mod reads;
@@ -30,8 +31,8 @@ use crate::options::StoreOptions;
 use crate::recovery;
 use crate::sqlite::codec::encode;
 use crate::types::{
-    Appended, InputItems, NewThread, PendingRequest, ResolvedRequest, StoredRunState,
-    ThreadListQuery, ThreadPage, ThreadRecord,
+    Appended, InputItems, NewThread, PendingRequest, ResolvedRequest, StoredHistory,
+    StoredRunState, ThreadListQuery, ThreadPage, ThreadRecord,
 };
 
 /// Model views of up to this many input items are read on the caller's
@@ -482,6 +483,32 @@ impl Store for SqliteStore {
         first_turn_id: &str,
     ) -> Result<Vec<ThreadEvent>, StoreError> {
         self.revert_turns_op(thread_id, first_turn_id).await
+    }
+
+    async fn llm_records_after(
+        &self,
+        thread_id: &str,
+        after_ordinal: u64,
+        item_ids: &[String],
+    ) -> Result<Vec<ItemRecord>, StoreError> {
+        // A delta is a few records: read here, as the small views are.
+        self.inner
+            .readers
+            .with(|conn| history::read_records_after(conn, thread_id, after_ordinal, item_ids))
+    }
+
+    async fn history(&self, thread_id: &str) -> Result<Option<StoredHistory>, StoreError> {
+        self.inner
+            .readers
+            .with(|conn| history::read_cursor(conn, thread_id))
+    }
+
+    async fn set_history(
+        &self,
+        thread_id: &str,
+        history: &StoredHistory,
+    ) -> Result<(), StoreError> {
+        self.set_history_op(thread_id, history).await
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<(), StoreError> {

@@ -45,7 +45,29 @@ const MIGRATIONS: &[Migration] = &[
         version: 6,
         sql: V6_SEQ_RESERVATIONS,
     },
+    Migration {
+        version: 7,
+        sql: V7_HISTORY_CURSORS,
+    },
 ];
+
+/// Version 7: what a provider holds of a server-managed history.
+///
+/// One row per thread whose history a provider keeps (`previousResponseId`
+/// and `conversationId` modes): `cursor` is spool-core's `HistoryCursor`
+/// as JSON (the response to continue from, the ordinal through which the
+/// provider holds the view, and the exceptions), `conversation_id` the
+/// OpenAI conversation once there is one. Written after the records it
+/// covers are committed, so a crash can leave it behind them (the next
+/// request then carries some items again, chained to an older response)
+/// but never ahead.
+const V7_HISTORY_CURSORS: &str = "
+CREATE TABLE history_cursors (
+    thread_id       TEXT PRIMARY KEY,
+    cursor          TEXT NOT NULL,
+    conversation_id TEXT
+) STRICT, WITHOUT ROWID;
+";
 
 /// Version 6: seqs handed out before their commit, and running commands.
 ///

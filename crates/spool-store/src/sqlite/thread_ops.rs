@@ -10,7 +10,7 @@ use super::SqliteStore;
 use super::codec::encode;
 use super::writer::{Request, ThreadOp, now_ms};
 use crate::error::StoreError;
-use crate::types::{NewThread, ThreadRecord};
+use crate::types::{NewThread, StoredHistory, ThreadRecord};
 
 impl SqliteStore {
     pub(super) async fn set_archived_op(
@@ -23,6 +23,25 @@ impl SqliteStore {
             Request::Threads(ThreadOp::SetArchived {
                 thread_id,
                 archived,
+                reply,
+            })
+        })
+        .await
+    }
+
+    pub(super) async fn set_history_op(
+        &self,
+        thread_id: &str,
+        history: &StoredHistory,
+    ) -> Result<(), StoreError> {
+        let thread_id = thread_id.to_owned();
+        let cursor_json = encode("history cursor", &history.cursor)?;
+        let conversation_id = history.conversation_id.clone();
+        self.ask(|reply| {
+            Request::Threads(ThreadOp::SetHistory {
+                thread_id,
+                cursor_json,
+                conversation_id,
                 reply,
             })
         })

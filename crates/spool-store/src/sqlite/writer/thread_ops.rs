@@ -33,6 +33,9 @@ use crate::sqlite::codec::encode;
 use crate::sqlite::reads::{read_items, read_thread, read_turns, thread_exists};
 use crate::types::{Appended, ThreadRecord};
 
+const SET_HISTORY: &str = "INSERT OR REPLACE INTO history_cursors \
+     (thread_id, cursor, conversation_id) VALUES (?1, ?2, ?3)";
+
 /// Thread-wide operations (see the module docs).
 pub(crate) enum ThreadOp {
     /// Archives (logging `thread/archived`) or unarchives a thread.
@@ -49,6 +52,13 @@ pub(crate) enum ThreadOp {
         thread_id: String,
         first_turn_id: String,
         reply: Reply<Vec<ThreadEvent>>,
+    },
+    /// Records what the provider holds of the thread's history.
+    SetHistory {
+        thread_id: String,
+        cursor_json: String,
+        conversation_id: Option<String>,
+        reply: Reply<()>,
     },
     /// Creates `record`'s thread holding a copy of the source's finished
     /// turns before `before_turn` (all of them when `None`).
@@ -91,6 +101,27 @@ impl Writer {
             } => {
                 let result = self.in_thread_transaction(&thread_id, |tx, threads| {
                     revert(tx, threads, &thread_id, &first_turn_id)
+                });
+                let _ = reply.send(result);
+            }
+            ThreadOp::SetHistory {
+                thread_id,
+                cursor_json,
+                conversation_id,
+                reply,
+            } => {
+                // After the commit of everything pending: the cursor never
+                // covers a record that a crash could still take back.
+                let result = self.in_thread_transaction(&thread_id, |tx, _| {
+                    if !thread_exists(tx, &thread_id)? {
+                        return Err(StoreError::UnknownThread(thread_id.clone()));
+                    }
+                    tx.prepare_cached(SET_HISTORY)?.execute((
+                        &thread_id,
+                        &cursor_json,
+                        &conversation_id,
+                    ))?;
+                    Ok(())
                 });
                 let _ = reply.send(result);
             }
@@ -243,6 +274,7 @@ fn delete(tx: &Transaction<'_>, thread_id: &str) -> Result<(), StoreError> {
         "run_states",
         "seq_reservations",
         "running_processes",
+        "history_cursors",
         "items",
         "turns",
         "events",
