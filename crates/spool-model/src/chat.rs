@@ -54,11 +54,12 @@ impl ModelProvider for ChatProvider {
     }
 
     fn stream(&self, request: ModelRequest) -> ModelStream {
-        if request.previous_response_id.is_some() {
+        if request.previous_response_id.is_some() || request.conversation.is_some() {
             let error = ModelError::InvalidRequest {
                 provider: self.transport.config.name.clone(),
                 message: "Chat Completions keeps no server-side conversation, so \
-                          previous_response_id cannot be honored; send the history instead"
+                          neither previous_response_id nor a conversation can be honored; send \
+                          the history instead"
                     .into(),
             };
             return Box::pin(stream::iter([Err(error)]));

@@ -91,6 +91,13 @@ pub struct ModelRequest {
     /// the Chat provider rejects a request that sets it, because it would
     /// silently lose the history the id stands for.
     pub previous_response_id: Option<String>,
+    /// Responses API `store`: `Some(true)` when the provider must keep the
+    /// response for the next request to continue from; `None` leaves the
+    /// provider's default.
+    pub store: Option<bool>,
+    /// The OpenAI conversation the request adds to (Responses API): the
+    /// provider holds the history and appends this request and its answer.
+    pub conversation: Option<String>,
     pub parallel_tool_calls: bool,
     pub max_output_tokens: Option<u32>,
     pub temperature: Option<f32>,
@@ -183,7 +190,28 @@ pub trait ModelProvider: Send + Sync {
     fn list_models(&self) -> ModelList<'_> {
         Box::pin(async { Ok(Vec::new()) })
     }
+    /// Whether the provider can keep a conversation on its side
+    /// (`previous_response_id`, conversations): the Responses API can,
+    /// Chat Completions cannot.
+    fn keeps_history(&self) -> bool {
+        false
+    }
+    /// Creates an empty conversation on the provider and answers its id
+    /// (`POST {base_url}/conversations`).
+    fn create_conversation(&self) -> ProviderCall<'_, String> {
+        let name = self.name().to_owned();
+        Box::pin(async move {
+            Err(ModelError::InvalidRequest {
+                provider: name,
+                message: "this provider keeps no conversations".into(),
+            })
+        })
+    }
 }
+
+/// The answer of a provider call that does not stream.
+pub type ProviderCall<'a, T> =
+    Pin<Box<dyn std::future::Future<Output = Result<T, ModelError>> + Send + 'a>>;
 
 /// The answer of [`ModelProvider::list_models`].
 pub type ModelList<'a> =

@@ -40,6 +40,23 @@ impl ModelProvider for ResponsesProvider {
         Box::pin(async move { transport.list_models().await })
     }
 
+    fn keeps_history(&self) -> bool {
+        true
+    }
+
+    fn create_conversation(&self) -> crate::ProviderCall<'_, String> {
+        let transport = self.transport.clone();
+        Box::pin(async move {
+            let answer = transport.post_json("conversations", &json!({})).await?;
+            match answer.get("id").and_then(Value::as_str) {
+                Some(id) if !id.is_empty() => Ok(id.to_owned()),
+                _ => Err(transport
+                    .endpoint("conversations")
+                    .malformed("the new conversation has no `id`")),
+            }
+        })
+    }
+
     fn stream(&self, request: ModelRequest) -> ModelStream {
         let endpoint = self.transport.endpoint("responses");
         let body = request_body(&request);
@@ -83,6 +100,12 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
     );
     if let Some(id) = &request.previous_response_id {
         body.insert("previous_response_id".into(), json!(id));
+    }
+    if let Some(store) = request.store {
+        body.insert("store".into(), json!(store));
+    }
+    if let Some(conversation) = &request.conversation {
+        body.insert("conversation".into(), json!(conversation));
     }
     if let Some(max) = request.max_output_tokens {
         body.insert("max_output_tokens".into(), json!(max));

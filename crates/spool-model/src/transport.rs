@@ -102,6 +102,51 @@ impl HttpTransport {
             .unwrap_or_default())
     }
 
+    /// POSTs `body` as JSON to `{base_url}/{path}` and reads the JSON
+    /// answer, of at most [`MAX_JSON_ANSWER`] bytes: the provider's
+    /// endpoints that do not stream (conversations, compaction). One
+    /// attempt, within the request and idle timeouts.
+    pub async fn post_json(&self, path: &str, body: &Value) -> Result<Value, ModelError> {
+        let endpoint = self.endpoint(path);
+        let client = self.client.as_ref().map_err(Clone::clone)?;
+        let request = client
+            .post(&endpoint.url)
+            .header("accept", "application/json")
+            .json(body);
+        let mut response = self.send(&endpoint, request).await?;
+        let mut bytes = Vec::new();
+        loop {
+            let chunk = tokio::time::timeout(self.config.idle_timeout, response.chunk()).await;
+            match chunk {
+                Err(_) => {
+                    return Err(ModelError::Timeout {
+                        provider: endpoint.provider.clone(),
+                        url: endpoint.url.clone(),
+                        phase: TimeoutPhase::Idle,
+                        after: self.config.idle_timeout,
+                    });
+                }
+                Ok(Err(e)) => return Err(endpoint.dropped(error_chain(&e))),
+                Ok(Ok(None)) => break,
+                Ok(Ok(Some(chunk))) => {
+                    if bytes.len() + chunk.len() > MAX_JSON_ANSWER {
+                        return Err(endpoint.malformed(format!(
+                            "the answer is larger than {MAX_JSON_ANSWER} bytes"
+                        )));
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+            }
+        }
+        serde_json::from_slice(&bytes).map_err(|e| {
+            let text = String::from_utf8_lossy(&bytes);
+            endpoint.malformed(format!(
+                "the answer is not JSON ({e}): {}",
+                truncate(text.trim(), 500)
+            ))
+        })
+    }
+
     /// Sends `request` with the provider's key and headers; a response
     /// whose status is not a success is the error it says.
     async fn send(
@@ -191,6 +236,10 @@ impl HttpTransport {
         }
     }
 }
+
+/// The largest JSON answer [`HttpTransport::post_json`] reads: a compacted
+/// window is a few hundred kilobytes; anything near this is not one.
+pub const MAX_JSON_ANSWER: usize = 64 << 20;
 
 /// `Retry-After` in seconds, or OpenAI's `retry-after-ms`.
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {

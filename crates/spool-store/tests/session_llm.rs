@@ -231,6 +231,7 @@ async fn a_version_1_file_migrates_with_its_view_columns_filled() {
              DROP TABLE deleted_threads;
              DROP TABLE seq_reservations;
              DROP TABLE running_processes;
+             DROP TABLE history_cursors;
              ALTER TABLE threads DROP COLUMN ephemeral;
              DROP INDEX items_compactions;
              ALTER TABLE items DROP COLUMN input_item;

@@ -9,6 +9,10 @@
 //!   local llama-server), streams the answers back chunk by chunk, and
 //!   records every request, so end-to-end tests can assert what the model
 //!   server received.
+//! - [`StatefulResponses`]: a Responses API server that keeps what it is
+//!   sent (stored responses, conversations), refuses what the real API
+//!   refuses (an item id twice, an output without its call), and records
+//!   every request with the whole history it added up to.
 //!
 //! The HTTP handling is deliberately minimal and hand-written: one request
 //! per connection (`Connection: close`), bodies by `Content-Length` or
@@ -18,7 +22,9 @@ mod http;
 mod proxy;
 pub mod responses_api;
 mod server;
+mod stateful;
 
 pub use http::RecordedRequest;
 pub use proxy::RecordingProxy;
 pub use server::{Gate, ScriptedResponse, ScriptedServer};
+pub use stateful::{Exchange, Reply, StatefulResponses};

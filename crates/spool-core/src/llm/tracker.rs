@@ -219,6 +219,14 @@ impl HistoryCursor {
     }
 }
 
+impl Sent {
+    /// The newest record the request was prepared from: records after it
+    /// were logged while the response ran.
+    pub fn through(&self) -> u64 {
+        self.through
+    }
+}
+
 impl Prepared {
     /// The marks of a request that carried `sent` (the prepared input, or
     /// what an input filter made of it). Each item sent takes the key of

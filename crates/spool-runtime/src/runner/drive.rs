@@ -14,6 +14,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::execute::{Ran, StoreProcesses, decline, run_filed};
 use super::file_call::{Filed, FiledCall, file_call, prepare};
+use super::history::ServerHistory;
 use super::items::{ItemSink, OpenItem};
 use super::requests::{Gate, approval_request, gate, replay_session_grants};
 use super::{RunError, RunResult, Runner};
@@ -46,6 +47,9 @@ pub(crate) struct Run<'r, S> {
     pub next_agent: Option<AgentKey>,
     /// A review turn: the model sees only this turn (see `review`).
     pub review: bool,
+    /// The provider that owns the thread's history; `None`: spool does
+    /// (`replay`).
+    pub owner: Option<ServerHistory>,
 }
 
 /// What a turn opens with.
@@ -81,6 +85,9 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
         interrupt: watch::Receiver<bool>,
         opening: Opening,
     ) -> Result<Run<'r, S>, RunError> {
+        // Before the turn opens: a thread its provider cannot continue
+        // gets an error, not a failed turn.
+        let owner = ServerHistory::load(runner, thread_id, None).await?;
         let agents = AgentSet::new(agent);
         let (agent_key, agent) = {
             let (key, agent) = agents.start();
@@ -153,6 +160,7 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
             waiting: Vec::new(),
             next_agent: None,
             review,
+            owner,
         })
     }
 
@@ -230,7 +238,6 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
     async fn model_step(&mut self) -> Result<StepEnd, RunError> {
         // The history read below must see everything logged so far.
         self.appender.sync().await?;
-        let history = self.history().await?;
         let mut tools: Vec<_> = self.agent.tools.iter().map(|tool| tool.spec()).collect();
         for target in &self.agent.handoffs {
             if let Some(key) = self.agents.key_of(target) {
@@ -244,17 +251,41 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
                 });
             }
         }
-        self.state.acknowledged_input_count = history.len();
-        let request = ModelRequest {
+        let mut request = ModelRequest {
             model: self.agent.model.model.clone(),
             instructions: self.agent.instructions.clone(),
-            input: history,
             tools,
-            previous_response_id: None,
             parallel_tool_calls: self.agent.model.parallel_tool_calls,
             max_output_tokens: self.agent.model.max_output_tokens,
             temperature: self.agent.model.temperature,
+            ..ModelRequest::default()
         };
+        // A review is its own conversation, replayed whatever the owner.
+        let mut flight = match &mut self.owner {
+            Some(owner) if !self.review => {
+                let prepared = owner
+                    .prepare(self.runner, &self.state.thread_id, &mut request)
+                    .await?;
+                match prepared {
+                    Ok(flight) => Some(flight),
+                    Err(e) => {
+                        let info = e.codex_error_info();
+                        return Ok(StepEnd::Failed(TurnError::new(e.to_string(), Some(info))));
+                    }
+                }
+            }
+            _ => {
+                request.input = self.history().await?;
+                None
+            }
+        };
+        if let Some(filter) = &self.runner.input_filter {
+            filter(&mut request);
+        }
+        if let Some(flight) = &mut flight {
+            flight.mark_sent(&request.input);
+        }
+        self.state.acknowledged_input_count = request.input.len();
         self.state.step += 1;
         self.sink.step = self.state.step;
         let mut mapper =
@@ -266,6 +297,8 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
         let mut interrupt = self.interrupt.clone();
         // Why the provider cut the response short, if it did.
         let mut cut: Option<String> = None;
+        // The id of the response, once it completed.
+        let mut completed: Option<Option<String>> = None;
         let end = loop {
             let next = tokio::select! {
                 next = stream.next() => next,
@@ -284,11 +317,15 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
                             .get_or_insert_with(TokenUsageBreakdown::default)
                             .add(&usage);
                     }
-                    self.state.last_response_id = response_id;
+                    self.state.last_response_id = response_id.clone();
+                    completed = Some(response_id);
                     break StepEnd::Final;
                 }
                 Some(Ok(event)) => {
                     let payloads = mapper.on_event(event, now_ms());
+                    if let Some(flight) = &mut flight {
+                        flight.note(&payloads);
+                    }
                     self.note_final_message(&payloads);
                     self.appender.push(payloads)?;
                 }
@@ -314,8 +351,28 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
         drop(stream);
         let last = mapper.end_response(cut.as_deref(), now_ms());
         self.note_final_message(&last);
+        if let Some(flight) = &mut flight {
+            flight.note(&last);
+        }
         self.appender.push(last)?;
         let calls = mapper.take_model_calls();
+        if let (Some(owner), Some(flight)) = (&mut self.owner, flight) {
+            // The cursor may only cover what is committed.
+            self.appender.sync().await?;
+            let call_ids = calls.iter().map(|call| call.call_id.clone()).collect();
+            let ended = completed.is_some();
+            let response_id = completed.flatten();
+            owner
+                .finish(
+                    self.runner,
+                    &self.state.thread_id,
+                    flight,
+                    ended,
+                    response_id,
+                    call_ids,
+                )
+                .await?;
+        }
         Ok(match end {
             StepEnd::Final if !calls.is_empty() => StepEnd::Calls(calls),
             other => other,

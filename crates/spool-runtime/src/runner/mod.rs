@@ -21,6 +21,7 @@ mod drive;
 mod ending;
 mod execute;
 mod file_call;
+mod history;
 mod items;
 mod requests;
 mod resume;
@@ -31,8 +32,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use spool_core::ItemRecord;
+use spool_core::llm::ReasoningIdPolicy;
 use spool_core::run_state::{Interruption, RunState, RunStateError};
-use spool_model::ModelProvider;
+use spool_model::{ModelProvider, ModelRequest};
 use spool_protocol::responses::ResponseItem;
 use spool_protocol::{TurnError, TurnStatus, UserInput};
 use spool_store::{Appended, Store, StoreError};
@@ -65,7 +67,18 @@ pub struct Runner<S> {
     /// while the model answered, the turn makes another model call, with
     /// that input, instead of ending.
     pub more_input: Option<watch::Receiver<u64>>,
+    /// What happens to the provider ids of reasoning items spool sends back
+    /// (never to the caller's own input items).
+    pub reasoning_ids: ReasoningIdPolicy,
+    /// Sees every request just before it goes, and may change it: its
+    /// input is the whole history in `replay` mode, the delta the provider
+    /// lacks in the server-managed ones. What it leaves in `input` is what
+    /// the tracker marks as sent.
+    pub input_filter: Option<InputFilter>,
 }
+
+/// See [`Runner::input_filter`].
+pub type InputFilter = Arc<dyn Fn(&mut ModelRequest) + Send + Sync>;
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,6 +167,15 @@ pub enum RunError {
     },
     #[error(transparent)]
     Rules(#[from] RulesFileError),
+    #[error(
+        "the thread's history is owned by the provider ({}), but provider {provider} keeps \
+         no history (Chat Completions cannot); fork the thread to continue it in `replay` mode",
+        mode.as_str()
+    )]
+    HistoryNotKept {
+        mode: spool_protocol::HistoryMode,
+        provider: String,
+    },
 }
 
 impl<S: Store + Clone + 'static> Runner<S> {
@@ -167,6 +189,8 @@ impl<S: Store + Clone + 'static> Runner<S> {
             rules_file: None,
             collect_results: true,
             more_input: None,
+            reasoning_ids: ReasoningIdPolicy::Preserve,
+            input_filter: None,
         }
     }
 

@@ -26,6 +26,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::drive::{Run, load_grants, open_item};
 use super::file_call::{Filed, FiledCall, Prepared, prepare};
+use super::history::ServerHistory;
 use super::items::{ItemSink, OpenItem};
 use super::{RunError, Runner};
 use crate::agent::{Agent, AgentSet};
@@ -166,6 +167,7 @@ pub(crate) async fn reopen<'r, S: Store + Clone + 'static>(
         }
     }
     let grants = load_grants(runner, &thread_id).await?;
+    let owner = ServerHistory::load(runner, &thread_id, None).await?;
     Ok(Run {
         runner,
         agent_key: state.current_agent.clone(),
@@ -185,6 +187,7 @@ pub(crate) async fn reopen<'r, S: Store + Clone + 'static>(
         waiting,
         next_agent: None,
         review: false,
+        owner,
     })
 }
 
