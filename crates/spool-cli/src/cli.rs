@@ -96,8 +96,31 @@ pub struct RunArgs {
     /// Print the time to the first token and the total time to stderr.
     #[arg(long)]
     pub timings: bool,
+    /// Who owns the conversation history of a new thread: `replay` (spool
+    /// sends its history each time), `previous-response-id` or
+    /// `conversation-id` (the Responses API keeps it; each request carries
+    /// only what it lacks). Fixed for the thread's life.
+    #[arg(long, value_enum)]
+    pub history_mode: Option<HistoryModeArg>,
     #[command(flatten)]
     pub agent: AgentArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HistoryModeArg {
+    Replay,
+    PreviousResponseId,
+    ConversationId,
+}
+
+impl HistoryModeArg {
+    pub fn mode(self) -> spool_protocol::HistoryMode {
+        match self {
+            HistoryModeArg::Replay => spool_protocol::HistoryMode::Replay,
+            HistoryModeArg::PreviousResponseId => spool_protocol::HistoryMode::PreviousResponseId,
+            HistoryModeArg::ConversationId => spool_protocol::HistoryMode::ConversationId,
+        }
+    }
 }
 
 /// What the agent may do, and what needs a person first.

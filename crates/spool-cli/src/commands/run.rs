@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use spool_model::{ChatProvider, ModelProvider, ProviderConfig, ResponsesProvider};
-use spool_protocol::{CodexErrorInfo, ServerNotification, ThreadItem, TurnError, UserInput};
+use spool_protocol::{
+    CodexErrorInfo, HistoryMode, ServerNotification, ThreadItem, TurnError, UserInput,
+};
 use spool_runtime::{
     Agent, Confinement, ModelSettings, RunResult, RunStatus, Runner, ShellTool, Tool,
 };
@@ -15,7 +17,7 @@ use spool_store::{Appended, NewThread, SqliteStore, Store};
 use tokio::sync::{mpsc, watch};
 
 use super::approve::TerminalApprover;
-use crate::cli::{AgentArgs, ResumeArgs, RunArgs, SandboxFallbackArg, ToolArg};
+use crate::cli::{AgentArgs, HistoryModeArg, ResumeArgs, RunArgs, SandboxFallbackArg, ToolArg};
 use crate::config::WireApi;
 use crate::provider_choice::ChosenProvider;
 
@@ -29,20 +31,40 @@ pub async fn run(store: SqliteStore, chosen: ChosenProvider, args: RunArgs) -> a
             chosen.base_url
         );
     }
+    let wanted = args.history_mode.map(HistoryModeArg::mode);
     let thread_id = match &args.thread {
         Some(id) => {
-            store
+            let record = store
                 .thread(id)
                 .await?
                 .with_context(|| format!("no thread {id} in the store"))?;
+            let owner = record.thread.history_owner.unwrap_or_default();
+            if let Some(wanted) = wanted.filter(|wanted| *wanted != owner) {
+                bail!(
+                    "thread {id} keeps its history in {} mode, not {}: a thread's history \
+                     owner is fixed when it starts (fork it to change)",
+                    owner.as_str(),
+                    wanted.as_str()
+                );
+            }
             id.clone()
         }
         None => {
+            let mode = wanted.unwrap_or_default();
+            if mode != HistoryMode::Replay && chosen.wire_api == WireApi::Chat {
+                bail!(
+                    "--history-mode {} needs the Responses API; provider {} speaks Chat \
+                     Completions, which keeps no conversation",
+                    mode.as_str(),
+                    chosen.name
+                );
+            }
             let cwd = std::env::current_dir()
                 .map(|d| d.display().to_string())
                 .unwrap_or_default();
             let mut new = NewThread::new(&chosen.name, cwd);
             new.model = Some(chosen.model.clone());
+            new.history_mode = mode;
             store.create_thread(new).await?.thread.id
         }
     };

@@ -16,7 +16,7 @@ use super::settings::{
     ApprovalsReviewer, DynamicToolSpec, SandboxPolicy, ThreadStartSource, deserialize_dynamic_tools,
 };
 use crate::approvals::{AskForApproval, SandboxMode};
-use crate::thread::{Thread, ThreadHistoryMode};
+use crate::thread::{HistoryMode, Thread, ThreadHistoryMode};
 
 /// `thread/start` params. Every field is optional: `{}` starts a thread
 /// with the server's defaults.
@@ -61,9 +61,16 @@ pub struct ThreadStartParams {
     /// `Option<bool>` (written `null`), unlike `thread/fork`'s plain flag.
     #[serde(default)]
     pub ephemeral: Option<bool>,
-    /// Experimental in Codex: `legacy` or `paginated` history.
+    /// Codex's experimental paging (`legacy`, `paginated`), or spool's
+    /// owner of the model's history (`replay`, `previousResponseId`,
+    /// `conversationId`): the two share the name, and every value is one
+    /// or the other.
     #[serde(default)]
-    pub history_mode: Option<ThreadHistoryMode>,
+    pub history_mode: Option<ThreadStartHistoryMode>,
+    /// spool: the OpenAI conversation a `conversationId` thread continues;
+    /// without it, one is created before the thread's first request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
     #[serde(default)]
     pub session_start_source: Option<ThreadStartSource>,
     /// Client-chosen analytics label, reported back on `Thread`.
@@ -74,6 +81,24 @@ pub struct ThreadStartParams {
     #[serde(default, deserialize_with = "deserialize_dynamic_tools")]
     #[schemars(with = "Option<Vec<DynamicToolSpec>>")]
     pub dynamic_tools: Option<Vec<DynamicToolSpec>>,
+}
+
+/// `thread/start`'s `historyMode`: see [`ThreadStartParams::history_mode`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ThreadStartHistoryMode {
+    Paging(ThreadHistoryMode),
+    Owner(HistoryMode),
+}
+
+impl ThreadStartHistoryMode {
+    /// The history owner it names, if it names one.
+    pub fn owner(self) -> Option<HistoryMode> {
+        match self {
+            ThreadStartHistoryMode::Owner(mode) => Some(mode),
+            ThreadStartHistoryMode::Paging(_) => None,
+        }
+    }
 }
 
 /// The result of `thread/start` and `thread/fork`: the thread and the

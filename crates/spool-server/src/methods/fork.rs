@@ -46,7 +46,16 @@ pub(super) async fn thread_fork(
     );
     new.model = settings.model.clone();
     new.forked_from_id = Some(source.thread.id.clone());
-    new.history_mode = source.thread.history_owner.unwrap_or_default();
+    // A provider's chain cannot be forked: the fork replays spool's log.
+    let source_mode = source.thread.history_owner.unwrap_or_default();
+    if source_mode != HistoryMode::Replay {
+        tracing::info!(
+            source = %source.thread.id,
+            mode = source_mode.as_str(),
+            "the fork of a thread whose history the provider owns starts in replay mode"
+        );
+    }
+    new.history_mode = HistoryMode::Replay;
     new.dev_mode = source.dev_mode;
     let record = hub
         .store()

@@ -223,6 +223,7 @@ async fn thread_start(
     state: &mut ConnectionState,
     params: ThreadStartParams,
 ) -> Result<Reply, MethodError> {
+    let history_mode = history_owner(hub, &params)?;
     let settings = hub.admit(ThreadSettings {
         dynamic_tools: params.dynamic_tools.unwrap_or_default(),
         ..settings_of(
@@ -239,8 +240,16 @@ async fn thread_start(
     );
     new.model = settings.model.clone();
     new.ephemeral = params.ephemeral.unwrap_or(false);
+    new.history_mode = history_mode;
     let record = hub.store().create_thread(new).await?;
     let thread_id = record.thread.id.clone();
+    if let Some(conversation_id) = params.conversation_id {
+        let history = spool_store::StoredHistory {
+            conversation_id: Some(conversation_id),
+            ..Default::default()
+        };
+        hub.store().set_history(&thread_id, &history).await?;
+    }
     hub.set_settings(&thread_id, settings.clone());
     if record.thread.ephemeral {
         hub.mark_ephemeral(&thread_id);
@@ -255,6 +264,29 @@ async fn thread_start(
     )
     .await?;
     reply(session(hub, record.thread, settings))
+}
+
+/// Who owns the new thread's model history: refused here, not at the
+/// first turn, when the provider cannot keep one.
+fn history_owner(hub: &Hub, params: &ThreadStartParams) -> Result<HistoryMode, MethodError> {
+    let mode = params
+        .history_mode
+        .and_then(ThreadStartHistoryMode::owner)
+        .unwrap_or_default();
+    if mode != HistoryMode::Replay && !hub.provider().keeps_history() {
+        return Err(MethodError::invalid_params(format!(
+            "historyMode {} needs a provider that keeps conversations (the Responses API); \
+             provider {} does not (Chat Completions), so use historyMode replay",
+            mode.as_str(),
+            hub.provider_name()
+        )));
+    }
+    if params.conversation_id.is_some() && mode != HistoryMode::ConversationId {
+        return Err(MethodError::invalid_params(
+            "conversationId is only meaningful with historyMode conversationId",
+        ));
+    }
+    Ok(mode)
 }
 
 /// A thread with the settings it runs under, as `thread/start` answers
