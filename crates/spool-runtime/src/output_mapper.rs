@@ -215,7 +215,7 @@ impl OutputMapper {
                 item_id,
                 summary_index,
             } => self
-                .spool_id(&item_id)
+                .reasoning_id(&item_id)
                 .map(|id| {
                     ServerNotification::ReasoningSummaryPartAdded(
                         ReasoningSummaryPartAddedNotification {
@@ -233,7 +233,7 @@ impl OutputMapper {
                 summary_index,
                 delta,
             } => self
-                .spool_id(&item_id)
+                .reasoning_id(&item_id)
                 .map(|id| {
                     ServerNotification::ReasoningSummaryTextDelta(
                         ReasoningSummaryTextDeltaNotification {
@@ -252,7 +252,7 @@ impl OutputMapper {
                 content_index,
                 delta,
             } => self
-                .spool_id(&item_id)
+                .reasoning_id(&item_id)
                 .map(|id| {
                     ServerNotification::ReasoningTextDelta(ReasoningTextDeltaNotification {
                         thread_id: self.thread_id.clone(),
@@ -275,9 +275,14 @@ impl OutputMapper {
         }
     }
 
-    fn spool_id(&self, provider_item_id: &str) -> Option<String> {
+    /// The spool id of an open reasoning item. A reasoning event that
+    /// names an item of another kind is dropped: the reducer would refuse
+    /// it, and a refused event stops the run's appender (found by the
+    /// `provider_events` fuzz target: a summary part for a message).
+    fn reasoning_id(&self, provider_item_id: &str) -> Option<String> {
         self.open
             .get(provider_item_id)
+            .filter(|o| matches!(o.item, ThreadItem::Reasoning { .. }))
             .map(|o| o.item.id().to_owned())
     }
 

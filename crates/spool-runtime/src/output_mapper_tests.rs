@@ -308,3 +308,48 @@ async fn an_item_added_twice_is_started_once() {
     )]);
     assert_eq!(h.reducer.turns()[0].status, TurnStatus::Failed);
 }
+
+#[test]
+fn a_reasoning_event_for_a_message_is_dropped() {
+    // The fuzzer's stream: a message (a refusal) announced, then a
+    // reasoning summary part, a summary delta and a reasoning delta naming
+    // it, then the body ends.
+    let message: ResponseItem = serde_json::from_value(json!({"type": "message",
+        "id": "item_0", "role": "assistant", "content": [{"type": "refusal", "refusal": ";"}]}))
+    .unwrap();
+    let events = vec![
+        ModelEvent::OutputItemAdded {
+            output_index: 0,
+            item: message,
+        },
+        ModelEvent::ReasoningSummaryPartAdded {
+            item_id: "item_0".into(),
+            summary_index: 0,
+        },
+        ModelEvent::ReasoningSummaryDelta {
+            item_id: "item_0".into(),
+            summary_index: 0,
+            delta: "x".into(),
+        },
+        ModelEvent::ReasoningTextDelta {
+            item_id: "item_0".into(),
+            content_index: 0,
+            delta: "y".into(),
+        },
+    ];
+    let mut h = Harness::new();
+    let mut m = OutputMapper::new(T, U, "assistant");
+    for event in events {
+        let payloads = m.on_event(event, 1);
+        h.apply(payloads);
+    }
+    h.apply(m.close_open(2));
+    assert_eq!(h.reducer.items().len(), 1);
+    h.apply(vec![ServerNotification::TurnCompleted(
+        TurnCompletedNotification {
+            thread_id: T.into(),
+            turn: Turn::new(U, TurnStatus::Failed),
+        },
+    )]);
+    assert_eq!(h.reducer.turns()[0].status, TurnStatus::Failed);
+}
