@@ -90,20 +90,7 @@ async fn a_client_that_never_reads_is_closed_and_the_server_stays_bounded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_closed_for_falling_behind_resumes_by_cursor_without_missing_an_event() {
-    // 4,000 deltas of 4 KiB: more than the sockets' buffers hold.
-    let filler = "y".repeat(4096);
-    let words: Vec<String> = (0..4_000).map(|n| format!("{n}{filler} ")).collect();
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    let gate = Gate::new();
-    let model = ScriptedServer::with_responses([paced_message_response(
-        "r1",
-        &[],
-        &gate,
-        &words,
-        Duration::ZERO,
-    )])
-    .await
-    .unwrap();
+    let (model, gate, whole) = long_reply('y').await;
     let home = Home::new();
     let server = Server::start_with_env(
         &home,
@@ -168,7 +155,7 @@ async fn a_client_closed_for_falling_behind_resumes_by_cursor_without_missing_an
         .filter(|m| method_of(m) == "item/agentMessage/delta")
         .map(|m| m["params"]["delta"].as_str().unwrap())
         .collect();
-    assert_eq!(text, words.concat());
+    assert_eq!(text, whole);
 }
 
 /// The server's memory once it stopped falling (sampled every 250 ms, at
@@ -216,19 +203,7 @@ async fn stall(server: &Server, read: &Value, round: usize) -> (u64, usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_sse_stream_that_is_not_read_ends_and_resumes_by_last_event_id() {
-    let filler = "z".repeat(4096);
-    let words: Vec<String> = (0..4_000).map(|n| format!("{n}{filler} ")).collect();
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    let gate = Gate::new();
-    let model = ScriptedServer::with_responses([paced_message_response(
-        "r1",
-        &[],
-        &gate,
-        &words,
-        Duration::ZERO,
-    )])
-    .await
-    .unwrap();
+    let (model, gate, whole) = long_reply('z').await;
     let home = Home::new();
     let server = Server::start_with_env(
         &home,
@@ -298,5 +273,17 @@ async fn an_sse_stream_that_is_not_read_ends_and_resumes_by_last_event_id() {
         .filter(|e| e.event == "item/agentMessage/delta")
         .map(|e| e.data["params"]["delta"].as_str().unwrap())
         .collect();
-    assert_eq!(text, words.concat());
+    assert_eq!(text, whole);
+}
+
+/// A model whose one reply streams 4,000 deltas of 4 KiB (more than the
+/// sockets' buffers hold) once `gate` opens; with the reply's whole text.
+async fn long_reply(fill: char) -> (ScriptedServer, Gate, String) {
+    let filler = fill.to_string().repeat(4096);
+    let words: Vec<String> = (0..4_000).map(|n| format!("{n}{filler} ")).collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let gate = Gate::new();
+    let reply = paced_message_response("r1", &[], &gate, &words, Duration::ZERO);
+    let model = ScriptedServer::with_responses([reply]).await.unwrap();
+    (model, gate, words.concat())
 }

@@ -61,7 +61,7 @@ pub fn tool_side(value: &Value) -> Option<ToolSide<'_>> {
     }
 }
 
-fn side(item: &ResponseItem) -> Option<ToolSide<'_>> {
+pub(super) fn side(item: &ResponseItem) -> Option<ToolSide<'_>> {
     match item {
         ResponseItem::Known(KnownResponseItem::FunctionCall { call_id, .. }) => {
             Some(ToolSide::Call(call_id))

@@ -36,11 +36,11 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use spool_protocol::responses::ResponseItem;
+use spool_protocol::responses::{KnownResponseItem, ResponseItem};
 
 use super::ReasoningIdPolicy;
 use super::convert::{convert, in_view};
-use super::sanitize::{ToolSide, tool_side};
+use super::sanitize::{ToolSide, side};
 use crate::record::ItemRecord;
 
 /// One input item of a record's conversion.
@@ -116,6 +116,7 @@ impl HistoryCursor {
     /// records after `through_ordinal`.
     pub fn unsent_item_ids(&self) -> Vec<String> {
         let mut ids: Vec<String> = self.unsent.iter().map(|k| k.item_id.clone()).collect();
+        ids.sort_unstable();
         ids.dedup();
         ids
     }
@@ -147,8 +148,7 @@ impl HistoryCursor {
                     item_id: record.item.id().to_owned(),
                     part: u32::try_from(index).unwrap_or(u32::MAX),
                 };
-                let json = serde_json::to_value(&item).unwrap_or(Value::Null);
-                if let Some(ToolSide::Call(call_id)) = tool_side(&json)
+                if let Some(ToolSide::Call(call_id)) = side(&item)
                     && held.contains(call_id)
                 {
                     prepared.calls_filed.push(call_id.to_owned());
@@ -162,13 +162,13 @@ impl HistoryCursor {
                 if !seen_keys.insert(key.clone()) {
                     continue;
                 }
-                if let Some(id) = json.get("id").and_then(Value::as_str)
+                if let Some(id) = provider_id(&item)
                     && !id.is_empty()
                     && !seen_ids.insert(id.to_owned())
                 {
                     continue;
                 }
-                if let Some(ToolSide::Output(call_id)) = tool_side(&json)
+                if let Some(ToolSide::Output(call_id)) = side(&item)
                     && !seen_outputs.insert(call_id.to_owned())
                 {
                     continue;
@@ -261,6 +261,20 @@ impl Prepared {
                 .collect(),
             calls_filed: self.calls_filed.clone(),
         }
+    }
+}
+
+/// The provider's id of an input item, if it carries one.
+fn provider_id(item: &ResponseItem) -> Option<&str> {
+    match item {
+        ResponseItem::Known(
+            KnownResponseItem::Message { id, .. }
+            | KnownResponseItem::FunctionCall { id, .. }
+            | KnownResponseItem::WebSearchCall { id, .. },
+        ) => id.as_deref(),
+        ResponseItem::Known(KnownResponseItem::Reasoning { id, .. }) => Some(id),
+        ResponseItem::Known(KnownResponseItem::FunctionCallOutput { .. }) => None,
+        ResponseItem::Other(value) => value.get("id").and_then(Value::as_str),
     }
 }
 

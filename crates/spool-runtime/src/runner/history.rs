@@ -16,7 +16,7 @@
 
 use std::collections::HashSet;
 
-use spool_core::llm::{Prepared, ReasoningIdPolicy, Response, Sent};
+use spool_core::llm::{Prepared, Response, Sent};
 use spool_model::ModelError;
 use spool_model::ModelRequest;
 use spool_protocol::responses::ResponseItem;
@@ -30,7 +30,6 @@ use super::{RunError, Runner};
 pub(crate) struct ServerHistory {
     pub mode: HistoryMode,
     pub stored: StoredHistory,
-    pub reasoning_ids: ReasoningIdPolicy,
 }
 
 /// The request being made, as the tracker needs to finish it.
@@ -66,11 +65,7 @@ impl ServerHistory {
             Some(stored) => stored,
             None => runner.store.history(thread_id).await?.unwrap_or_default(),
         };
-        Ok(Some(ServerHistory {
-            mode,
-            stored,
-            reasoning_ids: runner.reasoning_ids,
-        }))
+        Ok(Some(ServerHistory { mode, stored }))
     }
 
     /// Prepares the next request's input and names what it continues
@@ -95,7 +90,7 @@ impl ServerHistory {
             .store
             .llm_records_after(thread_id, cursor.through_ordinal, &cursor.unsent_item_ids())
             .await?;
-        let prepared = cursor.prepare(&records, self.reasoning_ids);
+        let prepared = cursor.prepare(&records, runner.reasoning_ids);
         request.input = prepared.input.clone();
         request.store = Some(true);
         match self.mode {
