@@ -6,9 +6,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use spool_core::llm::{HistoryCursor, PartKey, ReasoningIdPolicy};
 use spool_core::run_state::{
     AgentKey, CURRENT_SCHEMA_VERSION, CallStatus, InterruptionKind, JsonErrorKind, RunState,
-    RunStateError, SCHEMA_VERSIONS, SchemaVersion, StaticAgentGraph, ToolKey,
+    RunStateError, SCHEMA_VERSIONS, SchemaVersion, ServerHistoryMode, StaticAgentGraph, ToolKey,
 };
 
 fn corpus() -> PathBuf {
@@ -51,6 +52,7 @@ fn graph_for(stem: &str) -> StaticAgentGraph {
     match stem {
         "minimal" => StaticAgentGraph::new([("assistant", vec!["shell"])]),
         "resume_pending_approval" => resume_graph(),
+        "paused_previous_response_id" => StaticAgentGraph::new([("assistant", vec!["shell"])]),
         other => panic!("fixture {other}.json has no graph in graph_for"),
     }
 }
@@ -224,6 +226,59 @@ fn resume_fails_closed_against_a_different_graph() {
     assert!(minimal.check_against(&resume_graph()).is_err());
 }
 
+#[test]
+fn a_1_1_snapshot_carries_the_history_cursor_and_a_1_0_one_replays() {
+    let state = RunState::from_json(&read(
+        &corpus().join("v1.1/paused_previous_response_id.json"),
+    ))
+    .unwrap();
+    assert_eq!(state.reasoning_ids, ReasoningIdPolicy::Omit);
+    let history = state.history.expect("a provider-held history");
+    assert_eq!(history.mode, ServerHistoryMode::PreviousResponseId);
+    assert_eq!(
+        history.cursor,
+        HistoryCursor {
+            previous_response_id: Some("resp_second".into()),
+            through_ordinal: 7,
+            unsent: vec![PartKey {
+                item_id: "item_steer".into(),
+                part: 0
+            }],
+            held_calls: vec!["call_rm".into()],
+        }
+    );
+    assert_eq!(history.conversation_id, None);
+
+    // 1.0 knew neither: ids were kept and spool replayed its own log.
+    for name in ["minimal", "resume_pending_approval"] {
+        let old = RunState::from_json(&read(&corpus().join(format!("v1.0/{name}.json")))).unwrap();
+        assert_eq!(old.reasoning_ids, ReasoningIdPolicy::Preserve);
+        assert_eq!(old.history, None);
+    }
+
+    // A 1.1 field of the wrong shape names its path.
+    let mut value: Value = serde_json::from_str(&read(
+        &corpus().join("v1.1/paused_previous_response_id.json"),
+    ))
+    .unwrap();
+    value["history"]["cursor"]["unsent"][0]["part"] = "first".into();
+    let error = RunState::from_json(&value.to_string()).unwrap_err();
+    assert!(
+        matches!(&error, RunStateError::Field { version: "1.1", path, .. }
+            if path == "history.cursor.unsent[0].part"),
+        "{error:?}"
+    );
+    value["history"]["cursor"]["unsent"][0]["part"] = 0.into();
+    value["history"]["mode"] = "replay".into();
+    let error = RunState::from_json(&value.to_string()).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("previousResponseId, conversationId"),
+        "{error}"
+    );
+}
+
 /// The error kind each negative fixture must produce.
 fn expected_error(stem: &str, error: &RunStateError) -> bool {
     match stem {
@@ -305,7 +360,7 @@ fn every_negative_fixture_fails_typed_and_never_echoes_content() {
         let display = error.to_string();
         let debug = format!("{error:?}");
         assert!(
-            display.contains("supported RunState versions: 1.0"),
+            display.contains("supported RunState versions: 1.0, 1.1"),
             "{name}: {display}"
         );
 
@@ -342,16 +397,16 @@ fn negative_messages_read_well() {
     assert_eq!(
         message("future_version"),
         "RunState version 9.0 is not supported by this build (it is newer); \
-         supported RunState versions: 1.0"
+         supported RunState versions: 1.0, 1.1"
     );
     assert_eq!(
         message("wrong_field_type"),
         "RunState 1.0 field `calls[0].executed` has the wrong type \
-         (expected a boolean, found a string); supported RunState versions: 1.0"
+         (expected a boolean, found a string); supported RunState versions: 1.0, 1.1"
     );
     assert_eq!(
         message("bad_version_format"),
         "RunState `$schemaVersion` must be a string of the form MAJOR.MINOR, \
-         found a string that is not MAJOR.MINOR; supported RunState versions: 1.0"
+         found a string that is not MAJOR.MINOR; supported RunState versions: 1.0, 1.1"
     );
 }

@@ -5,8 +5,10 @@
 use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::{Value, json};
+use spool_core::llm::{HistoryCursor, PartKey, ReasoningIdPolicy};
 use spool_core::run_state::{
-    AgentKey, ApprovalRecord, CallRecord, Interruption, InterruptionKind, RunState, ToolKey,
+    AgentKey, ApprovalRecord, CallRecord, Interruption, InterruptionKind, RunHistory, RunState,
+    ServerHistoryMode, ToolKey,
 };
 
 const SECRET: &str = "SECRET_TOKEN_do_not_echo_7Qx9Lm";
@@ -73,6 +75,8 @@ fn build(
         calls: vec![],
         approvals: vec![],
         interruptions: vec![],
+        reasoning_ids: ReasoningIdPolicy::Preserve,
+        history: None,
     };
     state.acknowledged_input_count = ack.index(state.input.len() + 1);
     for (i, seed) in seeds.into_iter().enumerate() {
@@ -113,6 +117,48 @@ fn build(
     state
 }
 
+/// A provider-held history: mode, cursor and conversation.
+type HistorySeed = (
+    bool,
+    Option<String>,
+    u64,
+    Vec<(String, u32)>,
+    Vec<String>,
+    Option<String>,
+);
+
+fn history(seed: HistorySeed) -> RunHistory {
+    let (conversation, previous, through, unsent, held, conversation_id) = seed;
+    RunHistory {
+        mode: if conversation {
+            ServerHistoryMode::ConversationId
+        } else {
+            ServerHistoryMode::PreviousResponseId
+        },
+        cursor: HistoryCursor {
+            previous_response_id: previous,
+            through_ordinal: through,
+            unsent: unsent
+                .into_iter()
+                .map(|(item_id, part)| PartKey { item_id, part })
+                .collect(),
+            held_calls: held,
+        },
+        conversation_id,
+    }
+}
+
+fn history_seed() -> impl Strategy<Value = HistorySeed> {
+    (
+        any::<bool>(),
+        proptest::option::of(".{0,8}"),
+        any::<u64>(),
+        proptest::collection::vec((".{0,6}", any::<u32>()), 0..3),
+        proptest::collection::vec(".{0,6}", 0..3),
+        proptest::option::of(".{0,8}"),
+    )
+}
+
 fn run_state() -> impl Strategy<Value = RunState> {
     (
         "[a-z0-9_]{1,8}",
@@ -122,10 +168,18 @@ fn run_state() -> impl Strategy<Value = RunState> {
         proptest::collection::vec(".{0,10}", 0..4),
         any::<Index>(),
         proptest::collection::vec(call_seed(), 0..5),
+        (any::<bool>(), proptest::option::of(history_seed())),
     )
-        .prop_map(|(ids, current, counters, last, texts, ack, seeds)| {
-            build(ids, current, counters, last, texts, ack, seeds)
-        })
+        .prop_map(
+            |(ids, current, counters, last, texts, ack, seeds, (omit, held))| {
+                let mut state = build(ids, current, counters, last, texts, ack, seeds);
+                if omit {
+                    state.reasoning_ids = ReasoningIdPolicy::Omit;
+                }
+                state.history = held.map(history);
+                state
+            },
+        )
 }
 
 /// JSON pointers to every leaf (and every container) of a value.
@@ -191,7 +245,7 @@ proptest! {
             let debug = format!("{error:?}");
             prop_assert!(!display.contains(SECRET), "{}", display);
             prop_assert!(!debug.contains(SECRET), "{}", debug);
-            prop_assert!(display.contains("supported RunState versions: 1.0"), "{}", display);
+            prop_assert!(display.contains("supported RunState versions: 1.0, 1.1"), "{}", display);
         }
     }
 }

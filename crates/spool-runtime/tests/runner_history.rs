@@ -3,82 +3,15 @@
 //! output without its call), every request carries exactly what the
 //! server lacks — nothing twice, nothing missing.
 
-use std::sync::Arc;
+mod history_support;
 
+use history_support::*;
 use serde_json::{Value, json};
-use spool_model::{ProviderConfig, ResponsesProvider, RetryPolicy};
-use spool_protocol::{HistoryMode, UserInput};
-use spool_runtime::{Agent, RunStatus, Runner, Tool};
-use spool_store::{NewThread, SqliteStore, Store, StoreOptions};
-use spool_testkit::{Exchange, Reply, StatefulResponses};
-use spool_tools::function::FunctionTool;
-
-struct Setup {
-    _dir: tempfile::TempDir,
-    store: SqliteStore,
-    thread_id: String,
-    server: StatefulResponses,
-}
-
-async fn setup(mode: HistoryMode, replies: Vec<Reply>) -> Setup {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path().join("spool.db"), StoreOptions::default()).unwrap();
-    let mut new = NewThread::new("stateful", "/tmp");
-    new.history_mode = mode;
-    let thread = store.create_thread(new).await.unwrap();
-    let server = StatefulResponses::start(replies).await.unwrap();
-    Setup {
-        _dir: dir,
-        store,
-        thread_id: thread.thread.id,
-        server,
-    }
-}
-
-impl Setup {
-    fn runner(&self, retry: RetryPolicy) -> Runner<SqliteStore> {
-        let config = ProviderConfig::new("stateful", self.server.url()).with_retry(retry);
-        Runner::new(self.store.clone(), Arc::new(ResponsesProvider::new(config)))
-    }
-
-    async fn turn(&self, runner: &Runner<SqliteStore>, text: &str) -> RunStatus {
-        runner
-            .run(agent(), &self.thread_id, vec![UserInput::text(text)])
-            .await
-            .unwrap()
-            .status
-    }
-}
-
-/// An agent with a `weather` tool that answers at once.
-fn agent() -> Arc<Agent> {
-    let schema = json!({"type": "object", "properties": {"city": {"type": "string"}}});
-    let weather = FunctionTool::new("weather", "the weather", schema, |args, _| async move {
-        Ok(format!("sunny in {}", args["city"].as_str().unwrap_or("?")))
-    })
-    .unwrap();
-    Arc::new(
-        Agent::new("assistant", "/tmp")
-            .with_model("stateful-model")
-            .with_tool(Tool::Function(weather)),
-    )
-}
-
-fn user(text: &str) -> Value {
-    json!({"type": "message", "role": "user",
-           "content": [{"type": "input_text", "text": text}]})
-}
-
-fn output(call_id: &str, text: &str) -> Value {
-    json!({"type": "function_call_output", "call_id": call_id, "output": text})
-}
-
-fn input(exchange: &Exchange) -> Vec<Value> {
-    exchange.body["input"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-}
+use spool_model::RetryPolicy;
+use spool_protocol::HistoryMode;
+use spool_runtime::RunStatus;
+use spool_store::Store;
+use spool_testkit::Reply;
 
 /// Three turns, the first two with a tool call each.
 fn three_turns() -> Vec<Reply> {
@@ -98,25 +31,6 @@ async fn converse(setup: &Setup) {
     }
 }
 
-/// What the server holds once the conversation is over, each item by
-/// type and text or call id.
-fn shapes(context: &[Value]) -> Vec<String> {
-    context
-        .iter()
-        .map(|item| match item["type"].as_str() {
-            Some("function_call") => format!("call {}", item["call_id"].as_str().unwrap()),
-            Some("function_call_output") => {
-                format!("output {}", item["call_id"].as_str().unwrap())
-            }
-            _ => {
-                let role = item["role"].as_str().unwrap_or("?");
-                let text = item["content"][0]["text"].as_str().unwrap_or("?");
-                format!("{role}: {text}")
-            }
-        })
-        .collect()
-}
-
 const WHOLE: [&str; 11] = [
     "user: weather in Paris?",
     "call call_1",
@@ -130,12 +44,6 @@ const WHOLE: [&str; 11] = [
     "assistant: You are welcome.",
     "",
 ];
-
-fn assert_every_request_accepted(exchanges: &[Exchange]) {
-    for (n, exchange) in exchanges.iter().enumerate() {
-        assert_eq!(exchange.status, 200, "request {n}: {:?}", exchange.error);
-    }
-}
 
 /// The deltas of a server-managed history: what the server lacked.
 fn expected_deltas() -> Vec<Vec<Value>> {

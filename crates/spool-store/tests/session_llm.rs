@@ -79,7 +79,8 @@ async fn the_model_gets_the_raw_items_paired() {
     assert_eq!(sent(&view), expected);
     assert_eq!(s.get_items(None).await.unwrap().len(), items.len() + 3);
 
-    // Reasoning ids go under the omit policy, and only there.
+    // The caller's own items are sent as given: the omit policy is for
+    // reasoning spool generated, never for the caller's input.
     let omit = LlmViewOptions {
         reasoning_ids: ReasoningIdPolicy::Omit,
         ..LlmViewOptions::default()
@@ -89,11 +90,8 @@ async fn the_model_gets_the_raw_items_paired() {
         .into_iter()
         .find(|item| item["type"] == "reasoning")
         .unwrap();
-    assert!(reasoning.get("id").is_none());
-    assert_eq!(
-        reasoning["encrypted_content"],
-        items[4]["encrypted_content"]
-    );
+    assert_eq!(reasoning, items[4]);
+    assert!(reasoning.get("id").is_some());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

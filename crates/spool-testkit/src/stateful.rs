@@ -27,6 +27,12 @@ pub enum Reply {
     /// An assistant message in a response that has no id (and so cannot be
     /// continued from).
     MessageWithoutId(String),
+    /// Function calls in a response that has no id: the provider keeps
+    /// none of it.
+    CallsWithoutId(Vec<(String, String, String)>),
+    /// A reasoning item (provider id `rs_N`, this summary, encrypted
+    /// content) before the output of the inner reply.
+    Reasoned(String, Box<Reply>),
     /// An HTTP error status, with nothing stored.
     Fail(u16),
 }
@@ -34,6 +40,11 @@ pub enum Reply {
 impl Reply {
     pub fn message(text: &str) -> Reply {
         Reply::Message(text.to_owned())
+    }
+
+    /// `self`, with a reasoning item first.
+    pub fn reasoned(self, summary: &str) -> Reply {
+        Reply::Reasoned(summary.to_owned(), Box::new(self))
     }
 
     pub fn call(call_id: &str, name: &str, arguments: Value) -> Reply {
@@ -304,25 +315,9 @@ fn answer(
     context: Vec<Value>,
     reply: Reply,
 ) -> (Answer, Option<String>) {
-    let with_id = !matches!(reply, Reply::MessageWithoutId(_));
+    let with_id = !matches!(reply, Reply::MessageWithoutId(_) | Reply::CallsWithoutId(_));
     let response_id = state.fresh_id("resp");
-    let output: Vec<Value> = match reply {
-        Reply::Message(text) | Reply::MessageWithoutId(text) => {
-            let id = state.fresh_id("msg");
-            vec![json!({"type": "message", "id": id, "role": "assistant",
-                "status": "completed",
-                "content": [{"type": "output_text", "text": text, "annotations": []}]})]
-        }
-        Reply::Calls(calls) => calls
-            .into_iter()
-            .map(|(call_id, name, arguments)| {
-                let id = state.fresh_id("fc");
-                json!({"type": "function_call", "id": id, "call_id": call_id, "name": name,
-                    "arguments": arguments, "status": "completed"})
-            })
-            .collect(),
-        Reply::Fail(_) => Vec::new(),
-    };
+    let output = output(state, reply);
     let mut events = Vec::new();
     let id_field = if with_id {
         json!({"id": response_id})
@@ -338,6 +333,9 @@ fn answer(
         }
         if opening["type"] == "function_call" {
             opening["arguments"] = json!("");
+        }
+        if opening["type"] == "reasoning" {
+            opening["summary"] = json!([]);
         }
         events.push(
             json!({"type": "response.output_item.added", "output_index": index,
@@ -361,4 +359,33 @@ fn answer(
         state.conversations.insert(conversation.to_owned(), held);
     }
     (Answer::Sse(events), with_id.then_some(response_id))
+}
+
+/// The output items of a reply, with fresh provider ids.
+fn output(state: &mut State, reply: Reply) -> Vec<Value> {
+    match reply {
+        Reply::Message(text) | Reply::MessageWithoutId(text) => {
+            let id = state.fresh_id("msg");
+            vec![json!({"type": "message", "id": id, "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}]})]
+        }
+        Reply::Calls(calls) | Reply::CallsWithoutId(calls) => calls
+            .into_iter()
+            .map(|(call_id, name, arguments)| {
+                let id = state.fresh_id("fc");
+                json!({"type": "function_call", "id": id, "call_id": call_id, "name": name,
+                    "arguments": arguments, "status": "completed"})
+            })
+            .collect(),
+        Reply::Reasoned(summary, then) => {
+            let id = state.fresh_id("rs");
+            let mut items = vec![json!({"type": "reasoning", "id": id,
+                "summary": [{"type": "summary_text", "text": summary}],
+                "encrypted_content": format!("enc_{id}")})];
+            items.extend(output(state, *then));
+            items
+        }
+        Reply::Fail(_) => Vec::new(),
+    }
 }

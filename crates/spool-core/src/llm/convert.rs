@@ -83,7 +83,7 @@ pub(crate) fn yields_model_input(kind: ItemKind) -> bool {
 /// caller's business; this only converts.
 pub(crate) fn convert(record: &ItemRecord, policy: ReasoningIdPolicy, out: &mut Vec<ResponseItem>) {
     if let Some(raw) = raw_input_item(record) {
-        out.push(raw_item(raw, policy));
+        out.push(raw_item(raw));
         return;
     }
     let provider_data = record.envelope.provider_data.as_ref();
@@ -160,22 +160,11 @@ pub(crate) fn convert(record: &ItemRecord, policy: ReasoningIdPolicy, out: &mut 
     }
 }
 
-/// A raw input item as given, except that the reasoning-id policy applies
-/// to raw reasoning items too.
-fn raw_item(raw: &Value, policy: ReasoningIdPolicy) -> ResponseItem {
-    let is_reasoning = raw.get("type").and_then(Value::as_str) == Some("reasoning");
-    match (policy, is_reasoning) {
-        (ReasoningIdPolicy::Omit, true) => {
-            let mut raw = raw.clone();
-            if let Some(object) = raw.as_object_mut() {
-                object.remove("id");
-            }
-            ResponseItem::Other(raw)
-        }
-        (ReasoningIdPolicy::Omit, false) | (ReasoningIdPolicy::Preserve, _) => {
-            ResponseItem::Other(raw.clone())
-        }
-    }
+/// A raw input item exactly as its caller gave it: the reasoning-id
+/// policy applies to reasoning spool generated, never to the caller's own
+/// input (its ids are the caller's choice).
+fn raw_item(raw: &Value) -> ResponseItem {
+    ResponseItem::Other(raw.clone())
 }
 
 /// A message without `id` or `status`: both are output metadata the
@@ -268,21 +257,11 @@ fn reasoning(
         content: (!content.is_empty()).then_some(content),
         encrypted_content,
     };
-    match id {
-        // An id alone is usable: it points at reasoning the provider stored.
-        Some(_) => out.push(ResponseItem::Known(item)),
-        // Without an id, an item with nothing in it is noise.
-        None if !usable => {}
-        // The protocol's reasoning item always writes `id`, and an empty id
-        // is an error at the API; so an id-less item travels as raw JSON
-        // without the field.
-        None => {
-            let mut value = serde_json::to_value(item).unwrap_or(Value::Null);
-            if let Some(object) = value.as_object_mut() {
-                object.remove("id");
-                out.push(ResponseItem::Other(value));
-            }
-        }
+    // An id alone is usable: it points at reasoning the provider stored.
+    // Without one, an item with nothing in it is noise. (An empty id is
+    // not written out: the API refuses `"id": ""`.)
+    if id.is_some() || usable {
+        out.push(ResponseItem::Known(item));
     }
 }
 

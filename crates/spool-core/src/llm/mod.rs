@@ -14,10 +14,9 @@
 //! A record that carries a raw Responses input item (`providerData.inputItem`,
 //! written by the Session API, which stores what its caller gave it) is
 //! sent as exactly that item: the caller's own JSON, ids and all, since it
-//! is what the caller chose to keep. The one change is the reasoning-id
-//! policy: under [`ReasoningIdPolicy::Omit`] a raw reasoning item loses its
-//! `id`. Raw items go through the same pairing rules as the rest. Other
-//! records are converted:
+//! is what the caller chose to keep; not even the reasoning-id policy
+//! touches it. Raw items go through the same pairing rules as the rest.
+//! Other records are converted:
 //!
 //! | item | input items |
 //! |---|---|
@@ -41,9 +40,10 @@
 //!   `fc_...`) and every `status` are dropped: they are output metadata,
 //!   and sending them back ties the request to server-side storage that a
 //!   stateless (`store: false`) request does not have.
-//! - A reasoning item keeps the provider's `rs_...` id under
-//!   [`ReasoningIdPolicy::Preserve`] and loses it under
-//!   [`ReasoningIdPolicy::Omit`]; a reasoning item left with nothing the
+//! - A reasoning item spool recorded from a response keeps the provider's
+//!   `rs_...` id under [`ReasoningIdPolicy::Preserve`] and loses it under
+//!   [`ReasoningIdPolicy::Omit`] (a caller's raw reasoning item keeps
+//!   whatever it has); a reasoning item left with nothing the
 //!   model can use (no summary, content or encrypted content) is dropped.
 //! - A web search call keeps the provider's id: the API identifies the
 //!   hosted call by it.

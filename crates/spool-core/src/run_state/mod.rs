@@ -10,7 +10,7 @@
 //!
 //! ```json
 //! {
-//!   "$schemaVersion": "1.0",
+//!   "$schemaVersion": "1.1",
 //!   "threadId": "...", "turnId": "...",
 //!   "currentAgent": { "name": "coder", "occurrence": 1 },
 //!   "step": 1, "maxTurns": 10, "lastResponseId": "resp_..." | null,
@@ -19,7 +19,13 @@
 //!                "arguments", "executed", "completed", "output" } ],
 //!   "approvals": [ { "requestId", "callId", "tool", "decision" } ],
 //!   "interruptions": [ { "requestId", "callId", "tool", "itemId",
-//!                        "kind", "summary" } ]
+//!                        "kind", "summary" } ],
+//!   "reasoningIds": "preserve" | "omit",
+//!   "history": null | { "mode": "previousResponseId" | "conversationId",
+//!                       "cursor": { "previousResponseId", "throughOrdinal",
+//!                                   "unsent": [ { "itemId", "part" } ],
+//!                                   "heldCalls": [ "call_..." ] },
+//!                       "conversationId": "conv_..." | null }
 //! }
 //! ```
 //!
@@ -107,14 +113,15 @@ mod graph;
 mod reader;
 mod types;
 mod v1_0;
+mod v1_1;
 mod validate;
 mod version;
 
 pub use error::{FieldProblem, JsonErrorKind, RunStateError};
 pub use graph::{AgentGraph, StaticAgentGraph};
 pub use types::{
-    AgentKey, ApprovalRecord, CallRecord, CallStatus, Interruption, InterruptionKind, RunState,
-    ToolKey,
+    AgentKey, ApprovalRecord, CallRecord, CallStatus, Interruption, InterruptionKind, RunHistory,
+    RunState, ServerHistoryMode, ToolKey,
 };
 pub use version::{
     CURRENT_SCHEMA_VERSION, SCHEMA_VERSIONS, SchemaVersion, compare_versions, sorted_versions,

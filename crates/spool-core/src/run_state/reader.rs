@@ -54,6 +54,11 @@ impl<'a> Obj<'a> {
         }
     }
 
+    /// Whether the key is present and not `null`.
+    pub fn has(&self, key: &str) -> bool {
+        !matches!(self.map.get(key), None | Some(Value::Null))
+    }
+
     fn child_path(&self, key: &str) -> String {
         if self.path.is_empty() {
             key.to_owned()
@@ -128,6 +133,18 @@ impl<'a> Obj<'a> {
             .map_err(|_| self.error(key, FieldProblem::OutOfRange { expected: RANGE }))
     }
 
+    pub fn u64(&self, key: &str) -> Result<u64, RunStateError> {
+        self.unsigned(key, "a whole number from 0 to 18446744073709551615")
+    }
+
+    /// Absent and `null` both mean `None`.
+    pub fn opt_object(&self, key: &str) -> Result<Option<Obj<'a>>, RunStateError> {
+        match self.map.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.object(key).map(Some),
+        }
+    }
+
     /// Any JSON value but `null`, kept as is.
     pub fn value(&self, key: &str) -> Result<Value, RunStateError> {
         self.required(key).cloned()
@@ -177,6 +194,13 @@ impl<'a> Obj<'a> {
             .find(|(name, _)| *name == text)
             .map(|(_, value)| *value)
             .ok_or_else(|| self.error(key, FieldProblem::UnknownVariant { expected }))
+    }
+}
+
+impl Elem<'_> {
+    /// The error for an element of the wrong JSON type (never quoting it).
+    pub fn wrong_type(&self, expected: &'static str, found: &Value) -> RunStateError {
+        wrong_type(self.version, self.path.clone(), expected, found)
     }
 }
 

@@ -5,6 +5,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use super::version::CURRENT_SCHEMA_VERSION;
+use crate::llm::{HistoryCursor, ReasoningIdPolicy};
 
 /// One agent of the graph. Two agents may share a name (two `coder`s with
 /// different tools); `occurrence` tells them apart: 0 for the first agent
@@ -130,6 +131,39 @@ pub struct RunState {
     pub calls: Vec<CallRecord>,
     pub approvals: Vec<ApprovalRecord>,
     pub interruptions: Vec<Interruption>,
+    /// What happens to the provider ids of reasoning items the run sends
+    /// back (since 1.1; a 1.0 snapshot preserved them).
+    pub reasoning_ids: ReasoningIdPolicy,
+    /// Who holds the conversation when the provider does, and what it
+    /// holds (since 1.1). `None`: spool replays its own log.
+    pub history: Option<RunHistory>,
+}
+
+/// A provider-held history as a paused run left it: the thread's mode, the
+/// tracker's cursor, and the conversation when there is one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunHistory {
+    pub mode: ServerHistoryMode,
+    pub cursor: HistoryCursor,
+    pub conversation_id: Option<String>,
+}
+
+/// The two modes in which the provider holds the history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ServerHistoryMode {
+    PreviousResponseId,
+    ConversationId,
+}
+
+impl Serialize for RunHistory {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut out = serializer.serialize_struct("RunHistory", 3)?;
+        out.serialize_field("mode", &self.mode)?;
+        out.serialize_field("cursor", &self.cursor)?;
+        out.serialize_field("conversationId", &self.conversation_id)?;
+        out.end()
+    }
 }
 
 /// Where a call stands, as far as the ledger knows.
@@ -218,7 +252,7 @@ impl Serialize for RunState {
     // Written by hand so `$schemaVersion` comes first and is always the
     // current version: the struct has no version field that could drift.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut out = serializer.serialize_struct("RunState", 12)?;
+        let mut out = serializer.serialize_struct("RunState", 14)?;
         out.serialize_field("$schemaVersion", CURRENT_SCHEMA_VERSION)?;
         out.serialize_field("threadId", &self.thread_id)?;
         out.serialize_field("turnId", &self.turn_id)?;
@@ -231,6 +265,8 @@ impl Serialize for RunState {
         out.serialize_field("calls", &self.calls)?;
         out.serialize_field("approvals", &self.approvals)?;
         out.serialize_field("interruptions", &self.interruptions)?;
+        out.serialize_field("reasoningIds", &self.reasoning_ids)?;
+        out.serialize_field("history", &self.history)?;
         out.end()
     }
 }

@@ -15,6 +15,7 @@ use super::reader::{Elem, Obj};
 use super::types::{
     AgentKey, ApprovalRecord, CallRecord, Interruption, InterruptionKind, RunState, ToolKey,
 };
+use crate::llm::ReasoningIdPolicy;
 
 /// The interruption kinds 1.0 knows. Its own list, not the current enum's,
 /// so a kind added later is not silently accepted in a 1.0 snapshot.
@@ -43,10 +44,13 @@ pub(crate) fn decode(
         calls: each(&root, "calls", call)?,
         approvals: each(&root, "approvals", approval)?,
         interruptions: each(&root, "interruptions", interruption)?,
+        // 1.0 had neither: ids were kept and spool replayed its log.
+        reasoning_ids: ReasoningIdPolicy::Preserve,
+        history: None,
     })
 }
 
-fn each<T>(
+pub(crate) fn each<T>(
     parent: &Obj<'_>,
     key: &str,
     decode: impl Fn(&Elem<'_>) -> Result<T, RunStateError>,

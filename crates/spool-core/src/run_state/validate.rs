@@ -195,6 +195,8 @@ mod tests {
             calls: vec![call("a", true, true), call("b", false, false)],
             approvals: vec![],
             interruptions: vec![interruption("r1", "b", tool(0, "shell"))],
+            reasoning_ids: Default::default(),
+            history: None,
         }
     }
 

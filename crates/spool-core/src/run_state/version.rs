@@ -8,18 +8,25 @@ use std::cmp::Ordering;
 use std::fmt;
 
 /// The version [`RunState::to_json`](super::RunState::to_json) writes.
-pub const CURRENT_SCHEMA_VERSION: &str = "1.0";
+pub const CURRENT_SCHEMA_VERSION: &str = "1.1";
 
 /// Every version this build reads, each with a one-line summary of what it
 /// added. Reading an older entry is a migration to the current struct (one
 /// decoder arm per entry in `decode.rs`); shipping a version means adding
 /// its row here, its decoder arm and its fixture directory
 /// (`tests/fixtures/run_state/v<version>/`), which the tests enforce.
-pub const SCHEMA_VERSIONS: &[(&str, &str)] = &[(
-    "1.0",
-    "first shipped shape: agent keys with occurrences, tool keys, call ledger, \
-     bound approvals, pending interruptions",
-)];
+pub const SCHEMA_VERSIONS: &[(&str, &str)] = &[
+    (
+        "1.0",
+        "first shipped shape: agent keys with occurrences, tool keys, call ledger, \
+         bound approvals, pending interruptions",
+    ),
+    (
+        "1.1",
+        "the reasoning-id policy (`reasoningIds`) and a provider-held history \
+         (`history`: mode, tracker cursor, conversation id)",
+    ),
+];
 
 /// A well-formed `MAJOR.MINOR` version.
 ///

@@ -137,6 +137,8 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
             calls: Vec::new(),
             approvals: Vec::new(),
             interruptions: Vec::new(),
+            reasoning_ids: runner.reasoning_ids,
+            history: None,
         };
         Ok(Run {
             runner,
@@ -224,7 +226,7 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
         }
         let options = LlmViewOptions {
             token_budget: self.runner.history_token_budget,
-            ..LlmViewOptions::default()
+            reasoning_ids: self.state.reasoning_ids,
         };
         let view = self
             .runner
@@ -264,7 +266,12 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
         let mut flight = match &mut self.owner {
             Some(owner) if !self.review => {
                 let prepared = owner
-                    .prepare(self.runner, &self.state.thread_id, &mut request)
+                    .prepare(
+                        self.runner,
+                        &self.state.thread_id,
+                        self.state.reasoning_ids,
+                        &mut request,
+                    )
                     .await?;
                 match prepared {
                     Ok(flight) => Some(flight),

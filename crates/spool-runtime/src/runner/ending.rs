@@ -40,6 +40,7 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
     pub(super) async fn snapshot(&mut self) -> Result<String, RunError> {
         let input = self.history().await?;
         set_input(&mut self.state, &input);
+        self.state.history = self.owner.as_ref().and_then(|owner| owner.snapshot());
         Ok(self.state.to_json())
     }
 

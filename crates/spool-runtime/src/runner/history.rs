@@ -16,7 +16,8 @@
 
 use std::collections::HashSet;
 
-use spool_core::llm::{Prepared, Response, Sent};
+use spool_core::llm::{Prepared, ReasoningIdPolicy, Response, Sent};
+use spool_core::run_state::{RunHistory, ServerHistoryMode};
 use spool_model::ModelError;
 use spool_model::ModelRequest;
 use spool_protocol::responses::ResponseItem;
@@ -43,15 +44,28 @@ pub(crate) struct InFlight {
 impl ServerHistory {
     /// The thread's history owner: `None` for `replay`. A provider that
     /// keeps no history cannot own one.
+    ///
+    /// A paused run's snapshot carries the history as it left it
+    /// (`from_state`); the store's copy wins only when it is further along
+    /// (another process went on since the snapshot was taken), so a
+    /// resumed run never sends again what the provider acknowledged.
     pub async fn load<S: Store>(
         runner: &Runner<S>,
         thread_id: &str,
-        from_state: Option<StoredHistory>,
+        from_state: Option<&RunHistory>,
     ) -> Result<Option<ServerHistory>, RunError> {
         let Some(record) = runner.store.thread(thread_id).await? else {
             return Err(spool_store::StoreError::UnknownThread(thread_id.to_owned()).into());
         };
         let mode = record.thread.history_owner.unwrap_or_default();
+        if let Some(state) = from_state
+            && protocol_mode(state.mode) != mode
+        {
+            return Err(RunError::StateHistoryMismatch {
+                state: protocol_mode(state.mode),
+                thread: mode,
+            });
+        }
         if mode == HistoryMode::Replay {
             return Ok(None);
         }
@@ -61,11 +75,31 @@ impl ServerHistory {
                 provider: runner.provider.name().to_owned(),
             });
         }
+        let in_store = runner.store.history(thread_id).await?.unwrap_or_default();
         let stored = match from_state {
-            Some(stored) => stored,
-            None => runner.store.history(thread_id).await?.unwrap_or_default(),
+            Some(state) if state.cursor.through_ordinal >= in_store.cursor.through_ordinal => {
+                StoredHistory {
+                    cursor: state.cursor.clone(),
+                    conversation_id: state.conversation_id.clone().or(in_store.conversation_id),
+                }
+            }
+            Some(_) | None => in_store,
         };
         Ok(Some(ServerHistory { mode, stored }))
+    }
+
+    /// The history as a RunState carries it.
+    pub fn snapshot(&self) -> Option<RunHistory> {
+        let mode = match self.mode {
+            HistoryMode::PreviousResponseId => ServerHistoryMode::PreviousResponseId,
+            HistoryMode::ConversationId => ServerHistoryMode::ConversationId,
+            HistoryMode::Replay => return None,
+        };
+        Some(RunHistory {
+            mode,
+            cursor: self.stored.cursor.clone(),
+            conversation_id: self.stored.conversation_id.clone(),
+        })
     }
 
     /// Prepares the next request's input and names what it continues
@@ -75,6 +109,7 @@ impl ServerHistory {
         &mut self,
         runner: &Runner<S>,
         thread_id: &str,
+        reasoning_ids: ReasoningIdPolicy,
         request: &mut ModelRequest,
     ) -> Result<Result<InFlight, ModelError>, RunError> {
         if self.mode == HistoryMode::ConversationId && self.stored.conversation_id.is_none() {
@@ -90,7 +125,7 @@ impl ServerHistory {
             .store
             .llm_records_after(thread_id, cursor.through_ordinal, &cursor.unsent_item_ids())
             .await?;
-        let prepared = cursor.prepare(&records, runner.reasoning_ids);
+        let prepared = cursor.prepare(&records, reasoning_ids);
         request.input = prepared.input.clone();
         request.store = Some(true);
         match self.mode {
@@ -167,5 +202,12 @@ impl InFlight {
                 self.produced.insert(started.item.id().to_owned());
             }
         }
+    }
+}
+
+fn protocol_mode(mode: ServerHistoryMode) -> HistoryMode {
+    match mode {
+        ServerHistoryMode::PreviousResponseId => HistoryMode::PreviousResponseId,
+        ServerHistoryMode::ConversationId => HistoryMode::ConversationId,
     }
 }

@@ -176,6 +176,15 @@ pub enum RunError {
         mode: spool_protocol::HistoryMode,
         provider: String,
     },
+    #[error(
+        "the RunState's history is held in `{}` mode, but its thread's is `{}`",
+        state.as_str(),
+        thread.as_str()
+    )]
+    StateHistoryMismatch {
+        state: spool_protocol::HistoryMode,
+        thread: spool_protocol::HistoryMode,
+    },
 }
 
 impl<S: Store + Clone + 'static> Runner<S> {

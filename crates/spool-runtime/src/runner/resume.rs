@@ -167,7 +167,7 @@ pub(crate) async fn reopen<'r, S: Store + Clone + 'static>(
         }
     }
     let grants = load_grants(runner, &thread_id).await?;
-    let owner = ServerHistory::load(runner, &thread_id, None).await?;
+    let owner = ServerHistory::load(runner, &thread_id, state.history.as_ref()).await?;
     Ok(Run {
         runner,
         agent_key: state.current_agent.clone(),
