@@ -172,6 +172,7 @@ async fn run(args: &BenchServerArgs, dir: &Path, machine: Machine) -> anyhow::Re
             Agent::new("bench", root).with_model("scripted")
         }),
         rules_file: None,
+        compaction: None,
         ceilings: spool_server::Ceilings::none(),
         facts: spool_server::ServerFacts::default(),
         max_input_chars: spool_server::DEFAULT_MAX_INPUT_CHARS,

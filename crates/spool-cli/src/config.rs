@@ -37,6 +37,11 @@ pub struct ProviderEntry {
     /// Sampling temperature (the provider's default when unset).
     #[serde(default)]
     pub temperature: Option<f32>,
+    /// The model's context window, in tokens: with it, threads are
+    /// compacted before a turn once their history passes `compact_at` of
+    /// it (over the top-level `context_window`).
+    #[serde(default)]
+    pub context_window: Option<usize>,
 }
 
 fn default_wire_api() -> WireApi {
@@ -54,6 +59,13 @@ pub struct ConfigFile {
     pub model: Option<String>,
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderEntry>,
+    /// The model's context window when its provider entry names none.
+    #[serde(default)]
+    pub context_window: Option<usize>,
+    /// The share of the context window (0 < share <= 1; 0.8 when unset)
+    /// past which a thread's history is compacted before the next turn.
+    #[serde(default)]
+    pub compact_at: Option<f64>,
     /// `[requirements]`: the most a client of `spool serve` may ask for
     /// (its `--max-approval-policy`, `--max-sandbox`, `--allowed-root`
     /// win over these).

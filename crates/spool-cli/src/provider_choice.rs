@@ -13,6 +13,8 @@ pub const LOCAL_MODEL_NAME: &str = "SmolLM2-135M-Instruct";
 /// short, firm instruction (its built-in system prompt makes it worse).
 const LOCAL_MODEL_INSTRUCTIONS: &str = "Answer in English, in one sentence.";
 const LOCAL_MODEL_TEMPERATURE: f32 = 0.2;
+/// The context window of one request to the local model server.
+pub const LOCAL_MODEL_CONTEXT: usize = 2048;
 const OPENAI_URL: &str = "https://api.openai.com/v1";
 const OPENAI_DEFAULT_MODEL: &str = "gpt-5-mini";
 
@@ -50,7 +52,12 @@ pub struct ChosenProvider {
     pub temperature: Option<f32>,
     /// Chosen because nothing else was configured (the CLI says so).
     pub fell_back_to_local: bool,
+    /// When to compact (a context window is known), else `None`.
+    pub compaction: Option<spool_runtime::CompactionPolicy>,
 }
+
+/// The share of the window past which history is compacted, by default.
+const DEFAULT_COMPACT_AT: f64 = 0.8;
 
 /// Picks the provider. `env` reads environment variables (injectable for tests).
 pub fn choose(
@@ -91,7 +98,19 @@ pub fn choose(
         .with_context(|| {
             format!("no model for provider `{name}`: pass --model or set `model` in spool.toml")
         })?;
+    let compact_at = config.compact_at.unwrap_or(DEFAULT_COMPACT_AT);
+    if !(compact_at > 0.0 && compact_at <= 1.0) {
+        bail!("`compact_at` in spool.toml must be more than 0 and at most 1, not {compact_at}");
+    }
+    let compaction = entry
+        .context_window
+        .or(config.context_window)
+        .map(|context_window| spool_runtime::CompactionPolicy {
+            context_window,
+            compact_at,
+        });
     Ok(ChosenProvider {
+        compaction,
         base_url: args.base_url.clone().unwrap_or(entry.base_url),
         wire_api: args.wire_api.unwrap_or(entry.wire_api),
         api_key,
@@ -115,6 +134,7 @@ pub(crate) fn builtin(name: &str, env: &dyn Fn(&str) -> Option<String>) -> Optio
             model: Some(OPENAI_DEFAULT_MODEL.to_owned()),
             instructions: None,
             temperature: None,
+            context_window: None,
         }),
         "local" => Some(ProviderEntry {
             base_url: env("SPOOL_LOCAL_MODEL_URL").unwrap_or_else(|| LOCAL_MODEL_URL.to_owned()),
@@ -123,6 +143,9 @@ pub(crate) fn builtin(name: &str, env: &dyn Fn(&str) -> Option<String>) -> Optio
             model: Some(LOCAL_MODEL_NAME.to_owned()),
             instructions: Some(LOCAL_MODEL_INSTRUCTIONS.to_owned()),
             temperature: Some(LOCAL_MODEL_TEMPERATURE),
+            // Each of the server's two slots gets half of its `-c 4096`
+            // (`scripts/local-model.sh`).
+            context_window: Some(LOCAL_MODEL_CONTEXT),
         }),
         _ => None,
     }

@@ -96,6 +96,8 @@ async fn the_codex_python_sdk_drives_spool_app_server() {
             )],
         ),
         message_response("r4", &["appended"]),
+        message_response("r5", &["SUMMARY: three turns so far"]),
+        message_response("r6", &["answer after compaction"]),
     ])
     .await
     .unwrap();
@@ -138,8 +140,8 @@ async fn the_codex_python_sdk_drives_spool_app_server() {
     let requests = model.requests();
     assert_eq!(
         requests.len(),
-        4,
-        "one model call per run, two for the command turn: {:#?}",
+        6,
+        "one model call per run, two for the command turn, one to compact: {:#?}",
         requests.iter().map(|r| &r.body).collect::<Vec<_>>()
     );
     assert_eq!(model.remaining(), 0);
@@ -164,4 +166,29 @@ async fn the_codex_python_sdk_drives_spool_app_server() {
         .collect();
     assert_eq!(outputs.len(), 1, "{outputs:?}");
     assert_eq!(outputs[0]["call_id"], "call_1");
+
+    // thread.compact(): the summarizing call saw the three turns; the turn after it sees
+    // the summary and its own question, none of what the summary replaced.
+    let summarizing = messages(&requests[4].body);
+    assert_eq!(
+        summarizing.first(),
+        Some(&message("user", "first question"))
+    );
+    assert!(
+        summarizing.last().unwrap().1.starts_with("Summarize"),
+        "{summarizing:?}"
+    );
+    assert_eq!(
+        messages(&requests[5].body),
+        [
+            message(
+                "user",
+                &format!(
+                    "{}SUMMARY: three turns so far",
+                    spool_core::llm::COMPACTION_PREFIX
+                )
+            ),
+            message("user", "after compaction"),
+        ]
+    );
 }

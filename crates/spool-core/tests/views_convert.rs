@@ -465,6 +465,7 @@ fn compaction_replaces_everything_before_it() {
             ThreadItem::ContextCompaction {
                 id: "cc".into(),
                 summary: Some("They asked an old question.".into()),
+                replaces: None,
             },
         ),
         record("t2", 5, agent("a2", "after")),

@@ -288,6 +288,7 @@ fn turns_before_the_compaction_are_not_counted_as_omitted() {
             ThreadItem::ContextCompaction {
                 id: "cc".into(),
                 summary: Some("turn 1".into()),
+                replaces: None,
             },
         ),
         5,

@@ -189,6 +189,7 @@ fn item_of(spec: &Spec, id: &str) -> (ThreadItem, ItemStatus, Option<Value>) {
             ThreadItem::ContextCompaction {
                 id: id.into(),
                 summary: Some("earlier".into()),
+                replaces: None,
             },
             if *finished {
                 done

@@ -97,6 +97,7 @@ fn llm_view_records_hide_ui_items_and_start_at_the_latest_compaction() {
         ThreadItem::ContextCompaction {
             id: "cc".into(),
             summary: Some("they said hi".into()),
+            replaces: None,
         },
     ));
     records.push(record("t2", 8, user("u2", "again")));

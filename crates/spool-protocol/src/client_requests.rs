@@ -28,6 +28,7 @@
 //! | `turn/steer` | [`TurnSteerParams`] | [`TurnSteerResponse`] |
 //! | `turn/interrupt` | [`TurnInterruptParams`] | [`TurnInterruptResponse`] |
 //! | `review/start` | [`ReviewStartParams`] | [`ReviewStartResponse`] |
+//! | `thread/compact/start` | [`ThreadCompactStartParams`] | [`ThreadCompactStartResponse`] |
 //! | `configRequirements/read` | [`ConfigRequirementsReadParams`] | [`ConfigRequirementsReadResponse`] |
 //! | `account/read` | [`GetAccountParams`] | [`GetAccountResponse`] |
 //! | `config/read` | [`ConfigReadParams`] | [`ConfigReadResponse`] |
@@ -135,6 +136,8 @@ client_requests! {
     TurnInterrupt => "turn/interrupt" (TurnInterruptParams),
     /// A code review run as a turn (inline) or on a new thread (detached).
     ReviewStart => "review/start" (ReviewStartParams),
+    /// Compact the thread's history now, as a turn of its own.
+    ThreadCompactStart => "thread/compact/start" (ThreadCompactStartParams),
     /// The ceilings the operator set on what clients may ask for.
     ConfigRequirementsRead => "configRequirements/read" (ConfigRequirementsReadParams),
     /// spool needs no login: `requiresOpenaiAuth` is false.
@@ -215,6 +218,7 @@ impl ClientRequest {
             ClientRequest::TurnSteer(p) => Some(&p.thread_id),
             ClientRequest::TurnInterrupt(p) => Some(&p.thread_id),
             ClientRequest::ReviewStart(p) => Some(&p.thread_id),
+            ClientRequest::ThreadCompactStart(p) => Some(&p.thread_id),
         }
     }
 }

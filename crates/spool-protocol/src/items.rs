@@ -141,6 +141,11 @@ pub enum ThreadItem {
         /// spool: the summary that replaces the compacted turns for the model.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         summary: Option<String>,
+        /// spool: the seqs of the first and last events it replaces (every
+        /// item that started before it); `None` while it runs, or when it
+        /// replaced nothing.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        replaces: Option<SeqRange>,
     },
 
     // --- spool's own kinds ---
@@ -641,4 +646,12 @@ pub enum FunctionCallStatus {
     Completed,
     Failed,
     Declined,
+}
+
+/// An inclusive range of a thread's event seqs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SeqRange {
+    pub from_seq: u64,
+    pub through_seq: u64,
 }

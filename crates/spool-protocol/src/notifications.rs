@@ -39,6 +39,15 @@ pub struct ThreadArchivedNotification {
     pub thread_id: String,
 }
 
+/// Deprecated in Codex for the `contextCompaction` item, and still sent:
+/// the thread's history was compacted by this turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextCompactedNotification {
+    pub thread_id: String,
+    pub turn_id: String,
+}
+
 /// The thread is no longer archived.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -298,6 +307,7 @@ impl NotificationParams for ThreadStartedNotification {
 }
 
 of_thread!(
+    ContextCompactedNotification,
     ThreadStatusChangedNotification,
     ThreadNameUpdatedNotification,
     ThreadArchivedNotification,
@@ -420,6 +430,9 @@ server_notifications! {
     Error => "error" (ErrorNotification) Lifecycle Codex,
     ServerRequestResolved => "serverRequest/resolved"
         (ServerRequestResolvedNotification) Lifecycle Codex,
+    /// Deprecated in Codex (the `contextCompaction` item says it); sent
+    /// after a compaction's item completes, as Codex does.
+    ThreadCompacted => "thread/compacted" (ContextCompactedNotification) Lifecycle Codex,
     /// spool only (opt-in on the wire).
     ItemRemoved => "item/removed" (ItemRemovedNotification) Lifecycle Spool,
     /// spool only (opt-in on the wire).

@@ -114,6 +114,10 @@ pub fn all_schemas() -> Vec<(&'static str, Value)> {
             "ServerRequestResolvedNotification",
             schema_of::<ServerRequestResolvedNotification>(),
         ),
+        (
+            "ContextCompactedNotification",
+            schema_of::<ContextCompactedNotification>(),
+        ),
         ("JsonRpcMessage", schema_of::<JsonRpcMessage>()),
         ("JsonRpcRequest", schema_of::<JsonRpcRequest>()),
         ("JsonRpcNotification", schema_of::<JsonRpcNotification>()),
@@ -195,6 +199,14 @@ fn client_request_schemas() -> Vec<(&'static str, Value)> {
         ),
         ("ReviewStartParams", schema_of::<ReviewStartParams>()),
         ("ReviewStartResponse", schema_of::<ReviewStartResponse>()),
+        (
+            "ThreadCompactStartParams",
+            schema_of::<ThreadCompactStartParams>(),
+        ),
+        (
+            "ThreadCompactStartResponse",
+            schema_of::<ThreadCompactStartResponse>(),
+        ),
         (
             "ConfigRequirementsReadParams",
             schema_of::<ConfigRequirementsReadParams>(),

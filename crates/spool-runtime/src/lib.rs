@@ -17,7 +17,8 @@ pub use agent::{
     Agent, AgentSet, Confinement, DynamicTool, ModelSettings, SandboxOptions, ShellTool, Tool,
 };
 pub use runner::{
-    ClientRequests, REVIEWER_INSTRUCTIONS, Review, RunError, RunResult, RunStatus, Runner, reviewer,
+    COMPACTION_INSTRUCTIONS, ClientRequests, CompactionPolicy, REVIEWER_INSTRUCTIONS, Review,
+    RunError, RunResult, RunStatus, Runner, reviewer,
 };
 
 /// Unix milliseconds now.

@@ -82,6 +82,9 @@ pub struct HubOptions {
     pub agent_for: AgentFactory,
     /// Where accepted "always allow" rules are written.
     pub rules_file: Option<std::path::PathBuf>,
+    /// When threads are compacted before a turn; `None`: only on
+    /// `thread/compact/start`.
+    pub compaction: Option<spool_runtime::CompactionPolicy>,
     /// What clients may ask for; `defaults` must lie within them.
     pub ceilings: Ceilings,
     /// What `account/read` and `config/read` report.
@@ -111,6 +114,7 @@ pub struct Hub {
     /// Settings of threads that do not set their own.
     defaults: ThreadSettings,
     rules_file: Option<std::path::PathBuf>,
+    compaction: Option<spool_runtime::CompactionPolicy>,
     agent_for: AgentFactory,
     ceilings: Ceilings,
     facts: ServerFacts,
@@ -174,6 +178,7 @@ impl Hub {
             defaults: options.defaults,
             agent_for: options.agent_for,
             rules_file: options.rules_file,
+            compaction: options.compaction,
             ceilings: options.ceilings,
             facts: options.facts,
             max_input_chars: options.max_input_chars,
@@ -495,6 +500,12 @@ impl Hub {
             .await
     }
 
+    /// Compacts the thread's history now, as a turn of its own (see
+    /// `spool_runtime::Runner::compact_streamed`).
+    pub async fn start_compaction(self: &Arc<Self>, thread_id: &str) -> Result<Turn, HubError> {
+        self.launch_turn(thread_id, TurnOpening::Compact).await
+    }
+
     async fn launch_turn(
         self: &Arc<Self>,
         thread_id: &str,
@@ -517,6 +528,11 @@ impl Hub {
                     let reviewer = Arc::new(spool_runtime::reviewer(&launch.agent));
                     runner
                         .review_streamed(reviewer, &thread, review, &events_tx, launch.stop)
+                        .await
+                }
+                TurnOpening::Compact => {
+                    runner
+                        .compact_streamed(launch.agent, &thread, &events_tx, launch.stop)
                         .await
                 }
             }
@@ -610,6 +626,7 @@ impl Hub {
             }),
         );
         runner.rules_file = self.rules_file.clone();
+        runner.compaction = self.compaction;
         runner.more_input = Some(
             self.threads()
                 .entry(thread_id.to_owned())
@@ -768,6 +785,7 @@ impl Hub {
 enum TurnOpening {
     User(Vec<UserInput>),
     Review(Review),
+    Compact,
 }
 
 /// What a run claimed on a thread starts with.

@@ -165,6 +165,7 @@ async fn the_view_starts_at_the_latest_compaction() {
     let compaction = ThreadItem::ContextCompaction {
         id: "cc".into(),
         summary: Some("the first twenty turns".into()),
+        replaces: None,
     };
     store
         .append(

@@ -146,6 +146,7 @@ fn terminal_runner(
             store: store.clone(),
         }));
     runner.rules_file = Some(rules_file()?);
+    runner.compaction = chosen.compaction;
     // The terminal shows the streamed events; the result's item lists
     // would be two reads of the whole thread for nothing.
     runner.collect_results = false;

@@ -108,6 +108,7 @@ pub async fn serve(
         defaults,
         agent_for,
         rules_file: Some(rules_file()?),
+        compaction: chosen.compaction,
         ceilings,
         max_input_chars: args.max_input_chars,
         facts: ServerFacts {

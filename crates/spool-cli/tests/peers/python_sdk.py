@@ -11,6 +11,9 @@ server it launches). The scripted answers below are kept in step with that test'
     turn 2 "second question" -> "answer two"          (the model sees turn 1 in its input)
     turn 3 "append a line"   -> a shell call, escalated, that appends "ran" to SIDE_EFFECT_FILE,
                                 then "appended"
+    thread.compact()         -> the summary "SUMMARY: three turns so far" (a turn of its own)
+    turn 5 "after compaction" -> "answer after compaction" (the model sees the summary, not
+                                the turns it replaced)
 
 Every step runs even when an earlier independent one failed, so one run lists every failure;
 exits 1 if any failed, 3 if a step hung (the SDK blocks forever on a reply that never comes).
@@ -22,6 +25,7 @@ import os
 import sys
 import threading
 import traceback
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -29,6 +33,7 @@ from openai_codex import Codex, CodexConfig
 from openai_codex.generated.v2_all import (
     AgentMessageThreadItem,
     CommandExecutionStatus,
+    ContextCompactionThreadItem,
     CommandExecutionThreadItem,
     TurnStatus,
     UserMessageThreadItem,
@@ -258,6 +263,34 @@ def run_steps(workdir: str, side_effect: Path) -> None:
         expect(commands[0].exit_code == 0, f"command exit code {commands[0].exit_code!r}")
         content = side_effect.read_text() if side_effect.exists() else None
         expect(content == "ran\n", f"{side_effect} holds {content!r}, expected 'ran\\n'")
+
+    with step("compact"):
+        answer = thread.compact()
+        expect(answer.model_dump(exclude_none=True) == {}, f"thread/compact/start said {answer!r}")
+        # The compaction runs as a turn of its own: wait for it to end.
+        deadline = time.monotonic() + STEP_TIMEOUT_S - 5
+        turns = []
+        while time.monotonic() < deadline:
+            turns = thread.read(include_turns=True).thread.turns
+            if len(turns) == 4 and turns[3].status != TurnStatus.in_progress:
+                break
+            time.sleep(0.1)
+        expect(len(turns) == 4, f"{len(turns)} turns after compact, expected 4")
+        if len(turns) == 4:
+            expect(turns[3].status == TurnStatus.completed, f"compaction {turns[3].status!r}")
+            kinds = [type(i).__name__ for i in items_of(turns[3])]
+            expect(
+                kinds == [ContextCompactionThreadItem.__name__],
+                f"the compaction turn holds {kinds!r}",
+            )
+
+    with step("run 5: after compaction"):
+        fifth = thread.run("after compaction")
+        expect(fifth.status == TurnStatus.completed, f"status {fifth.status!r}")
+        expect(
+            fifth.final_response == "answer after compaction",
+            f"final_response {fifth.final_response!r}",
+        )
 
 
 if __name__ == "__main__":

@@ -77,6 +77,7 @@ pub fn apply_delta(item: &mut ThreadItem, event: &ServerNotification) -> Result<
         | ServerNotification::ThreadTokenUsageUpdated(_)
         | ServerNotification::Error(_)
         | ServerNotification::ServerRequestResolved(_)
+        | ServerNotification::ThreadCompacted(_)
         | ServerNotification::ItemRemoved(_)
         | ServerNotification::ThreadCleared(_)
         | ServerNotification::ThreadEventsLost(_) => {

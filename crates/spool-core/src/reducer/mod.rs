@@ -388,6 +388,7 @@ impl ThreadReducer {
             | ServerNotification::ThreadTokenUsageUpdated(_)
             | ServerNotification::Error(_)
             | ServerNotification::ServerRequestResolved(_)
+            | ServerNotification::ThreadCompacted(_)
             | ServerNotification::ThreadEventsLost(_) => Ok(Change::Thread),
         }
     }

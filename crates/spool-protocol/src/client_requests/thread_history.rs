@@ -311,3 +311,15 @@ pub struct ThreadRollbackParams {
 pub struct ThreadRollbackResponse {
     pub thread: Thread,
 }
+
+/// `thread/compact/start` params: compact the thread's history now.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadCompactStartParams {
+    pub thread_id: String,
+}
+
+/// `thread/compact/start` result: empty; the compaction runs as a turn,
+/// reported by its notifications.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadCompactStartResponse {}

@@ -58,6 +58,8 @@ pub(crate) enum Opening {
     User(Vec<UserInput>),
     /// A review: `enteredReviewMode` and the reviewer's prompt.
     Review(super::review::Review),
+    /// A compaction: its item comes next (see `compact`).
+    Compact,
 }
 
 /// How one model call ended.
@@ -123,6 +125,7 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
                 appender.push(super::review::opening(&sink, review))?;
                 sink
             }
+            Opening::Compact => sink,
         };
         let grants = load_grants(runner, thread_id).await?;
         let state = RunState {

@@ -16,6 +16,7 @@
 //! executed but not completed by a crash is reported failed, not re-run.
 //! See `docs/internals/run-state.md` and `docs/internals/approvals.md`.
 
+mod compact;
 mod confine;
 mod drive;
 mod ending;
@@ -42,6 +43,7 @@ use spool_tools::policy::RulesFileError;
 use tokio::sync::{mpsc, watch};
 
 use crate::agent::Agent;
+pub use compact::{COMPACTION_INSTRUCTIONS, CompactionPolicy};
 pub use requests::ClientRequests;
 pub use review::{REVIEWER_INSTRUCTIONS, Review, reviewer};
 
@@ -75,6 +77,10 @@ pub struct Runner<S> {
     /// lacks in the server-managed ones. What it leaves in `input` is what
     /// the tracker marks as sent.
     pub input_filter: Option<InputFilter>,
+    /// Compact the thread before a turn once its history would pass this
+    /// share of the model's window (see `compact.rs`); `None`: never
+    /// automatically.
+    pub compaction: Option<CompactionPolicy>,
 }
 
 /// See [`Runner::input_filter`].
@@ -200,6 +206,7 @@ impl<S: Store + Clone + 'static> Runner<S> {
             more_input: None,
             reasoning_ids: ReasoningIdPolicy::Preserve,
             input_filter: None,
+            compaction: None,
         }
     }
 
@@ -238,6 +245,16 @@ impl<S: Store + Clone + 'static> Runner<S> {
         events: &mpsc::UnboundedSender<Appended>,
         interrupt: watch::Receiver<bool>,
     ) -> Result<RunResult, RunError> {
+        if self.needs_compaction(thread_id).await? {
+            let compacted = self
+                .compact_streamed(agent.clone(), thread_id, events, interrupt.clone())
+                .await?;
+            // A failed compaction is on record; the turn goes on with the
+            // history as it is (packed under the budget, if any).
+            if compacted.status == RunStatus::Interrupted {
+                return Ok(compacted);
+            }
+        }
         let opening = drive::Opening::User(input);
         let run = drive::Run::start(self, agent, thread_id, events, interrupt, opening).await?;
         run.drive().await

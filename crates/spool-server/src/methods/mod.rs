@@ -148,6 +148,11 @@ pub(crate) async fn call(
         ClientRequest::ThreadRollback(params) => reshape::rollback(hub, params).await,
         ClientRequest::TurnSteer(params) => reshape::steer(hub, params).await,
         ClientRequest::ReviewStart(params) => review::review_start(hub, state, params).await,
+        ClientRequest::ThreadCompactStart(params) => {
+            thread_record(hub, &params.thread_id).await?;
+            hub.start_compaction(&params.thread_id).await?;
+            reply(ThreadCompactStartResponse {})
+        }
         ClientRequest::ConfigRequirementsRead(_) => requirements::read(hub, state),
         ClientRequest::AccountRead(_) => surface::account(hub),
         ClientRequest::ConfigRead(_) => surface::config(hub),

@@ -1,0 +1,285 @@
+//! Compaction: a turn of its own that summarizes the thread's history so
+//! far into one `contextCompaction` item, which later `llm` views send in
+//! place of everything before it. Nothing is deleted: the `all` and
+//! `client` views still show every original item.
+//!
+//! The turn holds one item. It starts without a summary, the model is
+//! asked for one (the thread's `llm` view, then the request to summarize;
+//! no tools), and it completes with the summary and the seq range it
+//! replaces (`replaces`: from the thread's first event, or the previous
+//! compaction, through the last event before this turn). Then
+//! `thread/compacted` (Codex's deprecated notice of the same) and
+//! `turn/completed`. A compaction whose model call fails completes
+//! `failed` with no summary: it replaces nothing, and the turn fails with
+//! the provider's error.
+//!
+//! When the provider holds the history (`previousResponseId`,
+//! `conversationId`) it still holds everything the summary replaces, so
+//! the compaction starts it over: no previous response, no conversation
+//! (a new one is created at the next request), and the next request
+//! carries the summary and what came after it.
+//!
+//! [`Runner::run_streamed`] compacts first, as its own turn, when the
+//! thread's history would pass the runner's [`CompactionPolicy`]; a
+//! single turn that outgrows the window on its own is not compacted
+//! mid-turn (the newest turn always goes whole).
+
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use spool_core::llm::{HistoryCursor, LlmViewOptions};
+use spool_model::{ModelEvent, ModelRequest};
+use spool_protocol::responses::{ContentItem, KnownResponseItem, ResponseItem};
+use spool_protocol::*;
+use spool_store::{Appended, Store, StoredHistory};
+use tokio::sync::{mpsc, watch};
+
+use super::drive::{Opening, Run};
+use super::{RunError, RunResult, Runner};
+use crate::agent::Agent;
+use crate::output_mapper::new_item_id;
+
+/// What the summarizing model is told.
+pub const COMPACTION_INSTRUCTIONS: &str = "\
+You are compacting a conversation so that it can go on within a limited \
+context window. Write a summary that lets the assistant continue the work \
+as if it still had the whole conversation: the user's goals and \
+constraints, decisions made and why, facts learned (names, paths, numbers, \
+commands and their results), what was done, what is still open, and the \
+next step. Keep exact values; drop pleasantries and repetition. Write \
+plain text, no preamble.";
+
+/// The request that closes the summarizing call's input.
+const SUMMARIZE: &str = "Summarize the conversation so far, following your instructions.";
+
+/// When a thread is compacted before a turn: once its history would pass
+/// `compact_at` of the model's `context_window` (in o200k_base tokens).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CompactionPolicy {
+    pub context_window: usize,
+    /// A share of the window, in (0, 1].
+    pub compact_at: f64,
+}
+
+impl CompactionPolicy {
+    /// The history size, in tokens, past which the thread is compacted.
+    pub fn threshold(&self) -> usize {
+        let share = self.compact_at.clamp(0.0, 1.0);
+        // Window sizes are far below 2^52: the conversion is exact enough.
+        (self.context_window as f64 * share) as usize
+    }
+}
+
+impl<S: Store + Clone + 'static> Runner<S> {
+    /// Compacts the thread's history now, as one turn (see the module
+    /// docs), streaming its events as [`Runner::run_streamed`] does.
+    /// `agent` gives the model.
+    pub async fn compact_streamed(
+        &self,
+        agent: Arc<Agent>,
+        thread_id: &str,
+        events: &mpsc::UnboundedSender<Appended>,
+        interrupt: watch::Receiver<bool>,
+    ) -> Result<RunResult, RunError> {
+        let run = Run::start(self, agent, thread_id, events, interrupt, Opening::Compact).await?;
+        run.compact().await
+    }
+
+    /// Whether the thread's history is past the compaction threshold.
+    pub(super) async fn needs_compaction(&self, thread_id: &str) -> Result<bool, RunError> {
+        let Some(policy) = self.compaction else {
+            return Ok(false);
+        };
+        let threshold = policy.threshold();
+        // Packing stops at the budget: this reads no more than the
+        // threshold's worth of history.
+        let view = self
+            .store
+            .llm_view(
+                thread_id,
+                LlmViewOptions {
+                    token_budget: Some(threshold),
+                    ..LlmViewOptions::default()
+                },
+            )
+            .await?;
+        Ok(view.turns_omitted > 0 || view.total_tokens > threshold)
+    }
+}
+
+impl<S: Store + Clone + 'static> Run<'_, S> {
+    /// The compaction turn after `turn/started`.
+    async fn compact(mut self) -> Result<RunResult, RunError> {
+        self.appender.sync().await?;
+        let thread_id = self.state.thread_id.clone();
+        let turn_ordinal = self
+            .runner
+            .store
+            .turns(&thread_id)
+            .await?
+            .iter()
+            .find(|turn| turn.id == self.state.turn_id)
+            .map_or(0, |turn| turn.ordinal);
+        let history = self.compaction_input().await?;
+        let (open, started) = self.sink.start(
+            ThreadItem::ContextCompaction {
+                id: new_item_id(),
+                summary: None,
+                replaces: None,
+            },
+            None,
+            None,
+        );
+        self.appender.push(vec![started])?;
+        if history.is_empty() {
+            // Nothing to summarize: an item that replaces nothing.
+            let done = self.sink.complete(open, ItemStatus::Completed);
+            self.appender.push(vec![done, self.compacted()])?;
+            return self.finish(TurnStatus::Completed, None).await;
+        }
+        let from_seq = self.replaced_from().await?;
+        let summary = match self.summarize(history).await {
+            Ok(summary) if !summary.trim().is_empty() => summary,
+            Ok(_) => {
+                let error = TurnError::new("the model wrote no summary".to_owned(), None);
+                return self.fail_compaction(open, error).await;
+            }
+            Err(error) => return self.fail_compaction(open, error).await,
+        };
+        let mut open = open;
+        open.item = ThreadItem::ContextCompaction {
+            id: open.item.id().to_owned(),
+            summary: Some(summary),
+            replaces: Some(SeqRange {
+                from_seq,
+                through_seq: turn_ordinal.saturating_sub(1),
+            }),
+        };
+        let done = self.sink.complete(open, ItemStatus::Completed);
+        self.appender.push(vec![done, self.compacted()])?;
+        self.appender.sync().await?;
+        if let Some(owner) = &mut self.owner {
+            // The provider holds what the summary replaces: start over
+            // from the summary (the records after this turn's start).
+            owner.stored = StoredHistory {
+                cursor: HistoryCursor {
+                    through_ordinal: turn_ordinal,
+                    ..HistoryCursor::default()
+                },
+                conversation_id: None,
+            };
+            self.runner
+                .store
+                .set_history(&thread_id, &owner.stored)
+                .await?;
+        }
+        self.finish(TurnStatus::Completed, None).await
+    }
+
+    /// The history the summary replaces, as the model would get it. Under
+    /// a policy, at most half the window (and no more than the threshold):
+    /// the rest is for the instructions and the summary itself, and for
+    /// the difference between o200k_base counts and the model's own.
+    async fn compaction_input(&self) -> Result<Vec<ResponseItem>, RunError> {
+        let token_budget = self
+            .runner
+            .compaction
+            .map(|policy| policy.threshold().min(policy.context_window / 2))
+            .or(self.runner.history_token_budget);
+        let view = self
+            .runner
+            .store
+            .llm_view(
+                &self.state.thread_id,
+                LlmViewOptions {
+                    token_budget,
+                    reasoning_ids: self.state.reasoning_ids,
+                },
+            )
+            .await?;
+        Ok(view.input)
+    }
+
+    /// The first seq the compaction replaces: just after the previous
+    /// compaction, or the thread's first.
+    async fn replaced_from(&self) -> Result<u64, RunError> {
+        let records = self
+            .runner
+            .store
+            .items(&self.state.thread_id, spool_core::View::All)
+            .await?;
+        let previous = records
+            .iter()
+            .filter(|record| record.turn_id != self.state.turn_id)
+            .filter(|record| spool_core::llm::is_cut_point(record))
+            .map(|record| record.seq + 1)
+            .next_back();
+        Ok(previous.unwrap_or(1))
+    }
+
+    /// One model call, no tools: the summary's text.
+    async fn summarize(&mut self, mut input: Vec<ResponseItem>) -> Result<String, TurnError> {
+        input.push(ResponseItem::user_text(SUMMARIZE));
+        let request = ModelRequest {
+            model: self.agent.model.model.clone(),
+            instructions: Some(COMPACTION_INSTRUCTIONS.to_owned()),
+            input,
+            max_output_tokens: self.agent.model.max_output_tokens,
+            temperature: self.agent.model.temperature,
+            ..ModelRequest::default()
+        };
+        self.state.step += 1;
+        let mut stream = self.runner.provider.stream(request);
+        let mut streamed = String::new();
+        let mut done = String::new();
+        let mut interrupt = self.interrupt.clone();
+        loop {
+            let event = tokio::select! {
+                event = stream.next() => event,
+                _ = interrupt.wait_for(|stop| *stop) => {
+                    return Err(TurnError::new("the compaction was interrupted".to_owned(), None));
+                }
+            };
+            match event {
+                None => break,
+                Some(Err(error)) => {
+                    let info = error.codex_error_info();
+                    return Err(TurnError::new(error.to_string(), Some(info)));
+                }
+                Some(Ok(ModelEvent::OutputTextDelta { delta, .. })) => streamed.push_str(&delta),
+                Some(Ok(ModelEvent::OutputItemDone {
+                    item: ResponseItem::Known(KnownResponseItem::Message { content, .. }),
+                    ..
+                })) => {
+                    for part in content {
+                        if let ContentItem::OutputText { text, .. } = part {
+                            done.push_str(&text);
+                        }
+                    }
+                }
+                Some(Ok(ModelEvent::Completed { .. })) => break,
+                Some(Ok(_)) => {}
+            }
+        }
+        // The finished message is authoritative; deltas stand in for a
+        // provider that sends none.
+        Ok(if done.is_empty() { streamed } else { done })
+    }
+
+    async fn fail_compaction(
+        self,
+        open: super::items::OpenItem,
+        error: TurnError,
+    ) -> Result<RunResult, RunError> {
+        let failed = self.sink.complete(open, ItemStatus::Failed);
+        self.appender.push(vec![failed])?;
+        self.finish(TurnStatus::Failed, Some(error)).await
+    }
+
+    fn compacted(&self) -> ServerNotification {
+        ServerNotification::ThreadCompacted(ContextCompactedNotification {
+            thread_id: self.state.thread_id.clone(),
+            turn_id: self.state.turn_id.clone(),
+        })
+    }
+}
