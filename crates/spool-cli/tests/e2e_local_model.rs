@@ -186,3 +186,130 @@ async fn continuing_a_thread_sends_its_history() {
         assert!(inputs[1] > inputs[0], "{wire_api}: prompt grew: {inputs:?}");
     }
 }
+
+/// About 600 o200k_base tokens of notes, numbered from `from`.
+fn notes(from: usize) -> String {
+    (from..from + 40)
+        .map(|n| {
+            format!(
+                "Note {n}: shelf {n} in the Lyon depot holds {} boxes.",
+                n * 3
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The local model's window is 2,048 tokens a request. Five turns of ~650
+/// tokens each are more than one and a half times that: without
+/// compaction the later
+/// requests could not fit. With it (on by default for the local model),
+/// every turn answers, the thread holds a `contextCompaction` with its
+/// summary, and no request's prompt passes the window.
+#[tokio::test]
+async fn a_conversation_longer_than_the_context_window_keeps_answering() {
+    let proxy = RecordingProxy::start(&local_model_url()).await.unwrap();
+    let url = proxy.url();
+    let home = Home::new();
+    let mut thread: Option<String> = None;
+    let mut sent = 0;
+    for turn in 0..5 {
+        let prompt = format!(
+            "{} Which shelf did note {} mention?",
+            notes(turn * 40),
+            turn * 40
+        );
+        sent += spool_core::tokens::count_text(&prompt);
+        let mut args = vec!["run", "--max-output-tokens", "32"];
+        if let Some(thread) = &thread {
+            args.extend(["--thread", thread.as_str()]);
+        }
+        args.push(&prompt);
+        let (answer, stderr) = home.spool_ok(&url, &args).await;
+        assert!(!answer.trim().is_empty(), "turn {turn} answered: {stderr}");
+        thread = Some(thread_id_from(&stderr));
+    }
+    assert!(
+        sent > 3 * 2048 / 2,
+        "the conversation outgrew the window: {sent} tokens"
+    );
+    let thread = thread.unwrap();
+
+    let (items, _) = home
+        .spool_ok(
+            &url,
+            &["threads", "show", &thread, "--view", "all", "--json"],
+        )
+        .await;
+    let compactions: Vec<Value> = json_lines(&items)
+        .into_iter()
+        .filter(|i| i["item"]["type"] == "contextCompaction")
+        .collect();
+    assert!(!compactions.is_empty(), "the thread was compacted");
+    for compaction in &compactions {
+        assert_eq!(
+            compaction["envelope"]["status"], "completed",
+            "{compaction}"
+        );
+        let summary = compaction["item"]["summary"].as_str().unwrap_or_default();
+        assert!(!summary.trim().is_empty(), "{compaction}");
+        assert!(
+            compaction["item"]["replaces"]["throughSeq"]
+                .as_u64()
+                .is_some()
+        );
+    }
+    // Every original user message is still in the log.
+    let users = json_lines(&items)
+        .iter()
+        .filter(|i| i["item"]["type"] == "userMessage")
+        .count();
+    assert_eq!(users, 5);
+
+    // What the server counted for each request stayed within its window.
+    let (events, _) = home.spool_ok(&url, &["threads", "events", &thread]).await;
+    let inputs: Vec<i64> = json_lines(&events)
+        .iter()
+        .filter(|e| e["method"] == "thread/tokenUsage/updated")
+        .filter_map(|e| e["params"]["tokenUsage"]["last"]["inputTokens"].as_i64())
+        .collect();
+    assert!(inputs.len() >= 5, "{inputs:?}");
+    assert!(inputs.iter().all(|&n| n < 2048), "prompt tokens {inputs:?}");
+    assert!(proxy.requests().len() > 5, "a summarizing request was made");
+
+    // The control: the same server as a provider with no known window
+    // (so no compaction) cannot go on past the third turn.
+    let control = Home::new();
+    std::fs::write(
+        control.path().join("spool.toml"),
+        format!(
+            "provider = \"plain\"\n[providers.plain]\nbase_url = \"{}\"\n\
+             model = \"SmolLM2-135M-Instruct\"\n",
+            local_model_url()
+        ),
+    )
+    .unwrap();
+    let mut thread: Option<String> = None;
+    let mut refused = None;
+    for turn in 0..3 {
+        let prompt = format!(
+            "{} Which shelf did note {} mention?",
+            notes(turn * 40),
+            turn * 40
+        );
+        let mut args = vec!["run", "--max-output-tokens", "32"];
+        if let Some(thread) = &thread {
+            args.extend(["--thread", thread.as_str()]);
+        }
+        args.push(&prompt);
+        let out = control.spool(&url, &args).await;
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        if !out.status.success() {
+            refused = Some(stderr);
+            break;
+        }
+        thread = Some(thread_id_from(&stderr));
+    }
+    let refused = refused.expect("without compaction the conversation outgrows the window");
+    assert!(refused.contains("context size"), "{refused}");
+}

@@ -85,12 +85,26 @@ impl<S: Store + Clone + 'static> Runner<S> {
         run.compact().await
     }
 
-    /// Whether the thread's history is past the compaction threshold.
-    pub(super) async fn needs_compaction(&self, thread_id: &str) -> Result<bool, RunError> {
+    /// Whether the thread's history, with `input` added, would pass the
+    /// compaction threshold.
+    pub(super) async fn needs_compaction(
+        &self,
+        thread_id: &str,
+        input: &[UserInput],
+    ) -> Result<bool, RunError> {
         let Some(policy) = self.compaction else {
             return Ok(false);
         };
-        let threshold = policy.threshold();
+        let incoming: usize = input
+            .iter()
+            .map(|part| match part {
+                UserInput::Text { text, .. } => spool_core::tokens::count_text(text),
+                _ => 0,
+            })
+            .sum();
+        // When the new input alone fills the window, summarizing the rest
+        // still makes the most room for it.
+        let threshold = policy.threshold().saturating_sub(incoming);
         // Packing stops at the budget: this reads no more than the
         // threshold's worth of history.
         let view = self
@@ -103,7 +117,8 @@ impl<S: Store + Clone + 'static> Runner<S> {
                 },
             )
             .await?;
-        Ok(view.turns_omitted > 0 || view.total_tokens > threshold)
+        let over = view.turns_omitted > 0 || view.total_tokens > threshold;
+        Ok(over && !view.input.is_empty())
     }
 }
 

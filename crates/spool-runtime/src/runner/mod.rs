@@ -245,7 +245,7 @@ impl<S: Store + Clone + 'static> Runner<S> {
         events: &mpsc::UnboundedSender<Appended>,
         interrupt: watch::Receiver<bool>,
     ) -> Result<RunResult, RunError> {
-        if self.needs_compaction(thread_id).await? {
+        if self.needs_compaction(thread_id, &input).await? {
             let compacted = self
                 .compact_streamed(agent.clone(), thread_id, events, interrupt.clone())
                 .await?;
