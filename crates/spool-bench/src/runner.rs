@@ -14,6 +14,12 @@
 //! The target excludes the store's fsync, so the headline runs open the
 //! store with `Durability::Normal`; the same turn with `Durability::Full`
 //! is reported beside it (`with_fsync`) for context.
+//!
+//! The headline is in `replay` mode (spool sends the whole history each
+//! time). The same turn in the two modes where the provider holds the
+//! history (`previousResponseId`, `conversationId`: each request carries
+//! only the new tool output, found by the tracker) is reported beside it
+//! (`modes`), at `Durability::Normal`.
 
 use std::io::Write;
 use std::path::Path;
@@ -23,8 +29,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, ensure};
 use serde::Serialize;
 use serde_json::json;
-use spool_model::{ModelProvider, ModelRequest, ModelStream, ScriptedProvider};
-use spool_protocol::{FunctionCallStatus, ThreadItem, UserInput};
+use spool_model::{ModelProvider, ModelRequest, ModelStream, ProviderCall, ScriptedProvider};
+use spool_protocol::{FunctionCallStatus, HistoryMode, ThreadItem, UserInput};
 use spool_runtime::{Agent, RunStatus, Runner, Tool};
 use spool_store::{Durability, NewThread, SqliteStore, Store, StoreOptions};
 use spool_tools::function::FunctionTool;
@@ -53,7 +59,17 @@ struct Report {
     normal: Figures,
     /// The same turn with an fsync per commit, for context (not judged).
     with_fsync: Figures,
+    /// The same turn in each history mode, without fsync.
+    modes: Vec<ModeFigures>,
     machine: Machine,
+}
+
+/// One history mode's figures.
+#[derive(Debug, Serialize)]
+struct ModeFigures {
+    mode: &'static str,
+    #[serde(flatten)]
+    figures: Figures,
 }
 
 /// One durability's figures, in microseconds per step.
@@ -102,8 +118,16 @@ pub async fn runner(args: BenchRunnerArgs) -> anyhow::Result<()> {
     );
     eprintln!("runner: {description}");
 
-    let normal = figures(&dir, Durability::Normal, steps, runs).await?;
-    let with_fsync = figures(&dir, Durability::Full, steps, runs).await?;
+    let normal = figures(&dir, Durability::Normal, HistoryMode::Replay, steps, runs).await?;
+    let with_fsync = figures(&dir, Durability::Full, HistoryMode::Replay, steps, runs).await?;
+    let mut modes = Vec::new();
+    for mode in [HistoryMode::PreviousResponseId, HistoryMode::ConversationId] {
+        let figures = figures(&dir, Durability::Normal, mode, steps, runs).await?;
+        modes.push(ModeFigures {
+            mode: mode.as_str(),
+            figures,
+        });
+    }
     let report = Report {
         workload: "runner_step",
         description,
@@ -113,6 +137,7 @@ pub async fn runner(args: BenchRunnerArgs) -> anyhow::Result<()> {
         target_us: TARGET_US,
         normal,
         with_fsync,
+        modes,
         machine,
     };
     let mut stdout = std::io::stdout().lock();
@@ -125,10 +150,14 @@ pub async fn runner(args: BenchRunnerArgs) -> anyhow::Result<()> {
 async fn figures(
     dir: &Path,
     durability: Durability,
+    mode: HistoryMode,
     steps: usize,
     runs: usize,
 ) -> anyhow::Result<Figures> {
-    let name = durability_name(durability);
+    let name = match mode {
+        HistoryMode::Replay => durability_name(durability).to_owned(),
+        other => format!("{} {}", durability_name(durability), other.as_str()),
+    };
     let mut all = Vec::with_capacity(runs);
     for run in 1..=runs {
         // A fresh directory, hence a fresh store file, for every run;
@@ -137,7 +166,7 @@ async fn figures(
             .prefix("spool-bench-runner-")
             .tempdir_in(dir)
             .with_context(|| format!("cannot create a directory in {}", dir.display()))?;
-        let stats = run_once(tmp.path(), durability, steps)
+        let stats = run_once(tmp.path(), durability, mode, steps)
             .await
             .with_context(|| format!("durability {name}, run {run}"))?;
         eprintln!(
@@ -164,7 +193,7 @@ async fn figures(
         }
     );
     Ok(Figures {
-        durability: name,
+        durability: durability_name(durability),
         median_us,
         p90_us: over_runs(|s| s.p90_us),
         mean_us: over_runs(|s| s.mean_us),
@@ -177,7 +206,12 @@ async fn figures(
 }
 
 /// One turn of `steps` tool steps and a final answer, in `dir`.
-async fn run_once(dir: &Path, durability: Durability, steps: usize) -> anyhow::Result<RunStats> {
+async fn run_once(
+    dir: &Path,
+    durability: Durability,
+    mode: HistoryMode,
+    steps: usize,
+) -> anyhow::Result<RunStats> {
     let options = StoreOptions {
         durability,
         ..StoreOptions::default()
@@ -185,9 +219,9 @@ async fn run_once(dir: &Path, durability: Durability, steps: usize) -> anyhow::R
     let store = SqliteStore::open(dir.join("spool.db"), options)?;
     let workspace = dir.join("workspace");
     std::fs::create_dir_all(&workspace)?;
-    let thread = store
-        .create_thread(NewThread::new("bench", workspace.display().to_string()))
-        .await?;
+    let mut new = NewThread::new("bench", workspace.display().to_string());
+    new.history_mode = mode;
+    let thread = store.create_thread(new).await?;
     let thread_id = thread.thread.id;
 
     let mut scripts: Vec<_> = (0..steps)
@@ -273,13 +307,18 @@ async fn run_once(dir: &Path, durability: Durability, steps: usize) -> anyhow::R
         calls.len(),
         steps + 1
     );
-    // Request k carried the whole turn so far: the user's message and
-    // every earlier call with its output.
+    // In `replay`, request k carried the whole turn so far: the user's
+    // message and every earlier call with its output. Where the provider
+    // holds the history, each carried what it lacked: the user's message,
+    // then the one new output.
     for (k, &(_, input)) in calls.iter().enumerate() {
+        let expected = match mode {
+            HistoryMode::Replay => 1 + 2 * k,
+            HistoryMode::PreviousResponseId | HistoryMode::ConversationId => 1,
+        };
         ensure!(
-            input == 1 + 2 * k,
-            "request {k}'s history holds {input} items, not {}",
-            1 + 2 * k
+            input == expected,
+            "request {k}'s input holds {input} items, not {expected}"
         );
     }
     let step_us: Vec<f64> = calls
@@ -351,6 +390,16 @@ impl Clocked {
 impl ModelProvider for Clocked {
     fn name(&self) -> &str {
         self.inner.name()
+    }
+
+    /// As the Responses API: the scripted responses have ids, so they can
+    /// be continued from.
+    fn keeps_history(&self) -> bool {
+        true
+    }
+
+    fn create_conversation(&self) -> ProviderCall<'_, String> {
+        Box::pin(async { Ok("conv_bench".to_owned()) })
     }
 
     fn stream(&self, request: ModelRequest) -> ModelStream {

@@ -56,6 +56,12 @@ fn runner_bench_reports_both_durabilities() {
     assert!(report["aggregate"].as_str().unwrap().contains("median"));
     check_figures(&report, "normal");
     check_figures(&report["with_fsync"], "full");
+    let modes = report["modes"].as_array().unwrap();
+    let names: Vec<&str> = modes.iter().map(|m| m["mode"].as_str().unwrap()).collect();
+    assert_eq!(names, ["previousResponseId", "conversationId"]);
+    for mode in modes {
+        check_figures(mode, "normal");
+    }
     assert!(report["machine"]["cores"].as_u64().unwrap() >= 1);
 
     // Every run's store was removed with its temp directory.
