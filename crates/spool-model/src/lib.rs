@@ -196,6 +196,21 @@ pub trait ModelProvider: Send + Sync {
     fn keeps_history(&self) -> bool {
         false
     }
+    /// Compacts the history `request` continues (its
+    /// `previous_response_id` and `input`) with the provider's compact
+    /// endpoint (`POST {base_url}/responses/compact`): the items that stand
+    /// in for it at the start of the next request's input, opaque to spool.
+    /// Providers without one answer an error, and spool summarizes instead.
+    fn compact(&self, request: ModelRequest) -> ProviderCall<'_, Vec<Value>> {
+        let name = self.name().to_owned();
+        drop(request);
+        Box::pin(async move {
+            Err(ModelError::InvalidRequest {
+                provider: name,
+                message: "this provider has no compact endpoint".into(),
+            })
+        })
+    }
     /// Creates an empty conversation on the provider and answers its id
     /// (`POST {base_url}/conversations`).
     fn create_conversation(&self) -> ProviderCall<'_, String> {

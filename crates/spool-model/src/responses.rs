@@ -57,6 +57,30 @@ impl ModelProvider for ResponsesProvider {
         })
     }
 
+    fn compact(&self, request: ModelRequest) -> crate::ProviderCall<'_, Vec<Value>> {
+        let transport = self.transport.clone();
+        Box::pin(async move {
+            let mut body = Map::new();
+            body.insert("model".into(), json!(request.model));
+            body.insert("input".into(), json!(request.input));
+            if let Some(previous) = &request.previous_response_id {
+                body.insert("previous_response_id".into(), json!(previous));
+            }
+            if let Some(instructions) = &request.instructions {
+                body.insert("instructions".into(), json!(instructions));
+            }
+            let answer = transport
+                .post_json("responses/compact", &Value::Object(body))
+                .await?;
+            match answer.get("output").and_then(Value::as_array) {
+                Some(output) if !output.is_empty() => Ok(output.clone()),
+                _ => Err(transport
+                    .endpoint("responses/compact")
+                    .malformed("the compacted response has no `output` items")),
+            }
+        })
+    }
+
     fn stream(&self, request: ModelRequest) -> ModelStream {
         let endpoint = self.transport.endpoint("responses");
         let body = request_body(&request);

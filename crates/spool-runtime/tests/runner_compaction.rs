@@ -33,13 +33,16 @@ fn summary_message(summary: &str) -> Value {
     user(&format!("{COMPACTION_PREFIX}{summary}"))
 }
 
-async fn compacted_conversation(mode: HistoryMode) -> Setup {
-    let replies = vec![
-        Reply::message(&long("first answer", 150)),
-        Reply::message("SUMMARY: the user sent a long first message."),
-        Reply::message("Second answer."),
-    ];
+async fn compacted_conversation(mode: HistoryMode, compact_endpoint: bool) -> Setup {
+    let mut replies = vec![Reply::message(&long("first answer", 150))];
+    if !compact_endpoint || mode != HistoryMode::PreviousResponseId {
+        replies.push(Reply::message(
+            "SUMMARY: the user sent a long first message.",
+        ));
+    }
+    replies.push(Reply::message("Second answer."));
     let setup = setup(mode, replies).await;
+    setup.server.serve_compact_endpoint(compact_endpoint);
     let mut runner = setup.runner(RetryPolicy::none());
     runner.compaction = Some(POLICY);
     assert_eq!(
@@ -55,7 +58,7 @@ async fn compacted_conversation(mode: HistoryMode) -> Setup {
 
 #[tokio::test]
 async fn a_thread_past_its_threshold_is_compacted_before_the_next_turn() {
-    let setup = compacted_conversation(HistoryMode::Replay).await;
+    let setup = compacted_conversation(HistoryMode::Replay, true).await;
     let exchanges = setup.server.exchanges();
     assert_every_request_accepted(&exchanges);
     assert_eq!(exchanges.len(), 3);
@@ -140,8 +143,56 @@ async fn a_thread_past_its_threshold_is_compacted_before_the_next_turn() {
 }
 
 #[tokio::test]
-async fn a_previous_response_id_thread_starts_over_from_the_summary() {
-    let setup = compacted_conversation(HistoryMode::PreviousResponseId).await;
+async fn a_previous_response_id_thread_compacts_through_the_compact_endpoint() {
+    let setup = compacted_conversation(HistoryMode::PreviousResponseId, true).await;
+    let exchanges = setup.server.exchanges();
+    assert_every_request_accepted(&exchanges);
+    // No summarizing call: the provider compacted its own history.
+    assert_eq!(exchanges.len(), 2);
+    let compacts = setup.server.other_requests();
+    assert_eq!(compacts.len(), 1);
+    assert!(compacts[0].path.ends_with("/responses/compact"));
+    let asked: Value = serde_json::from_str(&compacts[0].body_text()).unwrap();
+    assert_eq!(
+        asked["previous_response_id"],
+        json!(exchanges[0].response_id.clone().unwrap())
+    );
+    // The next request starts over from the compaction item, which the
+    // provider expands to the history it stands for.
+    let next = &exchanges[1];
+    assert_eq!(next.body.get("previous_response_id"), None);
+    let sent = input(next);
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(sent[0]["type"], "compaction");
+    assert_eq!(sent[1], user("second question"));
+    let seen = shapes(&next.context);
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert!(seen[0].starts_with("user: first question"));
+    assert!(seen[1].starts_with("assistant: first answer"));
+    assert_eq!(seen[2], "user: second question");
+    // The record says what happened; the views still hold the originals.
+    let all = setup
+        .store
+        .items(&setup.thread_id, View::All)
+        .await
+        .unwrap();
+    let compaction = all
+        .iter()
+        .find(|r| matches!(r.item, ThreadItem::ContextCompaction { .. }))
+        .unwrap();
+    let held = &compaction.envelope.provider_data.as_ref().unwrap()["compactedOutput"];
+    assert_eq!(held[0]["type"], "compaction");
+}
+
+#[tokio::test]
+async fn without_the_compact_endpoint_a_previous_response_id_thread_summarizes() {
+    let setup = compacted_conversation(HistoryMode::PreviousResponseId, false).await;
+    assert!(
+        setup.server.other_requests()[0]
+            .path
+            .ends_with("/responses/compact"),
+        "the endpoint was tried first"
+    );
     let exchanges = setup.server.exchanges();
     assert_every_request_accepted(&exchanges);
     // The summarizing call replays (the provider's copy is what is being

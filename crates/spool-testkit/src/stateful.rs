@@ -78,6 +78,10 @@ struct State {
     /// Stored responses: the history through their output.
     responses: HashMap<String, Vec<Value>>,
     conversations: HashMap<String, Vec<Value>>,
+    /// Compaction items handed out: the history each stands for.
+    compactions: HashMap<String, Vec<Value>>,
+    /// Whether `/responses/compact` is served.
+    compact_endpoint: bool,
     exchanges: Vec<Exchange>,
     /// Requests to anything but `/responses`, in order.
     other: Vec<RecordedRequest>,
@@ -105,6 +109,7 @@ impl StatefulResponses {
         let addr = listener.local_addr()?;
         let state = Arc::new(Mutex::new(State {
             replies: replies.into_iter().collect(),
+            compact_endpoint: true,
             ..State::default()
         }));
         let shared = state.clone();
@@ -123,6 +128,12 @@ impl StatefulResponses {
             state,
             accept,
         })
+    }
+
+    /// Whether `/responses/compact` is served (it is at first); a
+    /// provider without the endpoint answers 404.
+    pub fn serve_compact_endpoint(&self, served: bool) {
+        lock(&self.state).compact_endpoint = served;
     }
 
     pub fn push(&self, reply: Reply) {
@@ -175,6 +186,13 @@ async fn serve(socket: TcpStream, state: Arc<Mutex<State>>) -> io::Result<()> {
         let mut state = lock(&state);
         if request.method == "POST" && request.path.ends_with("/responses") {
             respond(&mut state, &request.body)
+        } else if request.method == "POST"
+            && request.path.ends_with("/responses/compact")
+            && state.compact_endpoint
+        {
+            let answer = compact(&mut state, &request.body);
+            state.other.push(request);
+            answer
         } else if request.method == "POST" && request.path.ends_with("/conversations") {
             let id = state.fresh_id("conv");
             state.conversations.insert(id.clone(), Vec::new());
@@ -256,6 +274,26 @@ fn respond(state: &mut State, body: &Value) -> Answer {
     answer
 }
 
+/// `/responses/compact`: one opaque compaction item standing for the
+/// history the request adds up to.
+fn compact(state: &mut State, body: &Value) -> Answer {
+    let input: Vec<Value> = body["input"].as_array().cloned().unwrap_or_default();
+    match build_context(state, body, input) {
+        Err(message) => error(400, message),
+        Ok(context) => {
+            let id = state.fresh_id("cmp");
+            state.compactions.insert(id.clone(), context);
+            let response = state.fresh_id("resp");
+            Answer::Json(
+                200,
+                json!({"id": response, "object": "response.compaction",
+                       "output": [{"type": "compaction", "id": id,
+                                   "encrypted_content": format!("enc_{id}")}]}),
+            )
+        }
+    }
+}
+
 /// The history a request adds up to, or why the API would refuse it.
 fn build_context(state: &State, body: &Value, input: Vec<Value>) -> Result<Vec<Value>, String> {
     let mut context = Vec::new();
@@ -277,7 +315,18 @@ fn build_context(state: &State, body: &Value, input: Vec<Value>) -> Result<Vec<V
             None => return Err(format!("Conversation with id '{conversation}' not found.")),
         }
     }
-    context.extend(input);
+    // A compaction item stands for the history it was made from.
+    for item in input {
+        let compacted = (item["type"] == "compaction")
+            .then(|| item["id"].as_str())
+            .flatten()
+            .map(|id| state.compactions.get(id).ok_or(id));
+        match compacted {
+            Some(Ok(held)) => context.extend(held.iter().cloned()),
+            Some(Err(id)) => return Err(format!("Compaction item '{id}' not found.")),
+            None => context.push(item),
+        }
+    }
     let mut ids = std::collections::HashSet::new();
     let mut calls = std::collections::HashSet::new();
     let mut answered = std::collections::HashSet::new();

@@ -16,6 +16,11 @@ pub const COMPACTION_PREFIX: &str = "Summary of the conversation so far:\n";
 /// turns.
 pub const REVIEW_PREFIX: &str = "A code review of this work was run. The reviewer's findings:\n\n";
 
+/// The key of a compaction's `providerData` that holds the items the
+/// provider's compact endpoint gave for the history it replaces: sent in
+/// place of the summary text.
+pub const COMPACTED_OUTPUT_KEY: &str = "compactedOutput";
+
 /// The key of `providerData` that holds a raw Responses input item, as
 /// the Session API's caller gave it.
 pub const INPUT_ITEM_KEY: &str = "inputItem";
@@ -121,7 +126,12 @@ pub(crate) fn convert(record: &ItemRecord, policy: ReasoningIdPolicy, out: &mut 
             ));
         }
         ThreadItem::ContextCompaction { summary, .. } => {
-            if let (true, Some(summary)) = (is_cut_point(record), summary) {
+            let compacted = provider_data
+                .and_then(|data| data.get(COMPACTED_OUTPUT_KEY))
+                .and_then(Value::as_array);
+            if let (true, Some(items)) = (is_cut_point(record), compacted) {
+                out.extend(items.iter().cloned().map(ResponseItem::Other));
+            } else if let (true, Some(summary)) = (is_cut_point(record), summary) {
                 out.push(message(
                     "user",
                     vec![ContentItem::InputText {

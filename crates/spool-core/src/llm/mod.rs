@@ -27,7 +27,7 @@
 //! | `commandExecution`, `fileChange`, `mcpToolCall`, `dynamicToolCall`, `handoff`, `plan` | the provider's call + a `function_call_output` built from the result |
 //! | `webSearch` | `web_search_call` with the provider's id and action |
 //! | `context` | `message` role `developer` |
-//! | `contextCompaction` | `message` role `user` with the summary |
+//! | `contextCompaction` | `message` role `user` with the summary; the provider's own compaction items when its compact endpoint made it (`providerData.compactedOutput`) |
 //! | anything else | nothing |
 //!
 //! # Stripped metadata
@@ -71,7 +71,8 @@ use spool_protocol::responses::ResponseItem;
 use crate::record::ItemRecord;
 
 pub use convert::{
-    COMPACTION_PREFIX, INPUT_ITEM_KEY, REVIEW_PREFIX, in_view, is_cut_point, raw_input_item,
+    COMPACTED_OUTPUT_KEY, COMPACTION_PREFIX, INPUT_ITEM_KEY, REVIEW_PREFIX, in_view, is_cut_point,
+    raw_input_item,
 };
 pub use pack::{Offered, Packer, count_turns};
 pub use sanitize::{ToolSide, tool_side};

@@ -27,7 +27,8 @@
 use std::sync::Arc;
 
 use futures_util::StreamExt;
-use spool_core::llm::{HistoryCursor, LlmViewOptions};
+use serde_json::{Value, json};
+use spool_core::llm::{COMPACTED_OUTPUT_KEY, HistoryCursor, LlmViewOptions};
 use spool_model::{ModelEvent, ModelRequest};
 use spool_protocol::responses::{ContentItem, KnownResponseItem, ResponseItem};
 use spool_protocol::*;
@@ -35,6 +36,7 @@ use spool_store::{Appended, Store, StoredHistory};
 use tokio::sync::{mpsc, watch};
 
 use super::drive::{Opening, Run};
+use super::items::OpenItem;
 use super::{RunError, RunResult, Runner};
 use crate::agent::Agent;
 use crate::output_mapper::new_item_id;
@@ -153,6 +155,23 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
             return self.finish(TurnStatus::Completed, None).await;
         }
         let from_seq = self.replaced_from().await?;
+        let replaces = Some(SeqRange {
+            from_seq,
+            through_seq: turn_ordinal.saturating_sub(1),
+        });
+        if let Some(items) = self.provider_compaction().await? {
+            let mut open = open;
+            open.item = ThreadItem::ContextCompaction {
+                id: open.item.id().to_owned(),
+                summary: Some(format!(
+                    "(compacted by the provider: {} opaque item(s) stand for this history)",
+                    items.len()
+                )),
+                replaces,
+            };
+            open.envelope.provider_data = Some(json!({ COMPACTED_OUTPUT_KEY: items }));
+            return self.finish_compaction(open, turn_ordinal).await;
+        }
         let summary = match self.summarize(history).await {
             Ok(summary) if !summary.trim().is_empty() => summary,
             Ok(_) => {
@@ -165,11 +184,19 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
         open.item = ThreadItem::ContextCompaction {
             id: open.item.id().to_owned(),
             summary: Some(summary),
-            replaces: Some(SeqRange {
-                from_seq,
-                through_seq: turn_ordinal.saturating_sub(1),
-            }),
+            replaces,
         };
+        self.finish_compaction(open, turn_ordinal).await
+    }
+
+    /// Completes the compaction's item and starts a provider-held history
+    /// over from it.
+    async fn finish_compaction(
+        mut self,
+        open: OpenItem,
+        turn_ordinal: u64,
+    ) -> Result<RunResult, RunError> {
+        let thread_id = self.state.thread_id.clone();
         let done = self.sink.complete(open, ItemStatus::Completed);
         self.appender.push(vec![done, self.compacted()])?;
         self.appender.sync().await?;
@@ -189,6 +216,45 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
                 .await?;
         }
         self.finish(TurnStatus::Completed, None).await
+    }
+
+    /// In `previousResponseId` mode with a stored response to continue
+    /// from: the provider's compaction of its history, from its compact
+    /// endpoint. `None` (summarize instead) in every other case, and when
+    /// the endpoint is missing or refuses.
+    async fn provider_compaction(&mut self) -> Result<Option<Vec<Value>>, RunError> {
+        let Some(owner) = &mut self.owner else {
+            return Ok(None);
+        };
+        if owner.mode != HistoryMode::PreviousResponseId
+            || owner.stored.cursor.previous_response_id.is_none()
+        {
+            return Ok(None);
+        }
+        let mut request = ModelRequest {
+            model: self.agent.model.model.clone(),
+            instructions: self.agent.instructions.clone(),
+            ..ModelRequest::default()
+        };
+        let thread_id = self.state.thread_id.clone();
+        let prepared = owner
+            .prepare(
+                self.runner,
+                &thread_id,
+                self.state.reasoning_ids,
+                &mut request,
+            )
+            .await?;
+        if prepared.is_err() {
+            return Ok(None);
+        }
+        match self.runner.provider.compact(request).await {
+            Ok(items) => Ok(Some(items)),
+            Err(error) => {
+                tracing::info!(%thread_id, %error, "no provider compaction; summarizing instead");
+                Ok(None)
+            }
+        }
     }
 
     /// The history the summary replaces, as the model would get it. Under
@@ -283,7 +349,7 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
 
     async fn fail_compaction(
         self,
-        open: super::items::OpenItem,
+        open: OpenItem,
         error: TurnError,
     ) -> Result<RunResult, RunError> {
         let failed = self.sink.complete(open, ItemStatus::Failed);
