@@ -22,6 +22,14 @@ fn touch(call_id: &str, file: &str) -> Reply {
     Reply::call(call_id, "shell", json!({"command": ["touch", file]}))
 }
 
+/// A turn that asks to make a file and pauses on the approval.
+async fn make_a_file(setup: &Setup) -> RunResult {
+    let runner = setup.runner(RetryPolicy::none());
+    setup
+        .run(&runner, setup.asking_agent(), "make a file")
+        .await
+}
+
 async fn accept(setup: &Setup, paused: &RunResult) {
     let request = paused.interruptions()[0].request_id.clone();
     setup
@@ -53,13 +61,7 @@ async fn a_paused_approval_resumes_after_a_restart_in_each_mode() {
             Reply::message("Bye."),
         ];
         let mut setup = setup(mode, replies).await;
-        let paused = setup
-            .run(
-                &setup.runner(RetryPolicy::none()),
-                setup.asking_agent(),
-                "make a file",
-            )
-            .await;
+        let paused = make_a_file(&setup).await;
         assert_eq!(paused.status, RunStatus::Paused, "{mode:?}");
         assert!(!setup.workspace.join("made.txt").exists());
 
@@ -197,13 +199,7 @@ async fn a_run_state_resumes_previous_response_id_mode_with_only_the_delta() {
 async fn a_snapshot_of_another_mode_is_refused() {
     let replies = vec![touch("call_touch", "made.txt")];
     let setup = setup(HistoryMode::Replay, replies).await;
-    let paused = setup
-        .run(
-            &setup.runner(RetryPolicy::none()),
-            setup.asking_agent(),
-            "make a file",
-        )
-        .await;
+    let paused = make_a_file(&setup).await;
     let mut state = RunState::from_json(&paused.to_state()).unwrap();
     assert_eq!(state.history, None, "replay keeps no provider history");
     state.history = Some(spool_core::run_state::RunHistory {
