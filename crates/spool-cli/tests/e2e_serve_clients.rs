@@ -371,3 +371,60 @@ async fn an_ephemeral_thread_is_never_listed_and_is_gone_once_unloaded() {
     );
     client.close().await;
 }
+
+/// `thread/compact/start` as a Codex client meets it: `{}` at once, then
+/// the compaction's turn with its `contextCompaction` item and
+/// `thread/compacted`, every message checked against Codex 0.163.0's
+/// schema (spool's `summary` and `replaces` included); the next turn's
+/// request carries the summary, not what it replaced.
+#[tokio::test]
+async fn a_compaction_reaches_a_codex_client_in_codex_shapes() {
+    let model = ScriptedServer::with_responses([
+        message_response("r1", &["Hi."]),
+        message_response("r2", &["SUMMARY: greetings."]),
+        message_response("r3", &["Again."]),
+    ])
+    .await
+    .unwrap();
+    let home = Home::new();
+    let mut client = Client::start(&home, &model.url(), &[]);
+    client.initialize(json!({})).await;
+    let started = client.call(1, "thread/start", json!({})).await;
+    let thread_id = thread_id_of(&started);
+    run_turn(&mut client, 2, &thread_id, "hello").await;
+
+    let reply = client
+        .call(3, "thread/compact/start", json!({"threadId": thread_id}))
+        .await;
+    assert_eq!(result(&reply), &json!({}));
+    let compacted = client.until(|m| m["method"] == "thread/compacted").await;
+    let turn_id = compacted["params"]["turnId"].as_str().unwrap().to_owned();
+    assert_eq!(compacted["params"]["threadId"], thread_id.as_str());
+    let item = client
+        .until(|m| {
+            m["method"] == "item/completed" && m["params"]["item"]["type"] == "contextCompaction"
+        })
+        .await;
+    assert_eq!(item["params"]["turnId"], turn_id.as_str());
+    assert_eq!(item["params"]["item"]["summary"], "SUMMARY: greetings.");
+    client
+        .until(|m| m["method"] == "turn/completed" && m["params"]["turn"]["id"] == turn_id.as_str())
+        .await;
+
+    // (`run_turn` would find the first turn's `turn/completed`, kept.)
+    client
+        .call(
+            4,
+            "turn/start",
+            json!({"threadId": thread_id, "input": [{"type": "text", "text": "hello again"}]}),
+        )
+        .await;
+    client
+        .until(|m| m["method"] == "item/completed" && m["params"]["item"]["text"] == "Again.")
+        .await;
+    let body: Value = serde_json::from_str(&model.requests()[2].body_text()).unwrap();
+    let text = body["input"].to_string();
+    assert!(text.contains("SUMMARY: greetings."), "{text}");
+    assert!(!text.contains("\"hello\""), "{text}");
+    client.close().await;
+}

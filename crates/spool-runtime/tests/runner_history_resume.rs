@@ -88,13 +88,7 @@ async fn a_paused_approval_resumes_after_a_restart_in_each_mode() {
             HistoryMode::Replay => vec![
                 vec!["user: make a file"],
                 vec!["user: make a file", "call call_touch", "output call_touch"],
-                vec![
-                    "user: make a file",
-                    "call call_touch",
-                    "output call_touch",
-                    "assistant: Made.",
-                    "user: thanks",
-                ],
+                expected_whole(),
             ],
             // The provider kept the call its response made: the resumed
             // run sends the output only, then the next turn the new input.
