@@ -9,8 +9,9 @@ use serde_json::Value;
 use spool_core::llm::{HistoryCursor, PartKey, ReasoningIdPolicy};
 use spool_core::run_state::{
     AgentKey, CURRENT_SCHEMA_VERSION, CallStatus, InterruptionKind, JsonErrorKind, RunState,
-    RunStateError, SCHEMA_VERSIONS, SchemaVersion, ServerHistoryMode, StaticAgentGraph, ToolKey,
+    RunStateError, SCHEMA_VERSIONS, SchemaVersion, StaticAgentGraph, ToolKey,
 };
+use spool_protocol::HistoryMode;
 
 fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/run_state")
@@ -234,7 +235,7 @@ fn a_1_1_snapshot_carries_the_history_cursor_and_a_1_0_one_replays() {
     .unwrap();
     assert_eq!(state.reasoning_ids, ReasoningIdPolicy::Omit);
     let history = state.history.expect("a provider-held history");
-    assert_eq!(history.mode, ServerHistoryMode::PreviousResponseId);
+    assert_eq!(history.mode, HistoryMode::PreviousResponseId);
     assert_eq!(
         history.cursor,
         HistoryCursor {

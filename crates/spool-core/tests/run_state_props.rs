@@ -8,8 +8,9 @@ use serde_json::{Value, json};
 use spool_core::llm::{HistoryCursor, PartKey, ReasoningIdPolicy};
 use spool_core::run_state::{
     AgentKey, ApprovalRecord, CallRecord, Interruption, InterruptionKind, RunHistory, RunState,
-    ServerHistoryMode, ToolKey,
+    ToolKey,
 };
+use spool_protocol::HistoryMode;
 
 const SECRET: &str = "SECRET_TOKEN_do_not_echo_7Qx9Lm";
 
@@ -131,9 +132,9 @@ fn history(seed: HistorySeed) -> RunHistory {
     let (conversation, previous, through, unsent, held, conversation_id) = seed;
     RunHistory {
         mode: if conversation {
-            ServerHistoryMode::ConversationId
+            HistoryMode::ConversationId
         } else {
-            ServerHistoryMode::PreviousResponseId
+            HistoryMode::PreviousResponseId
         },
         cursor: HistoryCursor {
             previous_response_id: previous,

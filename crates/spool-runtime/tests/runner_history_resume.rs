@@ -9,7 +9,7 @@ use std::sync::Arc;
 use history_support::*;
 use serde_json::{Value, json};
 use spool_core::llm::ReasoningIdPolicy;
-use spool_core::run_state::{RunState, ServerHistoryMode};
+use spool_core::run_state::RunState;
 use spool_model::{ModelRequest, RetryPolicy};
 use spool_protocol::HistoryMode;
 use spool_protocol::responses::{KnownResponseItem, ResponseItem};
@@ -141,7 +141,7 @@ async fn a_run_state_resumes_previous_response_id_mode_with_only_the_delta() {
         .history
         .clone()
         .expect("the snapshot carries the history");
-    assert_eq!(history.mode, ServerHistoryMode::PreviousResponseId);
+    assert_eq!(history.mode, HistoryMode::PreviousResponseId);
     let exchanges = setup.server.exchanges();
     assert_eq!(
         history.cursor.previous_response_id, exchanges[2].response_id,
@@ -197,7 +197,7 @@ async fn a_snapshot_of_another_mode_is_refused() {
     let mut state = RunState::from_json(&paused.to_state()).unwrap();
     assert_eq!(state.history, None, "replay keeps no provider history");
     state.history = Some(spool_core::run_state::RunHistory {
-        mode: ServerHistoryMode::ConversationId,
+        mode: HistoryMode::ConversationId,
         cursor: Default::default(),
         conversation_id: Some("conv_elsewhere".into()),
     });

@@ -121,7 +121,7 @@ pub use error::{FieldProblem, JsonErrorKind, RunStateError};
 pub use graph::{AgentGraph, StaticAgentGraph};
 pub use types::{
     AgentKey, ApprovalRecord, CallRecord, CallStatus, Interruption, InterruptionKind, RunHistory,
-    RunState, ServerHistoryMode, ToolKey,
+    RunState, ToolKey,
 };
 pub use version::{
     CURRENT_SCHEMA_VERSION, SCHEMA_VERSIONS, SchemaVersion, compare_versions, sorted_versions,

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::version::CURRENT_SCHEMA_VERSION;
 use crate::llm::{HistoryCursor, ReasoningIdPolicy};
+use spool_protocol::HistoryMode;
 
 /// One agent of the graph. Two agents may share a name (two `coder`s with
 /// different tools); `occurrence` tells them apart: 0 for the first agent
@@ -143,17 +144,11 @@ pub struct RunState {
 /// tracker's cursor, and the conversation when there is one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunHistory {
-    pub mode: ServerHistoryMode,
+    /// `previousResponseId` or `conversationId` (a `replay` run has no
+    /// `RunHistory`; the decoder reads no other value).
+    pub mode: HistoryMode,
     pub cursor: HistoryCursor,
     pub conversation_id: Option<String>,
-}
-
-/// The two modes in which the provider holds the history.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum ServerHistoryMode {
-    PreviousResponseId,
-    ConversationId,
 }
 
 impl Serialize for RunHistory {

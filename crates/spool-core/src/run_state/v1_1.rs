@@ -17,9 +17,10 @@ use serde_json::{Map, Value};
 
 use super::error::RunStateError;
 use super::reader::{Elem, Obj};
-use super::types::{RunHistory, RunState, ServerHistoryMode};
+use super::types::{RunHistory, RunState};
 use super::v1_0;
 use crate::llm::{HistoryCursor, PartKey, ReasoningIdPolicy};
+use spool_protocol::HistoryMode;
 
 const POLICIES: [(&str, ReasoningIdPolicy); 2] = [
     ("preserve", ReasoningIdPolicy::Preserve),
@@ -27,9 +28,10 @@ const POLICIES: [(&str, ReasoningIdPolicy); 2] = [
 ];
 const POLICY_NAMES: &str = "preserve, omit";
 
-const MODES: [(&str, ServerHistoryMode); 2] = [
-    ("previousResponseId", ServerHistoryMode::PreviousResponseId),
-    ("conversationId", ServerHistoryMode::ConversationId),
+/// The modes in which the provider holds the history: `replay` has none.
+const MODES: [(&str, HistoryMode); 2] = [
+    ("previousResponseId", HistoryMode::PreviousResponseId),
+    ("conversationId", HistoryMode::ConversationId),
 ];
 const MODE_NAMES: &str = "previousResponseId, conversationId";
 

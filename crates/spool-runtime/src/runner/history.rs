@@ -17,7 +17,7 @@
 use std::collections::HashSet;
 
 use spool_core::llm::{Prepared, ReasoningIdPolicy, Response, Sent};
-use spool_core::run_state::{RunHistory, ServerHistoryMode};
+use spool_core::run_state::RunHistory;
 use spool_model::ModelError;
 use spool_model::ModelRequest;
 use spool_protocol::responses::ResponseItem;
@@ -59,10 +59,10 @@ impl ServerHistory {
         };
         let mode = record.thread.history_owner.unwrap_or_default();
         if let Some(state) = from_state
-            && protocol_mode(state.mode) != mode
+            && state.mode != mode
         {
             return Err(RunError::StateHistoryMismatch {
-                state: protocol_mode(state.mode),
+                state: state.mode,
                 thread: mode,
             });
         }
@@ -90,13 +90,11 @@ impl ServerHistory {
 
     /// The history as a RunState carries it.
     pub fn snapshot(&self) -> Option<RunHistory> {
-        let mode = match self.mode {
-            HistoryMode::PreviousResponseId => ServerHistoryMode::PreviousResponseId,
-            HistoryMode::ConversationId => ServerHistoryMode::ConversationId,
-            HistoryMode::Replay => return None,
-        };
+        if self.mode == HistoryMode::Replay {
+            return None;
+        }
         Some(RunHistory {
-            mode,
+            mode: self.mode,
             cursor: self.stored.cursor.clone(),
             conversation_id: self.stored.conversation_id.clone(),
         })
@@ -202,12 +200,5 @@ impl InFlight {
                 self.produced.insert(started.item.id().to_owned());
             }
         }
-    }
-}
-
-fn protocol_mode(mode: ServerHistoryMode) -> HistoryMode {
-    match mode {
-        ServerHistoryMode::PreviousResponseId => HistoryMode::PreviousResponseId,
-        ServerHistoryMode::ConversationId => HistoryMode::ConversationId,
     }
 }
