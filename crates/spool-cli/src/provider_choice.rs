@@ -106,13 +106,14 @@ pub fn choose(
     if !(compact_at > 0.0 && compact_at <= 1.0) {
         bail!("`compact_at` in spool.toml must be more than 0 and at most 1, not {compact_at}");
     }
-    let compaction = entry
-        .context_window
-        .or(config.context_window)
-        .map(|context_window| spool_runtime::CompactionPolicy {
-            context_window,
-            compact_at,
-        });
+    let context_window = entry.context_window.or(config.context_window);
+    if context_window == Some(0) {
+        bail!("`context_window` in spool.toml must be a number of tokens above 0");
+    }
+    let compaction = context_window.map(|context_window| spool_runtime::CompactionPolicy {
+        context_window,
+        compact_at,
+    });
     Ok(ChosenProvider {
         compaction,
         base_url: args.base_url.clone().unwrap_or(entry.base_url),
@@ -214,6 +215,40 @@ mod tests {
             ("lab", "other", "http://x/v1")
         );
         assert_eq!(c.wire_api, WireApi::Responses);
+    }
+
+    #[test]
+    fn compaction_comes_from_the_window_and_bad_values_are_refused() {
+        let config = |text: &str| ConfigFile::parse(Path::new("spool.toml"), text).unwrap();
+        let lab =
+            "provider = \"lab\"\n[providers.lab]\nbase_url = \"http://lab/v1\"\nmodel = \"m\"\n";
+        let none = choose(&ProviderArgs::default(), &config(lab), &env_with(&[])).unwrap();
+        assert_eq!(none.compaction, None, "no window, no compaction");
+        let set = config(&format!("compact_at = 0.5\ncontext_window = 1000\n{lab}"));
+        let chosen = choose(&ProviderArgs::default(), &set, &env_with(&[])).unwrap();
+        assert_eq!(chosen.compaction.unwrap().threshold(), 500);
+        let local = choose(
+            &ProviderArgs::default(),
+            &ConfigFile::default(),
+            &env_with(&[]),
+        )
+        .unwrap()
+        .compaction
+        .unwrap();
+        assert_eq!(local.context_window, LOCAL_MODEL_CONTEXT);
+        for bad in [
+            "compact_at = 0.0\ncontext_window = 10\n",
+            "compact_at = 1.5\n",
+            "context_window = 0\n",
+        ] {
+            let err = choose(
+                &ProviderArgs::default(),
+                &config(&format!("{bad}{lab}")),
+                &env_with(&[]),
+            )
+            .unwrap_err();
+            assert!(err.to_string().contains("spool.toml"), "{bad}: {err}");
+        }
     }
 
     #[test]
