@@ -11,6 +11,7 @@
 pub mod agent;
 pub mod output_mapper;
 pub mod runner;
+mod session;
 mod usage;
 
 pub use agent::{
@@ -20,6 +21,7 @@ pub use runner::{
     COMPACTION_INSTRUCTIONS, ClientRequests, CompactionPolicy, REVIEWER_INSTRUCTIONS, Review,
     RunError, RunResult, RunStatus, Runner, reviewer,
 };
+pub use session::CompactingSession;
 
 /// Unix milliseconds now.
 pub fn now_ms() -> i64 {

@@ -24,9 +24,10 @@ fn long(label: &str, words: usize) -> String {
     text
 }
 
+/// Compacts past 500 tokens; a summarizing call takes up to 1,000.
 const POLICY: CompactionPolicy = CompactionPolicy {
-    context_window: 1000,
-    compact_at: 0.5,
+    context_window: 2000,
+    compact_at: 0.25,
 };
 
 fn summary_message(summary: &str) -> Value {

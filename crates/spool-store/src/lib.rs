@@ -146,8 +146,11 @@ pub trait Store: Send + Sync {
     /// The newest `limit` of the thread's input items (`None`: all), oldest
     /// first: the items in the model's view, each as its raw input item
     /// when it has one (the Session API's) or converted as the model view
-    /// converts it. Committed items only. No window rule is applied here:
-    /// that is [`Session::get_items`]' business, the same for every store.
+    /// converts it. Committed items only. Reading stops at the latest
+    /// finished compaction, which comes as what it stands for (its summary
+    /// or the provider's compacted items), as in the model view; `complete`
+    /// is then false. No window rule is applied here: that is
+    /// [`Session::get_items`]' business, the same for every store.
     fn input_items(
         &self,
         thread_id: &str,

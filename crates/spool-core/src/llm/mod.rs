@@ -75,7 +75,7 @@ pub use convert::{
     raw_input_item,
 };
 pub use pack::{Offered, Packer, count_turns};
-pub use sanitize::{ToolSide, tool_side};
+pub use sanitize::{ToolSide, splits_before, tool_side};
 pub use tools::IMAGE_URL_KEY;
 pub use tracker::{HistoryCursor, PartKey, Prepared, Response, Sent};
 

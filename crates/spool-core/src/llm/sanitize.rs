@@ -61,6 +61,22 @@ pub fn tool_side(value: &Value) -> Option<ToolSide<'_>> {
     }
 }
 
+/// Whether `items` may be split into two requests' inputs just before
+/// `index`: the second would not start with a tool output (its call in the
+/// first) and the first would not end with a reasoning item bound to the
+/// output it goes with.
+pub fn splits_before(items: &[ResponseItem], index: usize) -> bool {
+    let Some(next) = items.get(index) else {
+        return true;
+    };
+    let output_first = matches!(side(next), Some(ToolSide::Output(_)));
+    let reasoning_last = index
+        .checked_sub(1)
+        .and_then(|previous| items.get(previous))
+        .is_some_and(is_bound_reasoning);
+    !output_first && !reasoning_last
+}
+
 pub(super) fn side(item: &ResponseItem) -> Option<ToolSide<'_>> {
     match item {
         ResponseItem::Known(KnownResponseItem::FunctionCall { call_id, .. }) => {
@@ -219,6 +235,24 @@ mod tests {
     fn sanitized(mut input: Vec<ResponseItem>) -> Vec<ResponseItem> {
         sanitize(&mut input);
         input
+    }
+
+    #[test]
+    fn a_split_keeps_outputs_with_their_calls_and_reasoning_with_its_output() {
+        let items = vec![
+            ResponseItem::user_text("go"),
+            reasoning("rs_1"),
+            call("a"),
+            output("a"),
+            ResponseItem::user_text("next"),
+        ];
+        let allowed: Vec<bool> = (0..=items.len())
+            .map(|index| splits_before(&items, index))
+            .collect();
+        assert_eq!(allowed, [true, true, false, false, true, true]);
+        // Reasoning without an id binds nothing.
+        let free = vec![reasoning(""), ResponseItem::user_text("x")];
+        assert!(splits_before(&free, 1));
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //! `client` views still show every original item.
 //!
 //! The turn holds one item. It starts without a summary, the model is
-//! asked for one (the thread's `llm` view, then the request to summarize;
-//! no tools), and it completes with the summary and the seq range it
+//! asked for one (the thread's whole `llm` view, then the request to
+//! summarize; no tools; in parts, oldest first, each with the summary so
+//! far, when the history does not fit one call), and it completes with the summary and the seq range it
 //! replaces (`replaces`: from the thread's first event, or the previous
 //! compaction, through the last event before this turn). Then
 //! `thread/compacted` (Codex's deprecated notice of the same) and
@@ -28,7 +29,9 @@ use std::sync::Arc;
 
 use futures_util::StreamExt;
 use serde_json::{Value, json};
-use spool_core::llm::{COMPACTED_OUTPUT_KEY, HistoryCursor, LlmViewOptions};
+use spool_core::llm::{
+    COMPACTED_OUTPUT_KEY, COMPACTION_PREFIX, HistoryCursor, LlmViewOptions, splits_before,
+};
 use spool_model::{ModelEvent, ModelRequest};
 use spool_protocol::responses::{ContentItem, KnownResponseItem, ResponseItem};
 use spool_protocol::*;
@@ -89,7 +92,7 @@ impl<S: Store + Clone + 'static> Runner<S> {
 
     /// Whether the thread's history, with `input` added, would pass the
     /// compaction threshold.
-    pub(super) async fn needs_compaction(
+    pub(crate) async fn needs_compaction(
         &self,
         thread_id: &str,
         input: &[UserInput],
@@ -172,7 +175,7 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
             open.envelope.provider_data = Some(json!({ COMPACTED_OUTPUT_KEY: items }));
             return self.finish_compaction(open, turn_ordinal).await;
         }
-        let summary = match self.summarize(history).await {
+        let summary = match self.summarize_all(history).await {
             Ok(summary) if !summary.trim().is_empty() => summary,
             Ok(_) => {
                 let error = TurnError::new("the model wrote no summary".to_owned(), None);
@@ -257,28 +260,66 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
         }
     }
 
-    /// The history the summary replaces, as the model would get it. Under
-    /// a policy, at most half the window (and no more than the threshold):
-    /// the rest is for the instructions and the summary itself, and for
-    /// the difference between o200k_base counts and the model's own.
+    /// The history the summary replaces, as the model would get it: all
+    /// of it (the previous compaction's summary, then everything after it).
     async fn compaction_input(&self) -> Result<Vec<ResponseItem>, RunError> {
-        let token_budget = self
-            .runner
-            .compaction
-            .map(|policy| policy.threshold().min(policy.context_window / 2))
-            .or(self.runner.history_token_budget);
         let view = self
             .runner
             .store
             .llm_view(
                 &self.state.thread_id,
                 LlmViewOptions {
-                    token_budget,
+                    token_budget: None,
                     reasoning_ids: self.state.reasoning_ids,
                 },
             )
             .await?;
         Ok(view.input)
+    }
+
+    /// The most history one summarizing call is given. Under a policy, half
+    /// the window: the rest is for the instructions and the summary itself,
+    /// and for the difference between o200k_base counts and the model's
+    /// own. (Not the threshold: a history that passed it would then never
+    /// fit one call.)
+    fn summarizing_budget(&self) -> Option<usize> {
+        self.runner
+            .compaction
+            .map(|policy| policy.context_window / 2)
+            .or(self.runner.history_token_budget)
+    }
+
+    /// A summary of all of `history`. History that does not fit one call's
+    /// budget is summarized in parts, oldest first, each call given the
+    /// summary so far and the next part: nothing the compaction replaces
+    /// is left out of its summary.
+    async fn summarize_all(&mut self, history: Vec<ResponseItem>) -> Result<String, TurnError> {
+        let Some(budget) = self.summarizing_budget() else {
+            return self.summarize(history).await;
+        };
+        let mut rest = history.as_slice();
+        let mut summary: Option<String> = None;
+        while !rest.is_empty() {
+            let mut input = Vec::new();
+            let mut used = 0;
+            if let Some(summary) = &summary {
+                let so_far = ResponseItem::user_text(format!("{COMPACTION_PREFIX}{summary}"));
+                used += spool_core::tokens::count_input_item(&so_far) as usize;
+                input.push(so_far);
+            }
+            let take = part_length(rest, budget.saturating_sub(used));
+            input.extend_from_slice(&rest[..take]);
+            rest = &rest[take..];
+            let written = self.summarize(input).await?;
+            if written.trim().is_empty() {
+                return Err(TurnError::new(
+                    "the model wrote no summary".to_owned(),
+                    None,
+                ));
+            }
+            summary = Some(written);
+        }
+        Ok(summary.unwrap_or_default())
     }
 
     /// The first seq the compaction replaces: just after the previous
@@ -362,5 +403,53 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
             thread_id: self.state.thread_id.clone(),
             turn_id: self.state.turn_id.clone(),
         })
+    }
+}
+
+/// How many of `items`' first items one summarizing call takes: as many
+/// as fit `budget` tokens, at least one, and never a split the API would
+/// refuse (see `splits_before`), even if that passes the budget.
+fn part_length(items: &[ResponseItem], budget: usize) -> usize {
+    let mut used = 0;
+    let mut take = 0;
+    for (index, item) in items.iter().enumerate() {
+        let tokens = spool_core::tokens::count_input_item(item) as usize;
+        if index > 0 && used + tokens > budget && splits_before(items, index) {
+            break;
+        }
+        used += tokens;
+        take = index + 1;
+    }
+    take
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_fill_the_budget_and_keep_calls_with_their_outputs() {
+        let text = |n: usize| ResponseItem::user_text("word ".repeat(n));
+        let call = ResponseItem::Known(KnownResponseItem::FunctionCall {
+            id: None,
+            call_id: "c".into(),
+            name: "f".into(),
+            arguments: "{}".into(),
+            status: None,
+        });
+        let output = ResponseItem::Known(KnownResponseItem::FunctionCallOutput {
+            call_id: "c".into(),
+            output: "word ".repeat(50),
+        });
+        let tokens = |item: &ResponseItem| spool_core::tokens::count_input_item(item) as usize;
+        let items = vec![text(40), text(40), call, output, text(10)];
+        let two = tokens(&items[0]) + tokens(&items[1]);
+        assert_eq!(part_length(&items, two), 2);
+        // The output goes with its call even past the budget.
+        assert_eq!(part_length(&items, two + tokens(&items[2])), 4);
+        // One item always goes, however small the budget.
+        assert_eq!(part_length(&items, 0), 1);
+        assert_eq!(part_length(&items, usize::MAX), 5);
+        assert_eq!(part_length(&[], 10), 0);
     }
 }

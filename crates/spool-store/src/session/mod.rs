@@ -12,7 +12,10 @@
 //!   announces the item, the completion is authoritative), which the store
 //!   keeps in a column of its own so reads decode only that.
 //! - `get_items` returns the raw items (items the runtime added to the
-//!   same thread come converted as the model view converts them).
+//!   same thread come converted as the model view converts them). After a
+//!   compaction (a `contextCompaction` item, which `spool_runtime`'s
+//!   `CompactingSession` writes) it returns the summary, then the newer
+//!   items: the older ones stay in the log, and in the `all` view.
 //! - `pop_item` logs `item/removed` and `clear` logs `thread/cleared`: the
 //!   log keeps the history, the projection drops the rows, and every view
 //!   follows. The store chooses the newest item and logs its removal in
@@ -80,7 +83,9 @@ impl<S: Store> Session<S> {
     /// `Some(0)`: none), exactly as they were added. A window that leaves
     /// items out never holds a tool output (`function_call_output`, …)
     /// whose call it left out: such an output is left out of the result,
-    /// never deleted (`get_items(None)` still has it).
+    /// never deleted (`get_items(None)` still has it). A finished
+    /// compaction stands for every item before it: the window ends there,
+    /// with the summary.
     pub async fn get_items(&self, limit: Option<usize>) -> Result<Vec<Value>, StoreError> {
         if limit == Some(0) {
             return Ok(Vec::new());

@@ -1,28 +1,24 @@
 //! A thread's newest items as Responses API input items (what the Session
 //! API's `get_items` returns, before its window rule).
 //!
-//! Rows in the model's view (`items.llm = 1`) are read newest-first (or
-//! oldest-first for all of them) on the `(thread_id, ordinal)` index. A
-//! row added through the Session API has its raw input item in a column of
-//! its own, and only that column is decoded; any other row (an item the
-//! runtime produced) is decoded whole and converted as the model view
-//! converts it, which may give it more than one input item (a tool call
-//! and its output) or none.
+//! Rows in the model's view (`items.llm = 1`) are read newest-first on the
+//! `(thread_id, ordinal)` index, and reading stops when the window is full
+//! or at the latest finished compaction (which stands for everything
+//! before it, as in the model view). A row added through the Session API
+//! has its raw input item in a column of its own, and only that column is
+//! decoded; any other row (an item the runtime produced, a compaction) is
+//! decoded whole and converted as the model view converts it, which may
+//! give it more than one input item (a tool call and its output) or none.
 
 use rusqlite::{Connection, Row};
 use serde_json::Value;
-use spool_core::llm::{ReasoningIdPolicy, input_items};
+use spool_core::llm::{ReasoningIdPolicy, input_items, is_cut_point};
 
 use super::codec::{decode_input_item, decode_item, item_columns};
 use super::reads::thread_exists;
 use crate::error::StoreError;
 use crate::types::InputItems;
 
-const ALL: &str = concat!(
-    "SELECT ",
-    item_columns!(),
-    " FROM items WHERE thread_id = ?1 AND llm = 1 ORDER BY ordinal"
-);
 const NEWEST: &str = concat!(
     "SELECT ",
     item_columns!(),
@@ -33,61 +29,53 @@ const NEWEST: &str = concat!(
 /// than on a blocking thread (see `SqliteStore::input_items`).
 pub(crate) const INLINE_LIMIT: usize = 200;
 
-/// The newest `limit` input items of a thread, oldest first (`None`: all).
+/// The newest `limit` input items of a thread, oldest first (`None`: all
+/// since the latest compaction).
 pub(crate) fn read_input_items(
     conn: &Connection,
     thread_id: &str,
     limit: Option<usize>,
 ) -> Result<InputItems, StoreError> {
-    let found = match limit {
-        None => read_all(conn, thread_id)?,
-        Some(limit) => read_newest(conn, thread_id, limit)?,
-    };
+    let found = read_newest(conn, thread_id, limit)?;
     if found.items.is_empty() && !thread_exists(conn, thread_id)? {
         return Err(StoreError::UnknownThread(thread_id.to_owned()));
     }
     Ok(found)
 }
 
-fn read_all(conn: &Connection, thread_id: &str) -> Result<InputItems, StoreError> {
-    let mut stmt = conn.prepare_cached(ALL)?;
-    let mut rows = stmt.query((thread_id,))?;
-    let mut items = Vec::new();
-    while let Some(row) = rows.next()? {
-        // Decoded straight from SQLite's buffer: no copy of the JSON.
-        push_row(row, thread_id, &mut items)?;
-    }
-    Ok(InputItems {
-        items,
-        complete: true,
-    })
-}
-
-fn read_newest(conn: &Connection, thread_id: &str, limit: usize) -> Result<InputItems, StoreError> {
-    if limit == 0 {
+fn read_newest(
+    conn: &Connection,
+    thread_id: &str,
+    limit: Option<usize>,
+) -> Result<InputItems, StoreError> {
+    if limit == Some(0) {
         // An empty window: whether anything is left out is not asked.
         return Ok(InputItems {
             items: Vec::new(),
             complete: false,
         });
     }
+    let cap = limit.unwrap_or(usize::MAX);
     // No LIMIT: rows stream from the index newest-first and reading stops
     // as soon as the window is full, however many items each row gives.
     let mut stmt = conn.prepare_cached(NEWEST)?;
     let mut rows = stmt.query((thread_id,))?;
-    let mut newest_first = Vec::with_capacity(limit.min(4_096) + 1);
+    let mut newest_first = Vec::with_capacity(limit.map_or(64, |limit| limit.min(4_096) + 1));
     let mut row_items = Vec::new();
+    let mut complete = true;
     while let Some(row) = rows.next()? {
         row_items.clear();
-        push_row(row, thread_id, &mut row_items)?;
+        // Decoded straight from SQLite's buffer: no copy of the JSON.
+        let cut = push_row(row, thread_id, &mut row_items)?;
         newest_first.extend(row_items.drain(..).rev());
-        // One more than asked tells that something is left out.
-        if newest_first.len() > limit {
+        // One more than asked tells that something is left out; so does a
+        // compaction, which stands for what came before it.
+        if newest_first.len() > cap || cut {
+            complete = false;
             break;
         }
     }
-    let complete = newest_first.len() <= limit;
-    newest_first.truncate(limit);
+    newest_first.truncate(cap);
     newest_first.reverse();
     Ok(InputItems {
         items: newest_first,
@@ -95,17 +83,22 @@ fn read_newest(conn: &Connection, thread_id: &str, limit: usize) -> Result<Input
     })
 }
 
-/// The input items of one row, oldest first.
-fn push_row(row: &Row<'_>, thread_id: &str, out: &mut Vec<Value>) -> Result<(), StoreError> {
+/// The input items of one row, oldest first. True when the row is a
+/// finished compaction: nothing older is in the view.
+fn push_row(row: &Row<'_>, thread_id: &str, out: &mut Vec<Value>) -> Result<bool, StoreError> {
     if let Some(raw) = decode_input_item(row, thread_id)? {
         out.push(raw);
-        return Ok(());
+        return Ok(false);
     }
     push_converted(row, thread_id, out)
 }
 
 /// The input items of a row without a raw item: the record, converted.
-fn push_converted(row: &Row<'_>, thread_id: &str, out: &mut Vec<Value>) -> Result<(), StoreError> {
+fn push_converted(
+    row: &Row<'_>,
+    thread_id: &str,
+    out: &mut Vec<Value>,
+) -> Result<bool, StoreError> {
     let record = decode_item(row, thread_id)?;
     for item in input_items(&record, ReasoningIdPolicy::Preserve) {
         let value = serde_json::to_value(&item).map_err(|source| StoreError::Encode {
@@ -114,5 +107,5 @@ fn push_converted(row: &Row<'_>, thread_id: &str, out: &mut Vec<Value>) -> Resul
         })?;
         out.push(value);
     }
-    Ok(())
+    Ok(is_cut_point(&record))
 }
