@@ -314,3 +314,52 @@ fn turns_before_the_compaction_are_not_counted_as_omitted() {
     );
     assert_eq!((view.turns_included, view.turns_omitted), (2, 0));
 }
+
+/// Extending a view read with `extendable`: the records of the newest
+/// turn are added; records that would push an older turn out, or an
+/// unfinished one, are refused (a fresh read is the caller's next step).
+#[test]
+fn an_extension_adds_the_newest_turns_records_and_refuses_what_would_change_the_rest() {
+    let options = LlmViewOptions {
+        token_budget: Some(45),
+        extendable: true,
+        ..LlmViewOptions::default()
+    };
+    let mut records = thread(&[(10, 10), (10, 10)]);
+    let mut view = llm_view(&records, &options);
+    assert_eq!(view.base.as_ref().map(|b| b.through_ordinal()), Some(21));
+
+    // A short reply more in the newest turn: 50 tokens would pass 45 with
+    // two turns in, so the older one would have to go: refused.
+    let more = with_count(record("t2", 22, agent("a2b", "more")), 10);
+    assert!(!view.clone().extend(std::slice::from_ref(&more), &options));
+
+    // Without the budget it goes in, as a fresh read has it.
+    let open = LlmViewOptions {
+        token_budget: None,
+        ..options.clone()
+    };
+    let mut unbounded = llm_view(&records, &open);
+    assert!(unbounded.extend(std::slice::from_ref(&more), &open));
+    records.push(more.clone());
+    assert_eq!(unbounded.input, llm_view(&records, &open).input);
+    assert_eq!(texts(&unbounded.input), ["q1", "r1", "q2", "r2", "more"]);
+
+    // An unfinished record, another turn's, or one already read: refused.
+    let running = with_status(
+        record("t2", 23, agent("a2c", "...")),
+        ItemStatus::InProgress,
+    );
+    assert!(!view.extend(&[running], &options));
+    let other_turn = with_count(record("t3", 30, user("u3", "q3")), 1);
+    assert!(!view.extend(&[other_turn], &options));
+    assert!(!view.extend(std::slice::from_ref(&records[0]), &options));
+
+    // A view with an unfinished record cannot be extended at all.
+    let mut records = thread(&[(10, 10)]);
+    records.push(with_status(
+        record("t1", 12, agent("a1b", "..")),
+        ItemStatus::InProgress,
+    ));
+    assert_eq!(llm_view(&records, &options).base, None);
+}

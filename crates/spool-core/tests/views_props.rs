@@ -237,7 +237,7 @@ proptest! {
     ) {
         let records = build(&turns);
         let policy = if omit { ReasoningIdPolicy::Omit } else { ReasoningIdPolicy::Preserve };
-        let options = LlmViewOptions { token_budget: budget, reasoning_ids: policy };
+        let options = LlmViewOptions { token_budget: budget, reasoning_ids: policy, extendable: false };
         let view = llm_view(&records, &options);
         let input = views_support::json(&view.input);
 
@@ -285,6 +285,57 @@ proptest! {
             for item in input.iter().filter(|item| item["type"] == "reasoning") {
                 prop_assert!(item.get("id").is_none(), "{}", item);
             }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// A view grown by the records after it is the view a fresh read
+    /// gives, whenever `extend` accepts them; and it accepts the common
+    /// case: finished records of the newest turn, no budget.
+    #[test]
+    fn an_extended_view_is_a_fresh_read(
+        turns in proptest::collection::vec(proptest::collection::vec(generated(), 0..6), 1..6),
+        split in 0usize..40,
+        budget in proptest::option::of(0usize..600),
+        omit in any::<bool>(),
+    ) {
+        let records = build(&turns);
+        let split = split.min(records.len());
+        let policy = if omit { ReasoningIdPolicy::Omit } else { ReasoningIdPolicy::Preserve };
+        let options = LlmViewOptions { token_budget: budget, reasoning_ids: policy, extendable: true };
+        let (before, after) = records.split_at(split);
+        let mut view = llm_view(before, &options);
+        let Some(base) = view.base.clone() else {
+            // Not extendable: something in it was unfinished, or it is empty.
+            let in_view: Vec<&ItemRecord> = select(before, View::Llm);
+            prop_assert!(in_view.is_empty() || in_view.iter().any(|r| !r.envelope.status.is_terminal())
+                || view.input.is_empty() && view.turns_included == 0);
+            return Ok(());
+        };
+        let newer: Vec<ItemRecord> = after
+            .iter()
+            .filter(|r| r.ordinal > base.through_ordinal())
+            .cloned()
+            .collect();
+        let accepted = view.extend(&newer, &options);
+        let fresh = llm_view(&records, &options);
+        if accepted {
+            prop_assert_eq!(&view.input, &fresh.input);
+            prop_assert_eq!(view.total_tokens, fresh.total_tokens);
+            prop_assert_eq!(view.turns_included, fresh.turns_included);
+            prop_assert_eq!(view.turns_omitted, fresh.turns_omitted);
+        }
+        let plain = budget.is_none()
+            && newer.iter().filter(|r| spool_core::llm::in_view(r)).all(|r| {
+                r.turn_id == base.turn_id()
+                    && r.envelope.status.is_terminal()
+                    && !spool_core::llm::is_cut_point(r)
+            });
+        if plain {
+            prop_assert!(accepted, "refused a plain extension");
         }
     }
 }

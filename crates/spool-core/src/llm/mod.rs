@@ -59,6 +59,7 @@
 //! sanitizing drops an item.
 
 mod convert;
+mod extend;
 mod pack;
 mod provider;
 mod sanitize;
@@ -74,6 +75,7 @@ pub use convert::{
     COMPACTED_OUTPUT_KEY, COMPACTION_PREFIX, INPUT_ITEM_KEY, REVIEW_PREFIX, in_view, is_cut_point,
     raw_input_item,
 };
+pub use extend::ViewBase;
 pub use pack::{Offered, Packer, count_turns};
 pub use sanitize::{ToolSide, splits_before, tool_side};
 pub use tools::IMAGE_URL_KEY;
@@ -98,6 +100,10 @@ pub struct LlmViewOptions {
     /// always goes in. `None`: everything.
     pub token_budget: Option<usize>,
     pub reasoning_ids: ReasoningIdPolicy,
+    /// Keep what [`LlmView::extend`] needs (`LlmView::base`), for a caller
+    /// that will add the records logged after this read (the runner, from
+    /// one step of a turn to the next).
+    pub extendable: bool,
 }
 
 /// The input of the next model request.
@@ -114,6 +120,9 @@ pub struct LlmView {
     /// store to cache. Only finished items are listed: an item still in
     /// progress will change.
     pub computed_token_counts: Vec<(String, u32)>,
+    /// Set when the options asked for it and every record in the view had
+    /// finished: what [`LlmView::extend`] builds on.
+    pub base: Option<ViewBase>,
 }
 
 /// Builds the `llm` view of `records`, which must be in ordinal order (as
@@ -145,6 +154,7 @@ pub fn review_input(turn: &[ItemRecord], reasoning_ids: ReasoningIdPolicy) -> Ve
     let options = LlmViewOptions {
         token_budget: None,
         reasoning_ids,
+        extendable: false,
     };
     pack::pack(&scoped, &options).input
 }

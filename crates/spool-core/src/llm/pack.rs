@@ -14,7 +14,7 @@ use std::borrow::Borrow;
 use spool_protocol::responses::ResponseItem;
 
 use super::convert::{convert, in_view, is_cut_point};
-use super::{LlmView, LlmViewOptions, sanitize};
+use super::{LlmView, LlmViewOptions, ViewBase, sanitize};
 use crate::record::ItemRecord;
 use crate::tokens::count_input_item;
 
@@ -147,15 +147,30 @@ impl<R: Borrow<ItemRecord>> Packer<R> {
     /// sanitized (see `sanitize.rs`).
     pub fn finish(self) -> LlmView {
         let turns_included = self.turns.len();
+        // The newest record (first of the newest turn) and whether every
+        // record is finished: what an extendable view needs.
+        let newest = self
+            .turns
+            .first()
+            .and_then(|turn| turn.first())
+            .map(|(record, _)| (record.borrow().ordinal, record.borrow().turn_id.clone()));
+        let mut all_finished = true;
         let mut input = Vec::new();
         for turn in self.turns.into_iter().rev() {
             for (record, items) in turn.into_iter().rev() {
+                all_finished &= record.borrow().envelope.status.is_terminal();
                 match items {
                     Some(items) => input.extend(items),
                     None => convert(record.borrow(), self.options.reasoning_ids, &mut input),
                 }
             }
         }
+        let base = match newest {
+            Some((through_ordinal, turn_id)) if self.options.extendable && all_finished => {
+                Some(ViewBase::new(through_ordinal, turn_id, input.clone()))
+            }
+            _ => None,
+        };
         sanitize::sanitize(&mut input);
         LlmView {
             input,
@@ -163,6 +178,7 @@ impl<R: Borrow<ItemRecord>> Packer<R> {
             turns_included,
             turns_omitted: self.turns_omitted,
             computed_token_counts: self.computed_token_counts,
+            base,
         }
     }
 }

@@ -271,6 +271,7 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
                 LlmViewOptions {
                     token_budget: None,
                     reasoning_ids: self.state.reasoning_ids,
+                    extendable: false,
                 },
             )
             .await?;

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use futures_util::StreamExt;
-use spool_core::llm::LlmViewOptions;
+use spool_core::llm::{LlmView, LlmViewOptions};
 use spool_core::run_state::{AgentKey, CallRecord, RunState};
 use spool_model::{ModelEvent, ModelRequest};
 use spool_protocol::responses::ResponseItem;
@@ -50,6 +50,9 @@ pub(crate) struct Run<'r, S> {
     /// The provider that owns the thread's history; `None`: spool does
     /// (`replay`).
     pub owner: Option<ServerHistory>,
+    /// In `replay` mode, the view the last model call got, grown by the
+    /// records logged since rather than read again (`LlmView::extend`).
+    pub replay: Option<LlmView>,
 }
 
 /// What a turn opens with.
@@ -166,6 +169,7 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
             next_agent: None,
             review,
             owner,
+            replay: None,
         })
     }
 
@@ -223,20 +227,45 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
     /// The thread's model history, as the next call gets it (committed
     /// events only: sync the appender first). A review sees its own turn
     /// only.
-    pub(super) async fn history(&self) -> Result<Vec<ResponseItem>, RunError> {
+    ///
+    /// From one step to the next the view grows by the records the step
+    /// logged: those are read and added (`LlmView::extend`), not the whole
+    /// view again, whenever that gives exactly what a fresh read would.
+    pub(super) async fn history(&mut self) -> Result<Vec<ResponseItem>, RunError> {
         if self.review {
             return self.review_history().await;
         }
         let options = LlmViewOptions {
             token_budget: self.runner.history_token_budget,
             reasoning_ids: self.state.reasoning_ids,
+            extendable: true,
         };
-        let view = self
-            .runner
-            .store
-            .llm_view(&self.state.thread_id, options)
-            .await?;
-        Ok(view.input)
+        let store = &self.runner.store;
+        let thread_id = &self.state.thread_id;
+        if let Some(view) = &mut self.replay
+            && let Some(base) = &view.base
+        {
+            let records = store
+                .llm_records_after(thread_id, base.through_ordinal(), &[])
+                .await?;
+            if view.extend(&records, &options) {
+                let input = std::mem::take(&mut view.input);
+                #[cfg(debug_assertions)]
+                {
+                    // Every test run checks the invariant `extend` rests on.
+                    let fresh = store.llm_view(thread_id, options.clone()).await?;
+                    assert_eq!(
+                        input, fresh.input,
+                        "an extended view differs from a fresh read"
+                    );
+                }
+                return Ok(input);
+            }
+        }
+        let mut view = store.llm_view(thread_id, options).await?;
+        let input = std::mem::take(&mut view.input);
+        self.replay = Some(view);
+        Ok(input)
     }
 
     /// One model call with the thread's history.

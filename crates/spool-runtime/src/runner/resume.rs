@@ -188,6 +188,7 @@ pub(crate) async fn reopen<'r, S: Store + Clone + 'static>(
         next_agent: None,
         review: false,
         owner,
+        replay: None,
     })
 }
 

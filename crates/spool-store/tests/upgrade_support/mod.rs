@@ -164,7 +164,20 @@ pub async fn snapshot(store: &SqliteStore) -> String {
                 ..LlmViewOptions::default()
             };
             let view = store.llm_view(id, options).await.unwrap();
-            writeln!(out, "llm {budget:?}: {view:?}").unwrap();
+            // The fields the fixtures were written with (a view asked for
+            // no `base` has none).
+            assert_eq!(view.base, None);
+            writeln!(
+                out,
+                "llm {budget:?}: LlmView {{ input: {:?}, total_tokens: {:?}, turns_included: {:?}, \
+                 turns_omitted: {:?}, computed_token_counts: {:?} }}",
+                view.input,
+                view.total_tokens,
+                view.turns_included,
+                view.turns_omitted,
+                view.computed_token_counts
+            )
+            .unwrap();
             // The token counts it computed are cached by a commit of their
             // own: wait for it, so the next read does not race it.
             store.flush().await.unwrap();
