@@ -53,6 +53,9 @@ pub(crate) struct Run<'r, S> {
     /// In `replay` mode, the view the last model call got, grown by the
     /// records logged since rather than read again (`LlmView::extend`).
     pub replay: Option<LlmView>,
+    /// Events of a response that ended in calls, appended with the calls'
+    /// filing (`handle_calls`), which follows at once.
+    pub held: Vec<ServerNotification>,
 }
 
 /// What a turn opens with.
@@ -170,6 +173,7 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
             review,
             owner,
             replay: None,
+            held: Vec::new(),
         })
     }
 
@@ -393,8 +397,14 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
         if let Some(flight) = &mut flight {
             flight.note(&last);
         }
-        self.appender.push(last)?;
         let calls = mapper.take_model_calls();
+        if self.owner.is_none() && !calls.is_empty() && matches!(end, StepEnd::Final) {
+            // The calls are filed next, with no wait in between: one append
+            // (one commit) for the response's end and the filing.
+            self.held = last;
+        } else {
+            self.appender.push(last)?;
+        }
         if let (Some(owner), Some(flight)) = (&mut self.owner, flight) {
             // The cursor may only cover what is committed.
             self.appender.sync().await?;
@@ -436,7 +446,7 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
     /// Files the calls of one response, runs what the policy lets through
     /// (concurrently) and opens requests for the rest.
     async fn handle_calls(&mut self, calls: Vec<ModelCall>) -> Result<(), RunError> {
-        let mut out = Vec::new();
+        let mut out = std::mem::take(&mut self.held);
         let mut filed_calls = Vec::new();
         for call in calls {
             let prepared = prepare(&call, &self.agent, &self.agents);

@@ -189,6 +189,7 @@ pub(crate) async fn reopen<'r, S: Store + Clone + 'static>(
         review: false,
         owner,
         replay: None,
+        held: Vec::new(),
     })
 }
 

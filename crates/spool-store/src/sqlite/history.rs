@@ -3,6 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension};
 use spool_core::ItemRecord;
+use spool_protocol::ItemStatus;
 
 use super::catch_up::catch_up;
 use super::codec::{decode_item, item_columns, sql_int};
@@ -31,10 +32,23 @@ pub(crate) fn read_records_after(
     after_ordinal: u64,
     item_ids: &[String],
 ) -> Result<Vec<ItemRecord>, StoreError> {
-    let tx = conn.unchecked_transaction()?;
-    if !thread_exists(&tx, thread_id)? {
-        return Err(StoreError::UnknownThread(thread_id.to_owned()));
+    if item_ids.is_empty() {
+        // The common read (a runner step's few new records, all finished)
+        // is one query, atomic on its own: no transaction to open and
+        // close around it.
+        let records = read_after(conn, thread_id, after_ordinal)?;
+        if records
+            .iter()
+            .all(|record| record.envelope.status != ItemStatus::InProgress)
+        {
+            if records.is_empty() && !thread_exists(conn, thread_id)? {
+                return Err(StoreError::UnknownThread(thread_id.to_owned()));
+            }
+            return Ok(records);
+        }
     }
+    // Several reads (items by id, deltas to catch up with): one snapshot.
+    let tx = conn.unchecked_transaction()?;
     let mut records = Vec::new();
     {
         let mut by_id = tx.prepare_cached(BY_ID)?;
@@ -47,11 +61,10 @@ pub(crate) fn read_records_after(
                 }
             }
         }
-        let mut after = tx.prepare_cached(AFTER)?;
-        let mut rows = after.query((thread_id, sql_int(after_ordinal)))?;
-        while let Some(row) = rows.next()? {
-            records.push(decode_item(row, thread_id)?);
-        }
+        records.extend(read_after(&tx, thread_id, after_ordinal)?);
+    }
+    if records.is_empty() && !thread_exists(&tx, thread_id)? {
+        return Err(StoreError::UnknownThread(thread_id.to_owned()));
     }
     records.sort_by_key(|record| record.ordinal);
     records.dedup_by_key(|record| record.ordinal);
@@ -59,6 +72,22 @@ pub(crate) fn read_records_after(
         catch_up(&tx, record)?;
     }
     tx.finish()?;
+    Ok(records)
+}
+
+/// The records in the view after `after_ordinal`, in ordinal order, as
+/// their rows stand.
+fn read_after(
+    conn: &Connection,
+    thread_id: &str,
+    after_ordinal: u64,
+) -> Result<Vec<ItemRecord>, StoreError> {
+    let mut after = conn.prepare_cached(AFTER)?;
+    let mut rows = after.query((thread_id, sql_int(after_ordinal)))?;
+    let mut records = Vec::new();
+    while let Some(row) = rows.next()? {
+        records.push(decode_item(row, thread_id)?);
+    }
     Ok(records)
 }
 
