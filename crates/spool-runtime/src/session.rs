@@ -25,7 +25,6 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use spool_store::{Session, Store, StoreError};
-use tokio::sync::{mpsc, watch};
 
 use crate::agent::Agent;
 use crate::runner::{RunError, RunResult, Runner};
@@ -88,11 +87,8 @@ impl<S: Store + Clone + 'static> CompactingSession<S> {
 
     /// Compacts now, whatever the policy says.
     pub async fn compact(&self) -> Result<RunResult, RunError> {
-        // Nobody watches this turn's events: the log has them.
-        let (events, _) = mpsc::unbounded_channel();
-        let (_stop, interrupt) = watch::channel(false);
         self.runner
-            .compact_streamed(self.agent.clone(), self.session.id(), &events, interrupt)
+            .compact(self.agent.clone(), self.session.id())
             .await
     }
 

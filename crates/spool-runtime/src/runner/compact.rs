@@ -77,6 +77,16 @@ impl CompactionPolicy {
 
 impl<S: Store + Clone + 'static> Runner<S> {
     /// Compacts the thread's history now, as one turn (see the module
+    /// docs), as [`Runner::run`] runs one: nobody watches its events (the
+    /// log has them) and nothing interrupts it.
+    pub async fn compact(&self, agent: Arc<Agent>, thread_id: &str) -> Result<RunResult, RunError> {
+        let (events, _) = mpsc::unbounded_channel();
+        let (_stop, interrupt) = watch::channel(false);
+        self.compact_streamed(agent, thread_id, &events, interrupt)
+            .await
+    }
+
+    /// Compacts the thread's history now, as one turn (see the module
     /// docs), streaming its events as [`Runner::run_streamed`] does.
     /// `agent` gives the model.
     pub async fn compact_streamed(
