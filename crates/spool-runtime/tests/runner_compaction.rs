@@ -15,15 +15,6 @@ use spool_runtime::{CompactionPolicy, RunStatus};
 use spool_store::Store;
 use spool_testkit::Reply;
 
-/// About `words` o200k_base tokens of text.
-fn long(label: &str, words: usize) -> String {
-    let mut text = format!("{label}:");
-    for n in 0..words {
-        text.push_str(&format!(" w{n}"));
-    }
-    text
-}
-
 /// Compacts past 500 tokens; a summarizing call takes up to 1,000.
 const POLICY: CompactionPolicy = CompactionPolicy {
     context_window: 2000,

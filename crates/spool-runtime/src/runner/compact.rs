@@ -21,9 +21,10 @@
 //! carries the summary and what came after it.
 //!
 //! [`Runner::run_streamed`] compacts first, as its own turn, when the
-//! thread's history would pass the runner's [`CompactionPolicy`]; a
-//! single turn that outgrows the window on its own is not compacted
-//! mid-turn (the newest turn always goes whole).
+//! thread's history would pass the runner's [`CompactionPolicy`]; a turn
+//! that outgrows the window on its own is compacted inside it, before its
+//! next model call, the same way: the item is then one of that turn's
+//! (see `input.rs`).
 
 use std::sync::Arc;
 
@@ -39,7 +40,6 @@ use spool_store::{Appended, Store, StoredHistory};
 use tokio::sync::{mpsc, watch};
 
 use super::drive::{Opening, Run};
-use super::items::OpenItem;
 use super::{RunError, RunResult, Runner};
 use crate::agent::Agent;
 use crate::output_mapper::new_item_id;
@@ -141,17 +141,31 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
     /// The compaction turn after `turn/started`.
     async fn compact(mut self) -> Result<RunResult, RunError> {
         self.appender.sync().await?;
-        let thread_id = self.state.thread_id.clone();
         let turn_ordinal = self
             .runner
             .store
-            .turns(&thread_id)
+            .turns(&self.state.thread_id)
             .await?
             .iter()
             .find(|turn| turn.id == self.state.turn_id)
             .map_or(0, |turn| turn.ordinal);
+        match self.compact_history(turn_ordinal.saturating_sub(1)).await? {
+            Ok(()) => self.finish(TurnStatus::Completed, None).await,
+            Err(error) => self.finish(TurnStatus::Failed, Some(error)).await,
+        }
+    }
+
+    /// Compacts the thread's history through `through_seq` (everything
+    /// logged so far: sync the appender first) into a `contextCompaction`
+    /// item of this turn, and starts a provider-held history over from it.
+    /// `Err`: the summarizing call failed; the item is `failed` and
+    /// replaces nothing.
+    pub(super) async fn compact_history(
+        &mut self,
+        through_seq: u64,
+    ) -> Result<Result<(), TurnError>, RunError> {
         let history = self.compaction_input().await?;
-        let (open, started) = self.sink.start(
+        let (mut open, started) = self.sink.start(
             ThreadItem::ContextCompaction {
                 id: new_item_id(),
                 summary: None,
@@ -165,17 +179,16 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
             // Nothing to summarize: an item that replaces nothing.
             let done = self.sink.complete(open, ItemStatus::Completed);
             self.appender.push(vec![done, self.compacted()])?;
-            return self.finish(TurnStatus::Completed, None).await;
+            return Ok(Ok(()));
         }
-        let from_seq = self.replaced_from().await?;
         let replaces = Some(SeqRange {
-            from_seq,
-            through_seq: turn_ordinal.saturating_sub(1),
+            from_seq: self.replaced_from().await?,
+            through_seq,
         });
+        let id = open.item.id().to_owned();
         if let Some(items) = self.provider_compaction().await? {
-            let mut open = open;
             open.item = ThreadItem::ContextCompaction {
-                id: open.item.id().to_owned(),
+                id,
                 summary: Some(format!(
                     "(compacted by the provider: {} opaque item(s) stand for this history)",
                     items.len()
@@ -183,52 +196,45 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
                 replaces,
             };
             open.envelope.provider_data = Some(json!({ COMPACTED_OUTPUT_KEY: items }));
-            return self.finish_compaction(open, turn_ordinal).await;
+        } else {
+            let summary = match self.summarize_all(history).await {
+                Ok(summary) if !summary.trim().is_empty() => Ok(summary),
+                Ok(_) => Err(TurnError::new("the model wrote no summary".to_owned(), None)),
+                Err(error) => Err(error),
+            };
+            let summary = match summary {
+                Ok(summary) => summary,
+                Err(error) => {
+                    let failed = self.sink.complete(open, ItemStatus::Failed);
+                    self.appender.push(vec![failed])?;
+                    return Ok(Err(error));
+                }
+            };
+            open.item = ThreadItem::ContextCompaction {
+                id,
+                summary: Some(summary),
+                replaces,
+            };
         }
-        let summary = match self.summarize_all(history).await {
-            Ok(summary) if !summary.trim().is_empty() => summary,
-            Ok(_) => {
-                let error = TurnError::new("the model wrote no summary".to_owned(), None);
-                return self.fail_compaction(open, error).await;
-            }
-            Err(error) => return self.fail_compaction(open, error).await,
-        };
-        let mut open = open;
-        open.item = ThreadItem::ContextCompaction {
-            id: open.item.id().to_owned(),
-            summary: Some(summary),
-            replaces,
-        };
-        self.finish_compaction(open, turn_ordinal).await
-    }
-
-    /// Completes the compaction's item and starts a provider-held history
-    /// over from it.
-    async fn finish_compaction(
-        mut self,
-        open: OpenItem,
-        turn_ordinal: u64,
-    ) -> Result<RunResult, RunError> {
-        let thread_id = self.state.thread_id.clone();
         let done = self.sink.complete(open, ItemStatus::Completed);
         self.appender.push(vec![done, self.compacted()])?;
         self.appender.sync().await?;
         if let Some(owner) = &mut self.owner {
             // The provider holds what the summary replaces: start over
-            // from the summary (the records after this turn's start).
+            // from the summary (the records after what it replaces).
             owner.stored = StoredHistory {
                 cursor: HistoryCursor {
-                    through_ordinal: turn_ordinal,
+                    through_ordinal: through_seq,
                     ..HistoryCursor::default()
                 },
                 conversation_id: None,
             };
             self.runner
                 .store
-                .set_history(&thread_id, &owner.stored)
+                .set_history(&self.state.thread_id, &owner.stored)
                 .await?;
         }
-        self.finish(TurnStatus::Completed, None).await
+        Ok(Ok(()))
     }
 
     /// In `previousResponseId` mode with a stored response to continue
@@ -334,7 +340,8 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
     }
 
     /// The first seq the compaction replaces: just after the previous
-    /// compaction, or the thread's first.
+    /// compaction (in an earlier turn or earlier in this one; the one being
+    /// made has no summary yet), or the thread's first.
     async fn replaced_from(&self) -> Result<u64, RunError> {
         let records = self
             .runner
@@ -343,7 +350,6 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
             .await?;
         let previous = records
             .iter()
-            .filter(|record| record.turn_id != self.state.turn_id)
             .filter(|record| spool_core::llm::is_cut_point(record))
             .map(|record| record.seq + 1)
             .next_back();
@@ -397,16 +403,6 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
         // The finished message is authoritative; deltas stand in for a
         // provider that sends none.
         Ok(if done.is_empty() { streamed } else { done })
-    }
-
-    async fn fail_compaction(
-        self,
-        open: OpenItem,
-        error: TurnError,
-    ) -> Result<RunResult, RunError> {
-        let failed = self.sink.complete(open, ItemStatus::Failed);
-        self.appender.push(vec![failed])?;
-        self.finish(TurnStatus::Failed, Some(error)).await
     }
 
     fn compacted(&self) -> ServerNotification {

@@ -3,10 +3,9 @@
 use std::sync::Arc;
 
 use futures_util::StreamExt;
-use spool_core::llm::{LlmView, LlmViewOptions};
+use spool_core::llm::LlmView;
 use spool_core::run_state::{AgentKey, CallRecord, RunState};
 use spool_model::{ModelEvent, ModelRequest};
-use spool_protocol::responses::ResponseItem;
 use spool_protocol::*;
 use spool_store::{Appended, Appender, PendingRequest, Store};
 use spool_tools::policy::{Grants, RulesFile};
@@ -56,6 +55,13 @@ pub(crate) struct Run<'r, S> {
     /// Events of a response that ended in calls, appended with the calls'
     /// filing (`handle_calls`), which follows at once.
     pub held: Vec<ServerNotification>,
+    /// The size of the context the last response was made from plus its
+    /// output, as the provider counted it: how much a provider-held
+    /// history holds (see `input.rs`).
+    pub context_tokens: Option<usize>,
+    /// A compaction inside this turn failed: the turn goes on without
+    /// trying again.
+    pub compaction_failed: bool,
 }
 
 /// What a turn opens with.
@@ -69,7 +75,7 @@ pub(crate) enum Opening {
 }
 
 /// How one model call ended.
-enum StepEnd {
+pub(super) enum StepEnd {
     Calls(Vec<ModelCall>),
     Final,
     Failed(TurnError),
@@ -174,6 +180,8 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
             owner,
             replay: None,
             held: Vec::new(),
+            context_tokens: None,
+            compaction_failed: false,
         })
     }
 
@@ -228,50 +236,6 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
         self.runner.more_input.as_ref().map_or(0, |rx| *rx.borrow())
     }
 
-    /// The thread's model history, as the next call gets it (committed
-    /// events only: sync the appender first). A review sees its own turn
-    /// only.
-    ///
-    /// From one step to the next the view grows by the records the step
-    /// logged: those are read and added (`LlmView::extend`), not the whole
-    /// view again, whenever that gives exactly what a fresh read would.
-    pub(super) async fn history(&mut self) -> Result<Vec<ResponseItem>, RunError> {
-        if self.review {
-            return self.review_history().await;
-        }
-        let options = LlmViewOptions {
-            token_budget: self.runner.history_token_budget,
-            reasoning_ids: self.state.reasoning_ids,
-            extendable: true,
-        };
-        let store = &self.runner.store;
-        let thread_id = &self.state.thread_id;
-        if let Some(view) = &mut self.replay
-            && let Some(base) = &view.base
-        {
-            let records = store
-                .llm_records_after(thread_id, base.through_ordinal(), &[])
-                .await?;
-            if view.extend(&records, &options) {
-                let input = std::mem::take(&mut view.input);
-                #[cfg(debug_assertions)]
-                {
-                    // Every test run checks the invariant `extend` rests on.
-                    let fresh = store.llm_view(thread_id, options.clone()).await?;
-                    assert_eq!(
-                        input, fresh.input,
-                        "an extended view differs from a fresh read"
-                    );
-                }
-                return Ok(input);
-            }
-        }
-        let mut view = store.llm_view(thread_id, options).await?;
-        let input = std::mem::take(&mut view.input);
-        self.replay = Some(view);
-        Ok(input)
-    }
-
     /// One model call with the thread's history.
     async fn model_step(&mut self) -> Result<StepEnd, RunError> {
         // The history read below must see everything logged so far.
@@ -298,29 +262,9 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
             temperature: self.agent.model.temperature,
             ..ModelRequest::default()
         };
-        // A review is its own conversation, replayed whatever the owner.
-        let mut flight = match &mut self.owner {
-            Some(owner) if !self.review => {
-                let prepared = owner
-                    .prepare(
-                        self.runner,
-                        &self.state.thread_id,
-                        self.state.reasoning_ids,
-                        &mut request,
-                    )
-                    .await?;
-                match prepared {
-                    Ok(flight) => Some(flight),
-                    Err(e) => {
-                        let info = e.codex_error_info();
-                        return Ok(StepEnd::Failed(TurnError::new(e.to_string(), Some(info))));
-                    }
-                }
-            }
-            _ => {
-                request.input = self.history().await?;
-                None
-            }
+        let mut flight = match self.input(&mut request).await? {
+            Ok(flight) => flight,
+            Err(end) => return Ok(end),
         };
         if let Some(filter) = &self.runner.input_filter {
             filter(&mut request);
@@ -355,12 +299,13 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
                     incomplete_reason,
                 })) => {
                     cut = incomplete_reason;
-                    if let Some(usage) = usage {
+                    if let Some(usage) = &usage {
                         self.usage
                             .get_or_insert_with(TokenUsageBreakdown::default)
-                            .add(&usage);
+                            .add(usage);
                     }
                     self.state.last_response_id = response_id.clone();
+                    self.context_tokens = usage.as_ref().map(super::input::context_size);
                     completed = Some(response_id);
                     break StepEnd::Final;
                 }

@@ -23,6 +23,7 @@ mod ending;
 mod execute;
 mod file_call;
 mod history;
+mod input;
 mod items;
 mod requests;
 mod resume;

@@ -190,6 +190,8 @@ pub(crate) async fn reopen<'r, S: Store + Clone + 'static>(
         owner,
         replay: None,
         held: Vec::new(),
+        context_tokens: None,
+        compaction_failed: false,
     })
 }
 

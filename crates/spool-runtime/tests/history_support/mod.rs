@@ -97,6 +97,16 @@ pub fn agent() -> Arc<Agent> {
     )
 }
 
+/// Text of `words` words after a label: a couple of o200k_base tokens a
+/// word.
+pub fn long(label: &str, words: usize) -> String {
+    let mut text = format!("{label}:");
+    for n in 0..words {
+        text.push_str(&format!(" w{n}"));
+    }
+    text
+}
+
 pub fn user(text: &str) -> Value {
     json!({"type": "message", "role": "user",
            "content": [{"type": "input_text", "text": text}]})
