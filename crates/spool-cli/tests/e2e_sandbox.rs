@@ -296,6 +296,17 @@ async fn secrets_in_the_server_environment_reach_no_command_no_store_and_no_mode
     ])
     .await
     .unwrap();
+    // A provider with no stated window: however long this machine's
+    // environment is, the turn is not compacted (the built-in local
+    // provider's small window would make that a third request).
+    std::fs::write(
+        home.path().join("spool.toml"),
+        format!(
+            "provider = \"plain\"\n[providers.plain]\nbase_url = \"{}\"\nmodel = \"m\"\n",
+            server.url()
+        ),
+    )
+    .unwrap();
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_spool"))
         .args([
             "run",
