@@ -25,6 +25,7 @@ mod layout_floor;
 mod log_workloads;
 mod report;
 mod runner;
+mod runner_floor;
 mod server;
 mod session_workloads;
 mod workloads;

@@ -20,6 +20,10 @@
 //! history (`previousResponseId`, `conversationId`: each request carries
 //! only the new tool output, found by the tracker) is reported beside it
 //! (`modes`), at `Durability::Normal`.
+//!
+//! Beside the headline, each run's turn is logged again by itself, step by
+//! step, into a fresh store (`runner_floor.rs`): the store's share of a
+//! step, its floor, measured in the same run.
 
 use std::io::Write;
 use std::path::Path;
@@ -30,7 +34,7 @@ use anyhow::{Context, ensure};
 use serde::Serialize;
 use serde_json::json;
 use spool_model::{ModelProvider, ModelRequest, ModelStream, ProviderCall, ScriptedProvider};
-use spool_protocol::{FunctionCallStatus, HistoryMode, ThreadItem, UserInput};
+use spool_protocol::{FunctionCallStatus, HistoryMode, ThreadEvent, ThreadItem, UserInput};
 use spool_runtime::{Agent, RunStatus, Runner, Tool};
 use spool_store::{Durability, NewThread, SqliteStore, Store, StoreOptions};
 use spool_tools::function::FunctionTool;
@@ -88,6 +92,12 @@ struct Figures {
     runs_median_us: Vec<f64>,
     /// Each run's whole turn (from `Runner::run` to its result), ms.
     runs_turn_ms: Vec<f64>,
+    /// The headline only: the median step of logging the same events with
+    /// no runner (`runner_floor.rs`), and each run's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    store_floor_median_us: Option<f64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    runs_store_floor_median_us: Vec<f64>,
 }
 
 /// The statistics of one run.
@@ -159,6 +169,8 @@ async fn figures(
         other => format!("{} {}", durability_name(durability), other.as_str()),
     };
     let mut all = Vec::with_capacity(runs);
+    let mut floors = Vec::new();
+    let with_floor = durability == Durability::Normal && mode == HistoryMode::Replay;
     for run in 1..=runs {
         // A fresh directory, hence a fresh store file, for every run;
         // removed when dropped, also on error.
@@ -166,7 +178,7 @@ async fn figures(
             .prefix("spool-bench-runner-")
             .tempdir_in(dir)
             .with_context(|| format!("cannot create a directory in {}", dir.display()))?;
-        let stats = run_once(tmp.path(), durability, mode, steps)
+        let (stats, logged) = run_once(tmp.path(), durability, mode, steps)
             .await
             .with_context(|| format!("durability {name}, run {run}"))?;
         eprintln!(
@@ -180,6 +192,16 @@ async fn figures(
             stats.turn_ms
         );
         all.push(stats);
+        if with_floor {
+            let (thread_id, events) = &logged;
+            let times =
+                super::runner_floor::store_floor(tmp.path(), durability, thread_id, events, steps)
+                    .await
+                    .with_context(|| format!("the store floor, run {run}"))?;
+            let floor = median(&times);
+            eprintln!("    {name} run {run}/{runs}: store floor median {floor:.1} µs per step");
+            floors.push(tenths(floor));
+        }
     }
     let over_runs =
         |f: fn(&RunStats) -> f64| tenths(median(&all.iter().map(f).collect::<Vec<_>>()));
@@ -202,16 +224,19 @@ async fn figures(
         last_tenth_median_us: over_runs(|s| s.last_tenth_median_us),
         runs_median_us: all.iter().map(|s| tenths(s.median_us)).collect(),
         runs_turn_ms: all.iter().map(|s| tenths(s.turn_ms)).collect(),
+        store_floor_median_us: (!floors.is_empty()).then(|| tenths(median(&floors))),
+        runs_store_floor_median_us: floors,
     })
 }
 
-/// One turn of `steps` tool steps and a final answer, in `dir`.
+/// One turn of `steps` tool steps and a final answer, in `dir`: its
+/// figures, and the thread with the events it logged.
 async fn run_once(
     dir: &Path,
     durability: Durability,
     mode: HistoryMode,
     steps: usize,
-) -> anyhow::Result<RunStats> {
+) -> anyhow::Result<(RunStats, (String, Vec<ThreadEvent>))> {
     let options = StoreOptions {
         durability,
         ..StoreOptions::default()
@@ -298,6 +323,7 @@ async fn run_once(
         completed_calls == steps,
         "{completed_calls} of {steps} tool calls completed"
     );
+    let events = store.events_after(&thread_id, 0, usize::MAX).await?;
     store.close().await?;
 
     let calls = provider.calls();
@@ -325,7 +351,7 @@ async fn run_once(
         .windows(2)
         .map(|w| micros(w[1].0.duration_since(w[0].0)))
         .collect();
-    Ok(stats(&step_us, turn))
+    Ok((stats(&step_us, turn), (thread_id, events)))
 }
 
 fn stats(step_us: &[f64], turn: Duration) -> RunStats {

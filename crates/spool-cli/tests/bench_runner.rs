@@ -56,6 +56,16 @@ fn runner_bench_reports_both_durabilities() {
     assert!(report["aggregate"].as_str().unwrap().contains("median"));
     check_figures(&report, "normal");
     check_figures(&report["with_fsync"], "full");
+    // The floor is measured beside the headline only.
+    positive(&report, "store_floor_median_us");
+    assert_eq!(
+        report["runs_store_floor_median_us"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(report["with_fsync"].get("store_floor_median_us"), None);
     let modes = report["modes"].as_array().unwrap();
     let names: Vec<&str> = modes.iter().map(|m| m["mode"].as_str().unwrap()).collect();
     assert_eq!(names, ["previousResponseId", "conversationId"]);

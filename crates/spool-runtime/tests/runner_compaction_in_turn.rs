@@ -140,7 +140,10 @@ async fn a_replayed_turn_that_outgrows_the_window_is_compacted_before_its_next_c
     let summarizing = shapes(&input(&exchanges[2]));
     assert_eq!(summarizing.len(), 6, "{summarizing:?}");
     assert_eq!(summarizing[0], "user: read a then b");
-    assert_eq!(summarizing[1..5], ["call c1", "output c1", "call c2", "output c2"]);
+    assert_eq!(
+        summarizing[1..5],
+        ["call c1", "output c1", "call c2", "output c2"]
+    );
     assert!(summarizing[5].starts_with("user: Summarize"));
     // The call after it carries the summary and nothing it replaced.
     let next = input(&exchanges[3]);
@@ -153,7 +156,11 @@ async fn a_replayed_turn_that_outgrows_the_window_is_compacted_before_its_next_c
 
 #[tokio::test]
 async fn a_previous_response_id_turn_compacts_through_the_endpoint_inside_the_turn() {
-    let replies = vec![read("c1", "a"), read("c2", "b"), Reply::message("Both read.")];
+    let replies = vec![
+        read("c1", "a"),
+        read("c2", "b"),
+        Reply::message("Both read."),
+    ];
     let setup = reading_turn(HistoryMode::PreviousResponseId, replies, true).await;
     let exchanges = setup.server.exchanges();
     assert_every_request_accepted(&exchanges);
@@ -236,7 +243,14 @@ async fn a_failed_compaction_inside_a_turn_is_recorded_and_the_turn_goes_on() {
     // Not tried again in this turn: the history goes whole.
     assert_eq!(
         shapes(&input(&exchanges[4]))[1..],
-        ["call c1", "output c1", "call c2", "output c2", "call c3", "output c3"]
+        [
+            "call c1",
+            "output c1",
+            "call c2",
+            "output c2",
+            "call c3",
+            "output c3"
+        ]
     );
     let (status, summary, _) = compaction_of_the_turn(&setup, 3).await;
     assert_eq!(status, ItemStatus::Failed);

@@ -199,7 +199,10 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
         } else {
             let summary = match self.summarize_all(history).await {
                 Ok(summary) if !summary.trim().is_empty() => Ok(summary),
-                Ok(_) => Err(TurnError::new("the model wrote no summary".to_owned(), None)),
+                Ok(_) => Err(TurnError::new(
+                    "the model wrote no summary".to_owned(),
+                    None,
+                )),
                 Err(error) => Err(error),
             };
             let summary = match summary {
