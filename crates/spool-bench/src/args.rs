@@ -18,6 +18,36 @@ pub enum BenchCommand {
     /// memory per idle thread, `thread/resume` of a long thread; JSON on
     /// stdout, progress on stderr. Build with `--release`.
     Server(BenchServerArgs),
+    /// Time the path users run: a streaming model server on a loopback
+    /// socket, `spool serve` as a child over stdio and WebSocket, a client
+    /// parsing every message (and Codex's app server on the same streams
+    /// with `--codex-bin`): deltas/s, server CPU per delta, first-delta
+    /// latency, paced delivery latency; JSON on stdout. Build with
+    /// `--release`.
+    Live(BenchLiveArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BenchLiveArgs {
+    /// Reply lengths timed for throughput, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [2_000u32, 20_000, 100_000])]
+    pub deltas: Vec<u32>,
+    /// Turns per reply length; the median is reported.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
+    /// Paced: streams at once in the second paced workload (the first has one).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub streams: u32,
+    /// Paced: deltas each stream writes.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+    pub paced_deltas: u32,
+    /// Paced: milliseconds between two deltas of one stream.
+    #[arg(long, default_value_t = 10.0)]
+    pub pace_ms: f64,
+    /// A Codex binary (`codex app-server`) to run the same workloads
+    /// against, alternating with spool (see `bench/compare_codex.sh`).
+    #[arg(long)]
+    pub codex_bin: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]

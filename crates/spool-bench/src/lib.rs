@@ -22,6 +22,7 @@ mod floor;
 mod handoff_floor;
 mod items;
 mod layout_floor;
+mod live;
 mod log_workloads;
 mod report;
 mod runner;
@@ -50,6 +51,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Store(args) => store(args).await,
         BenchCommand::Runner(args) => runner::runner(args).await,
         BenchCommand::Server(args) => server::server(args).await,
+        BenchCommand::Live(args) => live::live(args).await,
     }
 }
 

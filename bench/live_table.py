@@ -1,0 +1,74 @@
+"""Prints `spool bench live`'s JSON report as one table: spool beside Codex,
+with ratios (spool / Codex; for latencies and CPU, lower is better) and
+the issue's targets."""
+
+import json
+import sys
+
+
+def main(path):
+    with open(path) as f:
+        report = json.load(f)
+    runs = {(r["server"], r["transport"]): r for r in report["runs"]}
+    rows = []
+
+    def row(name, transport, pick, better, target=""):
+        spool = runs.get(("spool", transport))
+        codex = runs.get(("codex", transport))
+        a = pick(spool) if spool else None
+        b = pick(codex) if codex else None
+        ratio = ""
+        if a is not None and b:
+            ratio = f"{a / b:.2f}x"
+        rows.append((name, transport, fmt(a), fmt(b), ratio, better, target))
+
+    for transport in ("stdio", "websocket"):
+        sizes = [t["deltas"] for t in runs.get(("spool", transport), {}).get("throughput", [])]
+        for size in sizes:
+            def rate(r, size=size):
+                return next(t["deltas_per_s"] for t in r["throughput"] if t["deltas"] == size)
+
+            def cpu(r, size=size):
+                return next(t["cpu_us_per_delta"] for t in r["throughput"] if t["deltas"] == size)
+
+            row(f"deltas/s, {size:,} deltas", transport, rate, "higher", ">= 3x Codex")
+            row(f"server CPU us/delta, {size:,}", transport, cpu, "lower", "<= 25 us")
+        row("first turn: turn/start -> model request, ms", transport,
+            lambda r: r["first_turn_request_ms"], "lower", "<= 60 ms")
+        row("first turn: first delta, ms", transport,
+            lambda r: r["first_turn_first_delta_ms"], "lower")
+        row("later turn: first delta, ms", transport,
+            lambda r: r["later_turn_first_delta_ms"], "lower")
+        for n, paced in enumerate(runs.get(("spool", transport), {}).get("paced", [])):
+            streams = paced["streams"]
+            row(f"paced, {streams} stream(s): p50 ms", transport,
+                lambda r, n=n: r["paced"][n]["p50_ms"], "lower")
+            row(f"paced, {streams} stream(s): p99 ms", transport,
+                lambda r, n=n: r["paced"][n]["p99_ms"], "lower",
+                "<= 2 ms" if streams > 1 else "")
+        spool = runs.get(("spool", transport))
+        if spool and len(spool["throughput"]) >= 2:
+            first, last = spool["throughput"][0], spool["throughput"][-1]
+            kept = last["deltas_per_s"] / first["deltas_per_s"]
+            rows.append((f"spool rate at {last['deltas']:,} / at {first['deltas']:,}", transport,
+                         f"{kept:.2f}", "", "", "", ">= 0.90"))
+
+    header = ("workload", "transport", "spool", "codex", "ratio", "better", "target")
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    for line in [header, tuple("-" * w for w in widths)] + rows:
+        print("  ".join(str(cell).ljust(w) for cell, w in zip(line, widths)).rstrip())
+    machine = report.get("machine", {})
+    print(f"\nmachine: {machine.get('cores')} cores, {machine.get('cpu')}, "
+          f"{machine.get('build_profile')} build of spool {machine.get('spool_version')}")
+
+
+def fmt(value):
+    if value is None:
+        return "-"
+    if isinstance(value, float) and value >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,366 @@
+//! `spool bench live`: the path users run, end to end — a model server
+//! streaming Server-Sent Events over a real loopback socket, the app
+//! server (`spool serve`, a child process) parsing, logging and writing
+//! them, and a client reading every message — with Codex's app server on
+//! the same streams in the same run when `--codex-bin` is given.
+//!
+//! For each server and transport (stdio, WebSocket), on a fresh process:
+//! - the first turn: `turn/start` sent → the model request arrived, and
+//!   → the first delta read;
+//! - a later turn's first delta;
+//! - throughput for each `--deltas` size (fast mode: the model server
+//!   writes the whole stream at once): deltas/s from the first delta read
+//!   to `turn/completed`, and the server's CPU time per delta
+//!   (`/proc/PID/stat`, 10 ms ticks: coarse below a few thousand deltas);
+//! - paced: each stream writes a delta every `--pace-ms` carrying the
+//!   instant it was written; p50/p99/max of (read by the client − written
+//!   by the model server), with 1 stream and with `--streams` at once
+//!   (threads started on the same connection, turns started together).
+//!
+//! Servers alternate workload by workload, so both see the same machine
+//! state; ratios are spool's figure over Codex's.
+
+mod model_server;
+mod peer;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, ensure};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use self::model_server::{FAST_DELTA, ModelServer, Plan};
+use self::peer::{Peer, Target, Transport, cpu_time};
+use super::args::BenchLiveArgs;
+use super::report::{Machine, median};
+
+#[derive(Debug, Serialize)]
+struct Report {
+    workload: &'static str,
+    description: &'static str,
+    runs: Vec<RunReport>,
+    machine: Machine,
+}
+
+#[derive(Debug, Serialize)]
+struct RunReport {
+    server: &'static str,
+    transport: &'static str,
+    /// The first turn of a fresh process.
+    first_turn_request_ms: f64,
+    first_turn_first_delta_ms: f64,
+    /// A later turn (the second).
+    later_turn_first_delta_ms: f64,
+    throughput: Vec<Throughput>,
+    paced: Vec<Paced>,
+}
+
+#[derive(Debug, Serialize)]
+struct Throughput {
+    deltas: usize,
+    deltas_per_s: f64,
+    cpu_us_per_delta: f64,
+    turn_ms: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct Paced {
+    streams: usize,
+    deltas_per_stream: usize,
+    pace_ms: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    max_ms: f64,
+}
+
+pub async fn live(args: BenchLiveArgs) -> anyhow::Result<()> {
+    let machine = Machine::probe();
+    if machine.build_profile == "debug" {
+        eprintln!("warning: this is a debug build; use --release for numbers worth keeping");
+    }
+    let spool = std::env::current_exe().context("cannot find the spool binary")?;
+    let mut servers = vec![(Target::Spool, spool)];
+    if let Some(codex) = &args.codex_bin {
+        servers.push((Target::Codex, codex.clone()));
+    }
+    let epoch = Instant::now();
+    let model = ModelServer::start(epoch).await?;
+    let work = tempfile::Builder::new()
+        .prefix("spool-bench-live-")
+        .tempdir()?;
+    let mut runs = Vec::new();
+    for transport in [Transport::Stdio, Transport::WebSocket] {
+        for (target, program) in &servers {
+            let home = work
+                .path()
+                .join(format!("{}-{}", target.name(), transport.name()));
+            std::fs::create_dir_all(&home)?;
+            configure(*target, &home, model.url())?;
+            eprintln!("live: {} over {}", target.name(), transport.name());
+            let report = run(*target, program, transport, &home, &model, epoch, &args)
+                .await
+                .with_context(|| {
+                    format!(
+                        "{} over {} (its log: {})",
+                        target.name(),
+                        transport.name(),
+                        home.join("server.log").display()
+                    )
+                });
+            match report {
+                Ok(report) => runs.push(report),
+                Err(error) => {
+                    // Keep the log for a look before the directory goes.
+                    let log = std::fs::read_to_string(home.join("server.log")).unwrap_or_default();
+                    eprintln!("{log}");
+                    return Err(error);
+                }
+            }
+        }
+    }
+    let report = Report {
+        workload: "live",
+        description: "a loopback SSE model server → the app server as a child process → a client parsing every message",
+        runs,
+        machine,
+    };
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
+
+/// Points the server at the bench's model server.
+fn configure(target: Target, home: &Path, model_url: &str) -> anyhow::Result<()> {
+    match target {
+        Target::Spool => std::fs::write(
+            home.join("spool.toml"),
+            format!(
+                "provider = \"bench\"\n[providers.bench]\nbase_url = \"{model_url}\"\nmodel = \"bench-model\"\n"
+            ),
+        )?,
+        Target::Codex => std::fs::write(
+            home.join("config.toml"),
+            format!(
+                "model = \"bench-model\"\nmodel_provider = \"bench\"\n\
+                 [model_providers.bench]\nname = \"bench\"\nbase_url = \"{model_url}\"\n\
+                 wire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n"
+            ),
+        )?,
+    }
+    Ok(())
+}
+
+/// What the client saw of one turn.
+struct TurnSeen {
+    started: Instant,
+    first_delta: Option<Instant>,
+    completed: Instant,
+    /// Deltas by their text (fast: `x ` each; paced: one stamp each).
+    deltas: usize,
+    /// Paced: (read − written) per delta, ms.
+    latencies_ms: Vec<f64>,
+}
+
+async fn run(
+    target: Target,
+    program: &Path,
+    transport: Transport,
+    home: &Path,
+    model: &ModelServer,
+    epoch: Instant,
+    args: &BenchLiveArgs,
+) -> anyhow::Result<RunReport> {
+    let mut peer = Peer::start(target, program, transport, home).await?;
+    let pid = peer.pid().context("the server has no pid")?;
+    peer.initialize().await?;
+    let thread = peer.start_thread().await?;
+
+    let first_size = args.deltas.first().copied().unwrap_or(2_000) as usize;
+    let fast = |deltas| Plan { deltas, pace: None };
+    model.set_plan(fast(first_size));
+    let before = model.requests().len();
+    let first = turns(&mut peer, std::slice::from_ref(&thread), epoch).await?;
+    let request = *model
+        .requests()
+        .get(before)
+        .context("the first turn made no model request")?;
+    let first_turn_request_ms = ms(request.duration_since(first[0].started));
+    let first_turn_first_delta_ms = ms(first_delta(&first[0])?.duration_since(first[0].started));
+    let second = turns(&mut peer, std::slice::from_ref(&thread), epoch).await?;
+    let later_turn_first_delta_ms = ms(first_delta(&second[0])?.duration_since(second[0].started));
+
+    let mut throughput = Vec::new();
+    for &size in &args.deltas {
+        let size = size as usize;
+        model.set_plan(fast(size));
+        let mut rates = Vec::new();
+        let mut cpus = Vec::new();
+        let mut turn_ms = Vec::new();
+        for _ in 0..args.runs {
+            let cpu_before = cpu_time(pid)?;
+            let seen = turns(&mut peer, std::slice::from_ref(&thread), epoch).await?;
+            let cpu = cpu_time(pid)? - cpu_before;
+            let seen = &seen[0];
+            ensure!(seen.deltas == size, "{} deltas read of {size}", seen.deltas);
+            let streaming = seen.completed.duration_since(first_delta(seen)?);
+            rates.push(size as f64 / streaming.as_secs_f64().max(1e-9));
+            cpus.push(cpu.as_secs_f64() * 1e6 / size as f64);
+            turn_ms.push(ms(seen.completed.duration_since(seen.started)));
+        }
+        let entry = Throughput {
+            deltas: size,
+            deltas_per_s: median(&rates).round(),
+            cpu_us_per_delta: tenths(median(&cpus)),
+            turn_ms: tenths(median(&turn_ms)),
+        };
+        eprintln!(
+            "    {size} deltas: {:.0}/s, {:.1} µs CPU per delta",
+            entry.deltas_per_s, entry.cpu_us_per_delta
+        );
+        throughput.push(entry);
+    }
+
+    let mut paced = Vec::new();
+    let mut threads = vec![thread];
+    for streams in [1, args.streams as usize] {
+        while threads.len() < streams {
+            threads.push(peer.start_thread().await?);
+        }
+        let pace = Duration::from_secs_f64(args.pace_ms / 1000.0);
+        let deltas = args.paced_deltas as usize;
+        model.set_plan(Plan {
+            deltas,
+            pace: Some(pace),
+        });
+        let seen = turns(&mut peer, &threads[..streams], epoch).await?;
+        let mut latencies: Vec<f64> = seen.iter().flat_map(|t| t.latencies_ms.clone()).collect();
+        ensure!(
+            latencies.len() == streams * deltas,
+            "{} stamped deltas read of {}",
+            latencies.len(),
+            streams * deltas
+        );
+        latencies.sort_by(f64::total_cmp);
+        let entry = Paced {
+            streams,
+            deltas_per_stream: deltas,
+            pace_ms: args.pace_ms,
+            p50_ms: hundredths(percentile(&latencies, 0.5)),
+            p99_ms: hundredths(percentile(&latencies, 0.99)),
+            max_ms: hundredths(*latencies.last().unwrap_or(&f64::NAN)),
+        };
+        eprintln!(
+            "    paced, {streams} stream(s): p50 {:.2} ms, p99 {:.2} ms",
+            entry.p50_ms, entry.p99_ms
+        );
+        paced.push(entry);
+    }
+    peer.stop().await;
+    Ok(RunReport {
+        server: target.name(),
+        transport: transport.name(),
+        first_turn_request_ms: tenths(first_turn_request_ms),
+        first_turn_first_delta_ms: tenths(first_turn_first_delta_ms),
+        later_turn_first_delta_ms: tenths(later_turn_first_delta_ms),
+        throughput,
+        paced,
+    })
+}
+
+/// Starts a turn on each thread at once and reads until all completed.
+async fn turns(
+    peer: &mut Peer,
+    threads: &[String],
+    epoch: Instant,
+) -> anyhow::Result<Vec<TurnSeen>> {
+    let mut seen = Vec::with_capacity(threads.len());
+    for thread in threads {
+        let started = Instant::now();
+        peer.request(
+            "turn/start",
+            json!({"threadId": thread, "input": [{"type": "text", "text": "stream", "text_elements": []}]}),
+        )
+        .await?;
+        seen.push(TurnSeen {
+            started,
+            first_delta: None,
+            completed: started,
+            deltas: 0,
+            latencies_ms: Vec::new(),
+        });
+    }
+    let mut open = threads.len();
+    while open > 0 {
+        let (message, at) = peer.next().await?;
+        let Some(method) = message["method"].as_str() else {
+            if let Some(error) = message.get("error") {
+                anyhow::bail!("a request failed: {error}");
+            }
+            continue;
+        };
+        let params = &message["params"];
+        let Some(index) = params["threadId"]
+            .as_str()
+            .and_then(|id| threads.iter().position(|t| t == id))
+        else {
+            continue;
+        };
+        let turn = &mut seen[index];
+        match method {
+            "item/agentMessage/delta" => {
+                turn.first_delta.get_or_insert(at);
+                count(params, turn, at, epoch);
+            }
+            "turn/completed" => {
+                turn.completed = at;
+                open -= 1;
+                let status = &params["turn"]["status"];
+                ensure!(status == "completed", "a turn ended {status}: {params}");
+            }
+            "error" => anyhow::bail!("the server reported an error: {params}"),
+            _ => {}
+        }
+    }
+    Ok(seen)
+}
+
+/// Counts a delta notification's deltas (and their latencies, paced).
+fn count(params: &Value, turn: &mut TurnSeen, at: Instant, epoch: Instant) {
+    let text = params["delta"].as_str().unwrap_or("");
+    if text.starts_with('@') {
+        let read = at.duration_since(epoch).as_nanos() as f64;
+        for stamp in text.split_whitespace() {
+            if let Some(Ok(written)) = stamp.strip_prefix('@').map(str::parse::<f64>) {
+                turn.latencies_ms.push((read - written) / 1e6);
+                turn.deltas += 1;
+            }
+        }
+    } else {
+        turn.deltas += text.len() / FAST_DELTA.len();
+    }
+}
+
+fn first_delta(seen: &TurnSeen) -> anyhow::Result<Instant> {
+    seen.first_delta.context("the turn streamed no delta")
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn tenths(value: f64) -> f64 {
+    (value * 10.0).round() / 10.0
+}
+
+fn hundredths(value: f64) -> f64 {
+    (value * 100.0).round() / 100.0
+}
+
+/// Nearest rank, over sorted values.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (p * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
