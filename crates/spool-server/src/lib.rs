@@ -36,6 +36,7 @@ mod methods;
 mod ordering;
 pub mod outbox;
 pub mod shutdown;
+mod stdout;
 mod ws;
 
 pub use accept::Limits;
@@ -70,7 +71,8 @@ pub use shutdown::Shutdown;
 ///
 /// Standard input is read on a thread of its own (not tokio's blocking
 /// pool), so a server stopped by a signal does not wait for a read that
-/// never returns.
+/// never returns; standard output is written by another (`stdout.rs`),
+/// a batch of messages per write.
 pub async fn serve_stdio(hub: std::sync::Arc<Hub>) {
     let (lines_tx, lines_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let spawned = std::thread::Builder::new()
@@ -102,6 +104,22 @@ pub async fn serve_stdio(hub: std::sync::Arc<Hub>) {
         let line = rx.recv().await?;
         Some((line, rx))
     });
-    let outgoing = futures_util::sink::unfold(tokio::io::stdout(), connection::write_line);
+    let (outgoing, writer) = match stdout::StdoutSink::start() {
+        Ok(started) => started,
+        Err(error) => {
+            tracing::error!(%error, "cannot start the thread writing standard output");
+            return;
+        }
+    };
     serve_messages(hub, incoming, outgoing).await;
+    // The sink is gone: the thread writes what it still holds, then ends.
+    // A client that stopped reading could hold it forever; give up waiting
+    // after a while.
+    let joined = tokio::task::spawn_blocking(move || writer.join());
+    if tokio::time::timeout(std::time::Duration::from_secs(10), joined)
+        .await
+        .is_err()
+    {
+        tracing::warn!("standard output did not drain in 10 s; exiting without it");
+    }
 }

@@ -59,6 +59,9 @@ struct RunReport {
 #[derive(Debug, Serialize)]
 struct Throughput {
     deltas: usize,
+    /// `item/agentMessage/delta` notifications that carried them (a
+    /// server may send deltas that arrived together as one).
+    notifications: usize,
     deltas_per_s: f64,
     cpu_us_per_delta: f64,
     turn_ms: f64,
@@ -157,6 +160,7 @@ struct TurnSeen {
     completed: Instant,
     /// Deltas by their text (fast: `x ` each; paced: one stamp each).
     deltas: usize,
+    notifications: usize,
     /// Paced: (read − written) per delta, ms.
     latencies_ms: Vec<f64>,
 }
@@ -196,6 +200,7 @@ async fn run(
         let mut rates = Vec::new();
         let mut cpus = Vec::new();
         let mut turn_ms = Vec::new();
+        let mut notifications = 0;
         for _ in 0..args.runs {
             let cpu_before = cpu_time(pid)?;
             let seen = turns(&mut peer, std::slice::from_ref(&thread), epoch).await?;
@@ -206,15 +211,17 @@ async fn run(
             rates.push(size as f64 / streaming.as_secs_f64().max(1e-9));
             cpus.push(cpu.as_secs_f64() * 1e6 / size as f64);
             turn_ms.push(ms(seen.completed.duration_since(seen.started)));
+            notifications = seen.notifications;
         }
         let entry = Throughput {
             deltas: size,
+            notifications,
             deltas_per_s: median(&rates).round(),
             cpu_us_per_delta: tenths(median(&cpus)),
             turn_ms: tenths(median(&turn_ms)),
         };
         eprintln!(
-            "    {size} deltas: {:.0}/s, {:.1} µs CPU per delta",
+            "    {size} deltas in {notifications} notifications: {:.0}/s, {:.1} µs CPU per delta",
             entry.deltas_per_s, entry.cpu_us_per_delta
         );
         throughput.push(entry);
@@ -286,6 +293,7 @@ async fn turns(
             first_delta: None,
             completed: started,
             deltas: 0,
+            notifications: 0,
             latencies_ms: Vec::new(),
         });
     }
@@ -309,6 +317,7 @@ async fn turns(
         match method {
             "item/agentMessage/delta" => {
                 turn.first_delta.get_or_insert(at);
+                turn.notifications += 1;
                 count(params, turn, at, epoch);
             }
             "turn/completed" => {
