@@ -51,6 +51,13 @@ fn bpe() -> &'static CoreBPE {
     tiktoken_rs::o200k_base_singleton()
 }
 
+/// Builds the encoder now, so that the first count does not wait for it: a
+/// server calls this on a thread of its own as it starts, off the path of
+/// its first turn.
+pub fn warm() {
+    bpe();
+}
+
 /// o200k_base tokens in `text`. Special-token markers such as
 /// `<|endoftext|>` in user text are counted as ordinary text, never as
 /// control tokens: that is how the provider treats text in a request.

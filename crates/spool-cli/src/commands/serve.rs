@@ -39,6 +39,11 @@ pub async fn serve(
     mut args: ServeArgs,
     origins: std::collections::BTreeMap<String, ConfigLayerMetadata>,
 ) -> anyhow::Result<i32> {
+    // The first turn counts tokens (its history's): build the encoder
+    // meanwhile, not on that turn's path.
+    let _ = std::thread::Builder::new()
+        .name("spool-warm".to_owned())
+        .spawn(spool_core::tokens::warm);
     args.agent.tools = served_tools(&args.agent.tools);
     let urls = args
         .listen
