@@ -41,12 +41,15 @@ impl StdoutSink {
         let thread = std::thread::Builder::new()
             .name("spool-stdout".to_owned())
             .spawn(move || {
-                let mut stdout = std::io::stdout().lock();
+                let stdout = std::io::stdout();
                 while let Some(mut batch) = waiting.blocking_recv() {
                     while let Ok(more) = waiting.try_recv() {
                         batch.extend_from_slice(&more);
                     }
-                    if let Err(error) = stdout.write_all(&batch).and_then(|()| stdout.flush()) {
+                    // Locked per batch, not for the thread's life: anything
+                    // else printing to stdout waits a write, never forever.
+                    let mut out = stdout.lock();
+                    if let Err(error) = out.write_all(&batch).and_then(|()| out.flush()) {
                         // The client is gone; the sink fails at its next
                         // flush, which ends the connection.
                         tracing::info!(%error, "writing standard output failed");
