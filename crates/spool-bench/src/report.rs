@@ -146,6 +146,23 @@ pub fn median(values: &[f64]) -> f64 {
     }
 }
 
+/// The nearest-rank percentile of `values` (`p` in 0..=1); NaN when empty.
+pub fn percentile(values: &[f64], p: f64) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (p * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// `value` rounded to `digits` decimals: finer digits are noise.
+pub fn round(value: f64, digits: i32) -> f64 {
+    let scale = 10f64.powi(digits);
+    (value * scale).round() / scale
+}
+
 /// What the numbers were measured on.
 #[derive(Debug, Serialize)]
 pub struct Machine {
@@ -202,5 +219,14 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
         assert!(median(&[]).is_nan());
+    }
+
+    #[test]
+    fn nearest_rank_percentile() {
+        let values: Vec<f64> = (1..=10).rev().map(f64::from).collect();
+        assert_eq!(percentile(&values, 0.9), 9.0);
+        assert_eq!(percentile(&values, 1.0), 10.0);
+        assert_eq!(percentile(&[5.0], 0.9), 5.0);
+        assert!(percentile(&[], 0.9).is_nan());
     }
 }

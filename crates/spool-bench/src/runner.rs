@@ -40,7 +40,7 @@ use spool_store::{Durability, NewThread, SqliteStore, Store, StoreOptions};
 use spool_tools::function::FunctionTool;
 
 use super::args::BenchRunnerArgs;
-use super::report::{Machine, median};
+use super::report::{Machine, median, percentile, round};
 
 /// The target: the runner's overhead per model call, excluding fsync.
 const TARGET_US: f64 = 200.0;
@@ -366,20 +366,8 @@ fn stats(step_us: &[f64], turn: Duration) -> RunStats {
     }
 }
 
-/// The nearest-rank percentile (`p` in 0..=1).
-fn percentile(values: &[f64], p: f64) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = (p * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-/// Rounded to one decimal: finer digits are noise.
 fn tenths(value: f64) -> f64 {
-    (value * 10.0).round() / 10.0
+    round(value, 1)
 }
 
 fn micros(d: Duration) -> f64 {
@@ -441,15 +429,6 @@ impl ModelProvider for Clocked {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn nearest_rank_percentile() {
-        let values: Vec<f64> = (1..=10).map(f64::from).collect();
-        assert_eq!(percentile(&values, 0.9), 9.0);
-        assert_eq!(percentile(&values, 1.0), 10.0);
-        assert_eq!(percentile(&[5.0], 0.9), 5.0);
-        assert!(percentile(&[], 0.9).is_nan());
-    }
 
     #[test]
     fn stats_of_a_growing_run() {

@@ -51,7 +51,7 @@ use spool_store::{NewThread, SqliteStore, Store, StoreOptions};
 use super::ws_client::Client;
 
 use super::args::{BenchServerArgs, ServerWorkload};
-use super::report::{Machine, median};
+use super::report::{Machine, median, percentile, round};
 
 const TARGET_NOTIFICATIONS_PER_S: f64 = 100_000.0;
 const TARGET_P99_MS: f64 = 2.0;
@@ -559,20 +559,6 @@ fn rss_kib() -> anyhow::Result<f64> {
         .and_then(|p| p.parse().ok())
         .context("/proc/self/statm has no resident field")?;
     Ok(pages * 4.0)
-}
-
-/// The nearest-rank percentile of sorted `values` (`p` in 0..=1).
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = (p * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn round(value: f64, digits: i32) -> f64 {
-    let scale = 10f64.powi(digits);
-    (value * scale).round() / scale
 }
 
 fn now_ms() -> i64 {

@@ -36,9 +36,15 @@ impl Client {
     ) -> anyhow::Result<u64> {
         let id = self.next_id;
         self.next_id += 1;
-        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        self.stream.send(Message::text(message.to_string())).await?;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await?;
         Ok(id)
+    }
+
+    /// Sends one message as a text frame.
+    pub(super) async fn send(&mut self, message: Value) -> anyhow::Result<()> {
+        self.stream.send(Message::text(message.to_string())).await?;
+        Ok(())
     }
 
     /// The next text frame (pings and pongs skipped).

@@ -33,7 +33,7 @@ use serde_json::{Value, json};
 use self::model_server::{FAST_DELTA, ModelServer, Plan};
 use self::peer::{Peer, Target, Transport, cpu_time};
 use super::args::BenchLiveArgs;
-use super::report::{Machine, median};
+use super::report::{Machine, median, percentile, round};
 
 #[derive(Debug, Serialize)]
 struct Report {
@@ -217,8 +217,8 @@ async fn run(
             deltas: size,
             notifications,
             deltas_per_s: median(&rates).round(),
-            cpu_us_per_delta: tenths(median(&cpus)),
-            turn_ms: tenths(median(&turn_ms)),
+            cpu_us_per_delta: round(median(&cpus), 1),
+            turn_ms: round(median(&turn_ms), 1),
         };
         eprintln!(
             "    {size} deltas in {notifications} notifications: {:.0}/s, {:.1} µs CPU per delta",
@@ -252,9 +252,9 @@ async fn run(
             streams,
             deltas_per_stream: deltas,
             pace_ms: args.pace_ms,
-            p50_ms: hundredths(percentile(&latencies, 0.5)),
-            p99_ms: hundredths(percentile(&latencies, 0.99)),
-            max_ms: hundredths(*latencies.last().unwrap_or(&f64::NAN)),
+            p50_ms: round(percentile(&latencies, 0.5), 2),
+            p99_ms: round(percentile(&latencies, 0.99), 2),
+            max_ms: round(*latencies.last().unwrap_or(&f64::NAN), 2),
         };
         eprintln!(
             "    paced, {streams} stream(s): p50 {:.2} ms, p99 {:.2} ms",
@@ -266,9 +266,9 @@ async fn run(
     Ok(RunReport {
         server: target.name(),
         transport: transport.name(),
-        first_turn_request_ms: tenths(first_turn_request_ms),
-        first_turn_first_delta_ms: tenths(first_turn_first_delta_ms),
-        later_turn_first_delta_ms: tenths(later_turn_first_delta_ms),
+        first_turn_request_ms: round(first_turn_request_ms, 1),
+        first_turn_first_delta_ms: round(first_turn_first_delta_ms, 1),
+        later_turn_first_delta_ms: round(later_turn_first_delta_ms, 1),
         throughput,
         paced,
     })
@@ -355,21 +355,4 @@ fn first_delta(seen: &TurnSeen) -> anyhow::Result<Instant> {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
-}
-
-fn tenths(value: f64) -> f64 {
-    (value * 10.0).round() / 10.0
-}
-
-fn hundredths(value: f64) -> f64 {
-    (value * 100.0).round() / 100.0
-}
-
-/// Nearest rank, over sorted values.
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = (p * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
 }

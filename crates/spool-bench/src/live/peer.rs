@@ -7,13 +7,11 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::Message;
+
+use crate::ws_client::Client;
 
 /// How long the client waits for any one message.
 const WAIT: Duration = Duration::from_secs(120);
@@ -55,7 +53,7 @@ enum Wire {
         output: BufReader<ChildStdout>,
         line: String,
     },
-    Ws(Box<WebSocketStream<TcpStream>>),
+    Ws(Box<Client>),
 }
 
 /// A running app server and a client connected to it.
@@ -139,7 +137,7 @@ impl Peer {
                 input.write_all(line.as_bytes()).await?;
                 input.flush().await?;
             }
-            Wire::Ws(stream) => stream.send(Message::text(message.to_string())).await?,
+            Wire::Ws(client) => client.send(message).await?,
         }
         Ok(())
     }
@@ -183,14 +181,7 @@ impl Peer {
                 }
                 Ok(line.trim_end().to_owned())
             }
-            Wire::Ws(stream) => loop {
-                match stream.next().await {
-                    Some(Ok(Message::Text(text))) => return Ok(text.to_string()),
-                    Some(Ok(Message::Close(_))) | None => bail!("the server closed the connection"),
-                    Some(Ok(_)) => {}
-                    Some(Err(error)) => return Err(error.into()),
-                }
-            },
+            Wire::Ws(client) => client.read_frame().await,
         }
     }
 
@@ -262,18 +253,13 @@ fn free_port() -> anyhow::Result<u16> {
     Ok(listener.local_addr()?.port())
 }
 
-async fn connect(port: u16) -> anyhow::Result<WebSocketStream<TcpStream>> {
+/// Connects once the server listens (it was just started).
+async fn connect(port: u16) -> anyhow::Result<Client> {
     let deadline = Instant::now() + Duration::from_secs(30);
+    let addr = format!("127.0.0.1:{port}");
     loop {
-        match TcpStream::connect(("127.0.0.1", port)).await {
-            Ok(stream) => {
-                stream.set_nodelay(true)?;
-                let url = format!("ws://127.0.0.1:{port}/");
-                let (stream, _) = tokio_tungstenite::client_async(url, stream)
-                    .await
-                    .context("the WebSocket upgrade failed")?;
-                return Ok(stream);
-            }
+        match Client::connect(&addr).await {
+            Ok(client) => return Ok(client),
             Err(_) if Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }

@@ -198,14 +198,6 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
             open.envelope.provider_data = Some(json!({ COMPACTED_OUTPUT_KEY: items }));
         } else {
             let summary = match self.summarize_all(history).await {
-                Ok(summary) if !summary.trim().is_empty() => Ok(summary),
-                Ok(_) => Err(TurnError::new(
-                    "the model wrote no summary".to_owned(),
-                    None,
-                )),
-                Err(error) => Err(error),
-            };
-            let summary = match summary {
                 Ok(summary) => summary,
                 Err(error) => {
                     let failed = self.sink.complete(open, ItemStatus::Failed);
@@ -312,11 +304,11 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
     /// A summary of all of `history`. History that does not fit one call's
     /// budget is summarized in parts, oldest first, each call given the
     /// summary so far and the next part: nothing the compaction replaces
-    /// is left out of its summary.
+    /// is left out of its summary. An empty summary from any call is an
+    /// error.
     async fn summarize_all(&mut self, history: Vec<ResponseItem>) -> Result<String, TurnError> {
-        let Some(budget) = self.summarizing_budget() else {
-            return self.summarize(history).await;
-        };
+        // With no budget, one part holds everything.
+        let budget = self.summarizing_budget().unwrap_or(usize::MAX);
         let mut rest = history.as_slice();
         let mut summary: Option<String> = None;
         while !rest.is_empty() {
