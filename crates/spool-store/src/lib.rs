@@ -30,6 +30,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 mod appender;
+mod born;
 mod error;
 mod mark;
 mod options;

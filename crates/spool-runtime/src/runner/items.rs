@@ -73,14 +73,18 @@ impl ItemSink {
         })
     }
 
-    /// Started and completed at once (an item born finished).
+    /// Started and completed at once (an item born finished). The
+    /// provider's data rides on the completion only: the start then says
+    /// nothing the completion does not, and the store keeps the pair as
+    /// one row of its log.
     pub fn whole(
         &self,
         item: ThreadItem,
         parent_item_id: Option<String>,
         provider_data: Option<Value>,
     ) -> Vec<ServerNotification> {
-        let (open, started) = self.start(item, parent_item_id, provider_data);
+        let (mut open, started) = self.start(item, parent_item_id, None);
+        open.envelope.provider_data = provider_data;
         vec![started, self.complete(open, ItemStatus::Completed)]
     }
 

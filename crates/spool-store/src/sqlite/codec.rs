@@ -14,6 +14,7 @@ use spool_protocol::{
     TurnStatus,
 };
 
+use crate::born::{RECORDED, start_of};
 use crate::error::{CorruptRow, DecodeCause, StoreError};
 use crate::types::ThreadRecord;
 
@@ -46,7 +47,7 @@ macro_rules! thread_columns {
 /// Columns [`decode_event`] reads, in order.
 macro_rules! event_columns {
     () => {
-        "seq, at_ms, payload"
+        "seq, at_ms, payload, method"
     };
 }
 pub(crate) use {event_columns, item_columns, thread_columns, turn_columns};
@@ -302,6 +303,48 @@ pub(crate) fn decode_event(row: &Row<'_>, thread_id: &str) -> Result<ThreadEvent
     })
 }
 
+/// The events a row of `events` stands for, those with a seq above
+/// `after_seq`, appended to `out`: the row's own, and before it the start
+/// of an item born complete when the row folds one in (`born.rs`).
+pub(crate) fn decode_log_row(
+    row: &Row<'_>,
+    thread_id: &str,
+    after_seq: u64,
+    out: &mut Vec<ThreadEvent>,
+) -> Result<(), StoreError> {
+    let event = decode_event(row, thread_id)?;
+    let method = row.get_ref(3)?;
+    if method.as_str().ok() == Some(RECORDED) && event.seq - 1 > after_seq {
+        let ServerNotification::ItemCompleted(completed) = &event.payload else {
+            let cause = format!("a {RECORDED} row holds {}", event.payload.method());
+            return Err(corrupt_event(thread_id, &event, cause));
+        };
+        let Some(started) = start_of(completed) else {
+            let cause = format!("a {RECORDED} row holds a completion without an envelope");
+            return Err(corrupt_event(thread_id, &event, cause));
+        };
+        out.push(ThreadEvent {
+            thread_id: thread_id.to_owned(),
+            seq: event.seq - 1,
+            at_ms: event.at_ms,
+            payload: ServerNotification::ItemStarted(started),
+        });
+    }
+    out.push(event);
+    Ok(())
+}
+
+fn corrupt_event(thread_id: &str, event: &ThreadEvent, cause: String) -> StoreError {
+    StoreError::CorruptRow(Box::new(CorruptRow {
+        table: "events",
+        thread_id: thread_id.to_owned(),
+        seq: Some(event.seq),
+        item_id: event.payload.item_id().map(str::to_owned),
+        column: "payload",
+        cause: cause.into(),
+    }))
+}
+
 /// The JSON of an item's envelope and, apart, of its raw input item
 /// (`providerData.inputItem`), which has a column of its own so session
 /// reads decode only that; [`join_input_item`] puts it back.
@@ -316,14 +359,89 @@ pub(crate) fn encode_envelope(
         return Ok((encode("item envelope", envelope)?, None));
     };
     let input_json = encode("raw input item", input_item)?;
-    let mut rest = envelope.clone();
-    if let Some(Value::Object(data)) = &mut rest.provider_data {
-        data.shift_remove(INPUT_ITEM_KEY);
-        if data.is_empty() {
-            rest.provider_data = None;
+    Ok((encode_envelope_without_input(envelope)?, Some(input_json)))
+}
+
+/// The envelope's JSON with its raw input item left out (the item has a
+/// column of its own). Clones the provider's other data, never the raw
+/// item, which is most of a session item.
+pub(crate) fn encode_envelope_without_input(envelope: &ItemEnvelope) -> Result<String, StoreError> {
+    let provider_data = match &envelope.provider_data {
+        Some(Value::Object(data)) if data.contains_key(INPUT_ITEM_KEY) => {
+            let rest: serde_json::Map<String, Value> = data
+                .iter()
+                .filter(|(key, _)| *key != INPUT_ITEM_KEY)
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect();
+            (!rest.is_empty()).then_some(Value::Object(rest))
         }
+        _ => return encode("item envelope", envelope),
+    };
+    let rest = ItemEnvelope {
+        status: envelope.status,
+        started_at_ms: envelope.started_at_ms,
+        completed_at_ms: envelope.completed_at_ms,
+        provenance: envelope.provenance.clone(),
+        audience: envelope.audience,
+        provider_data,
+    };
+    encode("item envelope", &rest)
+}
+
+/// The JSON of an item and of its raw input item as they appear, verbatim,
+/// inside an encoded `item/completed` (an `events` payload), borrowed from
+/// it. The writer stores these in the item's row instead of encoding the
+/// item a second time: serde writes a value the same way on its own and
+/// inside the notification.
+pub(crate) struct EncodedCompletion<'a> {
+    pub(crate) item: &'a str,
+    /// `envelope.providerData.inputItem`, when there is one.
+    pub(crate) input_item: Option<&'a str>,
+}
+
+impl<'a> EncodedCompletion<'a> {
+    /// `None` when `json` is not an encoded completion of that shape (the
+    /// caller then encodes the record itself).
+    pub(crate) fn parse(json: &'a str) -> Option<Self> {
+        use serde::Deserialize;
+        use serde_json::value::RawValue;
+
+        #[derive(Deserialize)]
+        struct Notification<'a> {
+            #[serde(borrow)]
+            params: Params<'a>,
+        }
+        #[derive(Deserialize)]
+        struct Params<'a> {
+            #[serde(borrow)]
+            item: &'a RawValue,
+            #[serde(borrow, default)]
+            envelope: Option<Envelope<'a>>,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Envelope<'a> {
+            #[serde(borrow, default)]
+            provider_data: Option<ProviderData<'a>>,
+        }
+        #[derive(Deserialize)]
+        struct ProviderData<'a> {
+            #[serde(borrow, default, rename = "inputItem")]
+            input_item: Option<&'a RawValue>,
+        }
+
+        let notification: Notification<'a> = serde_json::from_str(json).ok()?;
+        let input_item = notification
+            .params
+            .envelope
+            .and_then(|envelope| envelope.provider_data)
+            .and_then(|data| data.input_item)
+            .map(RawValue::get);
+        Some(EncodedCompletion {
+            item: notification.params.item.get(),
+            input_item,
+        })
     }
-    Ok((encode("item envelope", &rest)?, Some(input_json)))
 }
 
 /// Puts a raw input item read from its column back where it came from.

@@ -26,6 +26,7 @@ use tokio::sync::oneshot;
 use self::reads::ReaderPool;
 use self::writer::{Incoming, Request, RequestOp};
 use crate::Store;
+use crate::born::folds;
 use crate::error::StoreError;
 use crate::options::StoreOptions;
 use crate::recovery;
@@ -210,14 +211,35 @@ fn prepare_append(
     // Sized up front: collecting into a `Result` cannot know the length,
     // and a burst of deltas is thousands of entries.
     let mut incoming = Vec::with_capacity(notifications.len());
-    for notification in notifications {
-        let json = match never_stored(&notification) {
-            true => None,
-            false => Some(encode("notification", &notification)?),
+    let mut notifications = notifications.into_iter().peekable();
+    while let Some(notification) = notifications.next() {
+        let json = if never_stored(&notification) {
+            None
+        } else if starts_born_complete(&notification, notifications.peek()) {
+            // Stored inside its completion's row: the JSON would be thrown
+            // away (an empty one tells the writer so; see `Incoming`).
+            Some(String::new())
+        } else {
+            Some(encode("notification", &notification)?)
         };
         incoming.push(Incoming { notification, json });
     }
     Ok(incoming)
+}
+
+/// Whether `notification` starts an item that `next` completes, the two
+/// to be one row of the log (`born.rs`).
+fn starts_born_complete(
+    notification: &ServerNotification,
+    next: Option<&ServerNotification>,
+) -> bool {
+    match (notification, next) {
+        (
+            ServerNotification::ItemStarted(started),
+            Some(ServerNotification::ItemCompleted(completed)),
+        ) => folds(started, completed),
+        _ => false,
+    }
 }
 
 /// Events about items that no thread stores (`status`); whether the others

@@ -15,7 +15,7 @@ use spool_protocol::ThreadEvent;
 
 use super::catch_up::catch_up;
 use super::codec::{
-    decode_event, decode_item, decode_thread, decode_turn, event_columns, item_columns, sql_int,
+    decode_item, decode_log_row, decode_thread, decode_turn, event_columns, item_columns, sql_int,
     thread_columns, turn_columns,
 };
 use super::schema::open_reader;
@@ -215,11 +215,17 @@ pub(crate) fn read_events_after(
         event_columns!(),
         " FROM events WHERE thread_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"
     ))?;
+    // A row may stand for two events (`born.rs`): `limit` rows are at
+    // least `limit` events, and what is past the limit is left for the
+    // next page (a page may end between the two).
     let mut rows = stmt.query((thread_id, sql_int(after_seq), sql_int(limit as u64)))?;
     let mut events = Vec::with_capacity(limit.min(1024));
-    while let Some(row) = rows.next()? {
-        events.push(decode_event(row, thread_id)?);
+    while events.len() < limit
+        && let Some(row) = rows.next()?
+    {
+        decode_log_row(row, thread_id, after_seq, &mut events)?;
     }
+    events.truncate(limit);
     Ok(events)
 }
 

@@ -49,7 +49,22 @@ const MIGRATIONS: &[Migration] = &[
         version: 7,
         sql: V7_HISTORY_CURSORS,
     },
+    Migration {
+        version: 8,
+        sql: V8_ITEMS_BORN_COMPLETE,
+    },
 ];
+
+/// Version 8: an item born complete is one row of `events`.
+///
+/// An `item/started` followed at once by its `item/completed`, the start
+/// saying nothing the completion does not, is stored as one row under the
+/// completion's seq with `method = 'item/recorded'`; readers give it back
+/// as both events (`born.rs`). No table changes, and rows written before
+/// stay as they are (the log is never rewritten; both layouts are read).
+/// The version moves so that an older build, which would read such a row
+/// as a lone completion, refuses the file instead.
+const V8_ITEMS_BORN_COMPLETE: &str = "SELECT 1;";
 
 /// Version 7: what a provider holds of a server-managed history.
 ///

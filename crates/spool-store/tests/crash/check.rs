@@ -238,7 +238,7 @@ fn assert_no_item_started_twice(db: &Path) {
     let conn = rusqlite::Connection::open(db).unwrap();
     let twice: Vec<(String, String)> = conn
         .prepare(
-            "SELECT thread_id, item_id FROM events WHERE method = 'item/started' \
+            "SELECT thread_id, item_id FROM events WHERE method IN ('item/started', 'item/recorded') \
              GROUP BY thread_id, item_id HAVING count(*) > 1",
         )
         .unwrap()
@@ -249,7 +249,7 @@ fn assert_no_item_started_twice(db: &Path) {
     assert!(twice.is_empty(), "items started twice: {twice:?}");
     let (started, rows): (i64, i64) = conn
         .query_row(
-            "SELECT (SELECT count(*) FROM events WHERE method = 'item/started'), \
+            "SELECT (SELECT count(*) FROM events WHERE method IN ('item/started', 'item/recorded')), \
                     (SELECT count(*) FROM items)",
             [],
             |row| Ok((row.get(0)?, row.get(1)?)),

@@ -9,14 +9,18 @@ use std::collections::HashMap;
 
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
-use spool_core::llm::in_view;
+use spool_core::ItemRecord;
+use spool_core::llm::{INPUT_ITEM_KEY, in_view};
 use spool_protocol::ItemStatus;
 
 use super::TokenCount;
 use super::rank::{TouchedTurns, update_view_ranks};
-use super::state::ThreadState;
+use super::state::{PendingEvent, ThreadState};
+use crate::born::RECORDED;
 use crate::error::StoreError;
-use crate::sqlite::codec::{encode, encode_envelope, sql_int};
+use crate::sqlite::codec::{
+    EncodedCompletion, encode, encode_envelope, encode_envelope_without_input, sql_int,
+};
 
 const INSERT_THREAD: &str = "INSERT INTO threads (id, name, preview, model_provider, model, \
      cwd, cli_version, history_mode, dev_mode, forked_from_id, archived, created_at_ms, \
@@ -134,7 +138,7 @@ pub(super) fn write_thread(
     }
 
     let mut insert_event = conn.prepare_cached(INSERT_EVENT)?;
-    for event in &pending.events {
+    for event in pending.events.iter().filter(|event| !event.folded) {
         insert_event.execute((
             thread_id,
             sql_int(event.seq),
@@ -200,12 +204,23 @@ pub(super) fn write_thread(
     // the log (`sqlite::catch_up`). Rewriting it would write a long
     // streamed message whole at every commit.
     let first_seq = pending.events.first().map_or(u64::MAX, |e| e.seq);
+    let completions = completions_by_seq(&pending.events);
     for &index in &dirty.items {
         let record = &items[index];
         if record.envelope.status == ItemStatus::InProgress && record.ordinal < first_seq {
             continue;
         }
-        let (envelope, input_item) = encode_envelope(&record.envelope)?;
+        let (item, envelope, input_item) = match encoded_in_log(record, &completions) {
+            Some(encoded) => (
+                encoded.item.to_owned(),
+                encode_envelope_without_input(&record.envelope)?,
+                encoded.input_item.map(str::to_owned),
+            ),
+            None => {
+                let (envelope, input_item) = encode_envelope(&record.envelope)?;
+                (encode("item", &record.item)?, envelope, input_item)
+            }
+        };
         upsert_item.execute((
             thread_id,
             record.item.id(),
@@ -214,7 +229,7 @@ pub(super) fn write_thread(
             sql_int(record.seq),
             record.item.kind().as_str(),
             record.envelope.status.as_str(),
-            encode("item", &record.item)?,
+            item,
             envelope,
             record.token_count,
             input_item,
@@ -231,6 +246,31 @@ pub(super) fn write_thread(
     state.seqs.write(conn, thread_id, last_seq, streaming)?;
 
     write_thread_row(conn, thread_id, state)
+}
+
+/// The encoded completions among the pending events, by seq.
+fn completions_by_seq(events: &[PendingEvent]) -> HashMap<u64, &str> {
+    events
+        .iter()
+        .filter(|event| event.method == RECORDED || event.method == "item/completed")
+        .map(|event| (event.seq, event.json.as_str()))
+        .collect()
+}
+
+/// The item's JSON as its completion in this batch encoded it, when the
+/// completion is the row's last change (the reducer took item and
+/// envelope from it) and says the same about the raw input item.
+fn encoded_in_log<'a>(
+    record: &ItemRecord,
+    completions: &HashMap<u64, &'a str>,
+) -> Option<EncodedCompletion<'a>> {
+    let encoded = EncodedCompletion::parse(completions.get(&record.seq)?)?;
+    let has_input = record
+        .envelope
+        .provider_data
+        .as_ref()
+        .is_some_and(|data| data.get(INPUT_ITEM_KEY).is_some());
+    (encoded.input_item.is_some() == has_input).then_some(encoded)
 }
 
 /// The thread row: its settings if an event changed them, and

@@ -100,7 +100,9 @@ pub(crate) enum Request {
 
 /// A notification to append, with its JSON encoded by the caller (off the
 /// writer thread). `json` is `None` for what is never stored whatever the
-/// thread (status items).
+/// thread (status items), and empty for the start of an item born complete
+/// whose completion follows: its row is the completion's (`born.rs`), and
+/// the writer encodes it only should it not fold after all.
 pub(crate) struct Incoming {
     pub(crate) notification: ServerNotification,
     pub(crate) json: Option<String>,

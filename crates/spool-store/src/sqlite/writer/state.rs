@@ -17,8 +17,9 @@ use spool_protocol::{
 use super::Incoming;
 use super::dirty::{self, ApplyError, Dirty, Failed};
 use super::reserve::Reservation;
+use crate::born::{RECORDED, folds, start_of};
 use crate::error::StoreError;
-use crate::sqlite::codec::{parse_item_status, parse_turn_status};
+use crate::sqlite::codec::{encode, parse_item_status, parse_turn_status};
 use crate::sqlite::reads::{read_items, read_thread, read_turns};
 use crate::types::{Appended, ThreadRecord};
 
@@ -74,6 +75,9 @@ pub(super) struct PendingEvent {
     pub(super) method: &'static str,
     pub(super) item_id: Option<String>,
     pub(super) json: String,
+    /// An `item/started` stored in the next event's row (`born.rs`): no
+    /// row of its own.
+    pub(super) folded: bool,
 }
 
 /// The result of an accepted append.
@@ -96,7 +100,13 @@ pub(super) struct Refusal {
 /// A checked event waiting for the rest of its append to be checked. Its
 /// rows are already noted in `Pending::dirty` (a refusal rebuilds that).
 enum Staged {
-    Logged { event: ThreadEvent, json: String },
+    Logged {
+        event: ThreadEvent,
+        json: String,
+        /// It completes the item the event staged before it started, and
+        /// the two are one row (`born.rs`).
+        born_complete: bool,
+    },
     Transient(ServerNotification),
 }
 
@@ -112,6 +122,7 @@ impl ThreadState {
                 method: "thread/started",
                 item_id: None,
                 json: started_json,
+                folded: false,
             }],
             ..Pending::default()
         };
@@ -222,12 +233,20 @@ impl ThreadState {
                 });
             }
             applied = true;
-            staged.push(Staged::Logged { event, json });
+            staged.push(Staged::Logged {
+                event,
+                json,
+                born_complete: false,
+            });
         }
         for (index, Incoming { notification, json }) in incoming.into_iter().enumerate() {
             let json = match json {
                 Some(json) if self.persists(&notification) => json,
                 Some(_) | None => {
+                    encode_unfolded_start(staged.last_mut()).map_err(|error| Refusal {
+                        error,
+                        reducer_dirty: applied,
+                    })?;
                     staged.push(Staged::Transient(notification));
                     continue;
                 }
@@ -255,8 +274,20 @@ impl ThreadState {
             };
             match dirty::apply(&mut self.reducer, &mut self.pending.dirty, conn, &event) {
                 Ok(()) => {
+                    let born_complete = completes_start(staged.last(), &event);
                     applied = true;
-                    staged.push(Staged::Logged { event, json });
+                    if !born_complete {
+                        // The event is applied: the reducer must be rebuilt.
+                        encode_unfolded_start(staged.last_mut()).map_err(|error| Refusal {
+                            error,
+                            reducer_dirty: true,
+                        })?;
+                    }
+                    staged.push(Staged::Logged {
+                        event,
+                        json,
+                        born_complete,
+                    });
                 }
                 Err(Failed {
                     error,
@@ -273,20 +304,30 @@ impl ThreadState {
                 }
             }
         }
+        encode_unfolded_start(staged.last_mut()).map_err(|error| Refusal {
+            error,
+            reducer_dirty: applied,
+        })?;
         let mut lifecycle = false;
         let mut logged = 0;
-        let appended = staged
-            .into_iter()
-            .map(|staged| match staged {
-                Staged::Transient(notification) => Appended::Transient(notification),
-                Staged::Logged { event, json } => {
+        let mut appended = Vec::with_capacity(staged.len());
+        for staged in staged {
+            match staged {
+                Staged::Transient(notification) => {
+                    appended.push(Appended::Transient(notification));
+                }
+                Staged::Logged {
+                    event,
+                    json,
+                    born_complete,
+                } => {
                     lifecycle |= !event.payload.is_delta();
                     logged += 1;
-                    self.record(&event, json);
-                    Appended::Logged(event)
+                    self.record(&event, json, born_complete);
+                    appended.push(Appended::Logged(event));
                 }
-            })
-            .collect();
+            }
+        }
         self.seqs.lost = None;
         Ok(Accepted {
             appended,
@@ -309,7 +350,8 @@ impl ThreadState {
             ThreadReducer::from_parts(thread_id, thread.last_seq, items, turns)
         };
         let mut dirty = Dirty::default();
-        for pending in &self.pending.events {
+        let events = &self.pending.events;
+        for (index, pending) in events.iter().enumerate() {
             if pending.seq <= reducer.last_seq() {
                 continue; // thread/started of a thread created in this batch
             }
@@ -317,8 +359,27 @@ impl ThreadState {
                 thread_id: thread_id.to_owned(),
                 reason,
             };
-            let payload: ServerNotification = serde_json::from_str(&pending.json)
-                .map_err(|e| lost(format!("pending seq {}: {e}", pending.seq)))?;
+            let payload = if pending.folded && pending.json.is_empty() {
+                // A start the caller did not encode: it is the start its
+                // completion implies.
+                let completion = events.get(index + 1).map_or("", |next| next.json.as_str());
+                match serde_json::from_str(completion) {
+                    Ok(ServerNotification::ItemCompleted(completed)) => start_of(&completed)
+                        .map(ServerNotification::ItemStarted)
+                        .ok_or_else(|| lost(format!("pending seq {}: no envelope", pending.seq)))?,
+                    Ok(other) => {
+                        let method = other.method();
+                        return Err(lost(format!(
+                            "pending seq {}: followed by {method}",
+                            pending.seq
+                        )));
+                    }
+                    Err(e) => return Err(lost(format!("pending seq {}: {e}", pending.seq + 1))),
+                }
+            } else {
+                serde_json::from_str(&pending.json)
+                    .map_err(|e| lost(format!("pending seq {}: {e}", pending.seq)))?
+            };
             let event = ThreadEvent {
                 thread_id: thread_id.to_owned(),
                 seq: pending.seq,
@@ -461,8 +522,10 @@ impl ThreadState {
         refined.unwrap_or(error)
     }
 
-    /// Notes an accepted event for the next commit.
-    fn record(&mut self, event: &ThreadEvent, json: String) {
+    /// Notes an accepted event for the next commit. `born_complete`: the
+    /// event completes the item the previous pending event started, and
+    /// the pair is stored as one row (`born.rs`).
+    fn record(&mut self, event: &ThreadEvent, json: String, born_complete: bool) {
         let pending = &mut self.pending;
         self.updated_at_ms = self.updated_at_ms.max(event.at_ms);
         match &event.payload {
@@ -484,14 +547,52 @@ impl ThreadState {
             // The rest changes no column of the thread's row.
             _ => {}
         }
+        let mut method = event.payload.method();
+        if born_complete && let Some(started) = pending.events.last_mut() {
+            debug_assert_eq!(started.seq + 1, event.seq);
+            started.folded = true;
+            method = RECORDED;
+        }
         pending.events.push(PendingEvent {
             seq: event.seq,
             at_ms: event.at_ms,
-            method: event.payload.method(),
+            method,
             item_id: event.payload.item_id().map(str::to_owned),
             json,
+            folded: false,
         });
     }
+}
+
+/// Whether `event` is the completion of an item born complete whose start
+/// is `previous`, the event staged just before it in the same append.
+fn completes_start(previous: Option<&Staged>, event: &ThreadEvent) -> bool {
+    let (
+        Some(Staged::Logged {
+            event: previous, ..
+        }),
+        ServerNotification::ItemCompleted(completed),
+    ) = (previous, &event.payload)
+    else {
+        return false;
+    };
+    let ServerNotification::ItemStarted(started) = &previous.payload else {
+        return false;
+    };
+    previous.seq + 1 == event.seq && previous.at_ms == event.at_ms && folds(started, completed)
+}
+
+/// Encodes a staged start the caller left unencoded, expecting it to be
+/// folded into its completion (`sqlite::prepare_append`), when what
+/// follows it does not fold it after all. The caller applies the same
+/// rule to the same append, so this is a safeguard, not a path taken.
+fn encode_unfolded_start(last: Option<&mut Staged>) -> Result<(), StoreError> {
+    if let Some(Staged::Logged { event, json, .. }) = last
+        && json.is_empty()
+    {
+        *json = encode("notification", &event.payload)?;
+    }
+    Ok(())
 }
 
 /// The first text of a user message: the thread's preview.

@@ -1,0 +1,145 @@
+//! Items born complete: one row in the log for an `item/started` that is
+//! followed at once by the item's `item/completed`.
+//!
+//! A Session API item, a user message or a tool output that arrives whole
+//! is started and completed in one append, and its start says nothing the
+//! completion does not: the same item, the same envelope but for the
+//! status (`inProgress`), the completion time (none) and the provider's
+//! data (none). Such a pair is stored as one `events` row under the
+//! completion's seq with the method [`RECORDED`] and the completion as its
+//! payload; readers give it back as the two events it stands for, the
+//! start under the seq before (`read_events_after`). A cursor between the
+//! two (a client that saw the start) gets the completion alone.
+//!
+//! The fold is exact by construction: the writer folds a pair only when
+//! [`start_of`] of the completion equals the start it was given, so what a
+//! reader rebuilds is what was appended. Any other pair is stored as two
+//! rows, as before.
+
+use spool_protocol::{
+    ItemCompletedNotification, ItemEnvelope, ItemStartedNotification, ItemStatus,
+};
+
+/// The `events.method` of a folded pair: not a protocol method, never sent
+/// as such (readers expand it), and so never confused with one.
+pub(crate) const RECORDED: &str = "item/recorded";
+
+/// The start a completion implies for an item born complete. `None` when
+/// the completion has no envelope (the rule needs one to say when the item
+/// started).
+pub(crate) fn start_of(completed: &ItemCompletedNotification) -> Option<ItemStartedNotification> {
+    let envelope = start_envelope(completed.envelope.as_ref()?);
+    Some(ItemStartedNotification {
+        item: completed.item.clone(),
+        thread_id: completed.thread_id.clone(),
+        turn_id: completed.turn_id.clone(),
+        started_at_ms: envelope.started_at_ms,
+        envelope: Some(envelope),
+    })
+}
+
+/// Whether `started` is exactly [`start_of`] `completed`, so the pair can
+/// be stored as one row. Compares without cloning the item.
+pub(crate) fn folds(
+    started: &ItemStartedNotification,
+    completed: &ItemCompletedNotification,
+) -> bool {
+    let (Some(started_envelope), Some(completed_envelope)) =
+        (&started.envelope, &completed.envelope)
+    else {
+        return false;
+    };
+    completed_envelope.status.is_terminal()
+        && started.thread_id == completed.thread_id
+        && started.turn_id == completed.turn_id
+        && started.started_at_ms == completed_envelope.started_at_ms
+        && *started_envelope == start_envelope(completed_envelope)
+        && started.item == completed.item
+}
+
+/// The envelope of the start: the completion's, in progress, with neither
+/// a completion time nor provider data (a provider's ids and raw payload
+/// come with the completion).
+fn start_envelope(completed: &ItemEnvelope) -> ItemEnvelope {
+    // Destructured so that a new envelope field must be placed here.
+    let ItemEnvelope {
+        status: _,
+        started_at_ms,
+        completed_at_ms: _,
+        provenance,
+        audience,
+        provider_data: _,
+    } = completed;
+    ItemEnvelope {
+        status: ItemStatus::InProgress,
+        started_at_ms: *started_at_ms,
+        completed_at_ms: None,
+        provenance: provenance.clone(),
+        audience: *audience,
+        provider_data: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use spool_protocol::{Audience, ThreadItem};
+
+    use super::*;
+
+    fn completed() -> ItemCompletedNotification {
+        let mut envelope = ItemEnvelope::started("user", Audience::BOTH, 1_000);
+        envelope.status = ItemStatus::Completed;
+        envelope.completed_at_ms = Some(1_000);
+        envelope.provider_data = Some(json!({"inputItem": {"role": "user", "content": "hi"}}));
+        ItemCompletedNotification {
+            item: serde_json::from_value::<ThreadItem>(json!({
+                "type": "agentMessage", "id": "i1", "text": "hello"
+            }))
+            .unwrap(),
+            thread_id: "t".into(),
+            turn_id: "u".into(),
+            completed_at_ms: 1_000,
+            envelope: Some(envelope),
+        }
+    }
+
+    #[test]
+    fn the_start_of_a_completion_folds_into_it() {
+        let completed = completed();
+        let started = start_of(&completed).unwrap();
+        assert!(folds(&started, &completed));
+        assert_eq!(
+            started.envelope.as_ref().unwrap().status,
+            ItemStatus::InProgress
+        );
+        assert_eq!(started.envelope.as_ref().unwrap().provider_data, None);
+    }
+
+    #[test]
+    fn a_start_that_says_more_does_not_fold() {
+        let completed = completed();
+        let base = start_of(&completed).unwrap();
+
+        let mut other_text = base.clone();
+        other_text.item = serde_json::from_value(json!({
+            "type": "agentMessage", "id": "i1", "text": ""
+        }))
+        .unwrap();
+        let mut with_data = base.clone();
+        with_data.envelope.as_mut().unwrap().provider_data = Some(json!({"id": "x"}));
+        let mut other_time = base.clone();
+        other_time.started_at_ms = 999;
+        let mut other_turn = base.clone();
+        other_turn.turn_id = "v".into();
+        let mut no_envelope = base.clone();
+        no_envelope.envelope = None;
+        for started in [other_text, with_data, other_time, other_turn, no_envelope] {
+            assert!(!folds(&started, &completed), "{started:?}");
+        }
+
+        let mut still_open = completed.clone();
+        still_open.envelope.as_mut().unwrap().status = ItemStatus::InProgress;
+        assert!(!folds(&base, &still_open));
+    }
+}

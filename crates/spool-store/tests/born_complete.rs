@@ -1,0 +1,261 @@
+//! Items born complete: an `item/started` whose `item/completed` follows
+//! in the same append, saying nothing more, is one row of the log, and
+//! every read gives back exactly the two events that were appended.
+
+mod common;
+
+use common::*;
+use serde_json::json;
+use spool_protocol::{
+    Audience, ItemCompletedNotification, ItemEnvelope, ItemStartedNotification, ItemStatus,
+    ServerNotification, ThreadEvent, ThreadItem,
+};
+use spool_store::{Appended, Store, StoreError};
+
+/// An item's start and completion as the Session API writes them: the
+/// same item, the provider's data on the completion only.
+fn born(
+    thread: &str,
+    turn: &str,
+    item: ThreadItem,
+    data: Option<serde_json::Value>,
+) -> [ServerNotification; 2] {
+    let envelope = ItemEnvelope::started("user", Audience::BOTH, 1_700_000_000_000);
+    let started = ServerNotification::ItemStarted(ItemStartedNotification {
+        item: item.clone(),
+        thread_id: thread.to_owned(),
+        turn_id: turn.to_owned(),
+        started_at_ms: envelope.started_at_ms,
+        envelope: Some(envelope.clone()),
+    });
+    let completed = ServerNotification::ItemCompleted(ItemCompletedNotification {
+        item,
+        thread_id: thread.to_owned(),
+        turn_id: turn.to_owned(),
+        completed_at_ms: envelope.started_at_ms + 3,
+        envelope: Some(ItemEnvelope {
+            status: ItemStatus::Completed,
+            completed_at_ms: Some(envelope.started_at_ms + 3),
+            provider_data: data,
+            ..envelope
+        }),
+    });
+    [started, completed]
+}
+
+fn rows_named(dir: &std::path::Path, thread: &str, method: &str) -> i64 {
+    raw(dir)
+        .query_row(
+            "SELECT count(*) FROM events WHERE thread_id = ?1 AND method = ?2",
+            [thread, method],
+            |row| row.get(0),
+        )
+        .unwrap()
+}
+
+fn logged(appended: Vec<Appended>) -> Vec<ThreadEvent> {
+    appended
+        .into_iter()
+        .map(|a| a.event().cloned().expect("stored"))
+        .collect()
+}
+
+/// Every read of the log from every cursor, in pages of every small size,
+/// gives exactly the events after that cursor.
+async fn assert_reads_back(store: &impl Store, thread: &str, all: &[ThreadEvent]) {
+    assert_eq!(store.events_after(thread, 0, 10_000).await.unwrap(), all);
+    for after in 0..all.len() as u64 {
+        let expected: Vec<_> = all.iter().filter(|e| e.seq > after).cloned().collect();
+        for limit in 1..=3 {
+            let mut got = Vec::new();
+            let mut cursor = after;
+            loop {
+                let page = store.events_after(thread, cursor, limit).await.unwrap();
+                assert!(
+                    page.len() <= limit,
+                    "a page of {} for limit {limit}",
+                    page.len()
+                );
+                let Some(last) = page.last() else { break };
+                cursor = last.seq;
+                got.extend(page);
+            }
+            assert_eq!(got, expected, "after {after}, pages of {limit}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_and_its_completion_are_one_row_and_read_back_as_two_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let t = new_thread(&store, false).await;
+    let mut turn = vec![turn_started(&t, "u1")];
+    turn.extend(born(&t, "u1", user_message("i1", "hello"), None));
+    turn.extend(born(
+        &t,
+        "u1",
+        agent_message("i2", "hi"),
+        Some(json!({"inputItem": {"role": "assistant", "content": "hi"}})),
+    ));
+    turn.push(turn_completed(&t, "u1"));
+    let appended = logged(store.append(&t, turn).await.unwrap());
+    assert_eq!(seqs_of(&appended), (2..=7).collect::<Vec<_>>());
+
+    assert_eq!(rows_named(dir.path(), &t, "item/recorded"), 2);
+    assert_eq!(rows_named(dir.path(), &t, "item/started"), 0);
+    assert_eq!(rows_named(dir.path(), &t, "item/completed"), 0);
+    assert_eq!(committed_events(dir.path(), &t), 7);
+
+    let mut all = store.events_after(&t, 0, 1).await.unwrap(); // thread/started
+    all.extend(appended);
+    assert_reads_back(&store, &t, &all).await;
+    // The thread's last seq is the completion's, and the log replays.
+    assert_eq!(store.thread(&t).await.unwrap().unwrap().last_seq, 7);
+    let mut replayed = spool_core::ThreadReducer::new(&t);
+    replayed.apply_all(&all).unwrap();
+    assert_eq!(replayed.items().len(), 2);
+
+    // The same after a reopen, and the next event continues the seqs.
+    store.close().await.unwrap();
+    drop(store);
+    let store = open(dir.path());
+    assert_reads_back(&store, &t, &all).await;
+    let more = logged(
+        store
+            .append(&t, vec![turn_started(&t, "u2")])
+            .await
+            .unwrap(),
+    );
+    assert_eq!(more[0].seq, 8);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starts_that_say_more_or_stand_alone_keep_their_own_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let t = new_thread(&store, false).await;
+    let mut all = store.events_after(&t, 0, 1).await.unwrap();
+
+    // Provider data on the start: the completion does not imply it.
+    let [started, completed] = born(&t, "u1", agent_message("i1", "a"), None);
+    let ServerNotification::ItemStarted(mut with_data) = started else {
+        unreachable!()
+    };
+    with_data.envelope.as_mut().unwrap().provider_data = Some(json!({"id": "rs_1"}));
+    let turn = vec![
+        turn_started(&t, "u1"),
+        ServerNotification::ItemStarted(with_data),
+        completed,
+    ];
+    all.extend(logged(store.append(&t, turn).await.unwrap()));
+
+    // A start whose completion comes in a later append.
+    let [started, completed] = born(&t, "u1", user_message("i2", "b"), None);
+    all.extend(logged(store.append(&t, vec![started]).await.unwrap()));
+    all.extend(logged(store.append(&t, vec![completed]).await.unwrap()));
+
+    // A start with a different item than its completion.
+    let [started, completed] = born(&t, "u1", agent_message("i3", "final"), None);
+    let ServerNotification::ItemStarted(mut empty) = started else {
+        unreachable!()
+    };
+    empty.item = agent_message("i3", "");
+    let appended = store
+        .append(
+            &t,
+            vec![
+                ServerNotification::ItemStarted(empty),
+                completed,
+                turn_completed(&t, "u1"),
+            ],
+        )
+        .await
+        .unwrap();
+    all.extend(logged(appended));
+
+    assert_eq!(rows_named(dir.path(), &t, "item/recorded"), 0);
+    assert_eq!(rows_named(dir.path(), &t, "item/started"), 3);
+    assert_eq!(rows_named(dir.path(), &t, "item/completed"), 3);
+    assert_reads_back(&store, &t, &all).await;
+}
+
+/// A refusal rebuilds the thread's reducer from the batch's pending events;
+/// a start folded into its completion is not encoded by the caller, and
+/// the rebuild takes it from the completion.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_in_the_batch_of_folded_starts_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let t = new_thread(&store, false).await;
+    store
+        .append(&t, vec![turn_started(&t, "u1")])
+        .await
+        .unwrap();
+    // Many appends in flight at once land in the same batches.
+    let mut tasks = Vec::new();
+    for n in 0..40 {
+        let store = store.clone();
+        let t = t.clone();
+        tasks.push(tokio::spawn(async move {
+            let item = format!("a{n}");
+            let ok = store.append(&t, born(&t, "u1", user_message(&item, "hi"), None).to_vec());
+            // Refused at its last event, after the first two were applied:
+            // the reducer is rebuilt from what the batch holds.
+            let mut bad = born(&t, "u1", user_message(&format!("r{n}"), "no"), None).to_vec();
+            bad.push(agent_delta(&t, "u1", "nothing", "x"));
+            let refused = store.append(&t, bad);
+            let (ok, refused) = tokio::join!(ok, refused);
+            (logged(ok.unwrap()), refused.is_err())
+        }));
+    }
+    let mut all = store.events_after(&t, 0, 2).await.unwrap();
+    for task in tasks {
+        let (events, refused) = task.await.unwrap();
+        assert!(refused);
+        all.extend(events);
+    }
+    all.sort_by_key(|event| event.seq);
+    assert_eq!(seqs_of(&all), (1..=82).collect::<Vec<_>>());
+    assert_eq!(rows_named(dir.path(), &t, "item/recorded"), 40);
+    assert_eq!(store.events_after(&t, 0, 1_000).await.unwrap(), all);
+    assert_eq!(
+        store.items(&t, spool_core::View::All).await.unwrap().len(),
+        40
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_row_that_is_not_a_completion_is_a_corrupt_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let t = new_thread(&store, false).await;
+    store
+        .append(&t, vec![turn_started(&t, "u1")])
+        .await
+        .unwrap();
+    store.close().await.unwrap();
+    drop(store);
+    raw(dir.path())
+        .execute(
+            "UPDATE events SET method = 'item/recorded' WHERE thread_id = ?1 AND seq = 2",
+            [&t],
+        )
+        .unwrap();
+    let store = keep_open(dir.path());
+    match store.events_after(&t, 0, 10).await {
+        Err(StoreError::CorruptRow(row)) => {
+            assert_eq!((row.table, row.seq), ("events", Some(2)));
+            assert!(
+                row.cause.to_string().contains("turn/started"),
+                "{}",
+                row.cause
+            );
+        }
+        other => panic!("expected a corrupt row, got {other:?}"),
+    }
+}
+
+fn seqs_of(events: &[ThreadEvent]) -> Vec<u64> {
+    events.iter().map(|e| e.seq).collect()
+}
