@@ -1,4 +1,4 @@
-"""Workloads (a)-(d) of issue 3 on the OpenAI Agents SDK's SQLiteSession.
+"""Workloads (a)-(d) of `spool bench store` on the OpenAI Agents SDK's SQLiteSession.
 
 The Python twin of `spool bench store`: same items, same sizes, same JSON
 shape per workload, so `compare_table.py` can set the two side by side.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# spool's store against the OpenAI Agents SDK's SQLiteSession (issue 3):
+# spool's store against the OpenAI Agents SDK's SQLiteSession:
 # installs openai-agents into a throwaway virtualenv, runs workloads (a)-(d)
 # on SQLiteSession with its defaults, runs `spool bench store` (release
 # build), and prints one table. Both sides write their store files to the

@@ -17,10 +17,10 @@ pub struct Report {
     /// (a) against the floor (h), when both ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub a_vs_floor: Option<Target>,
-    /// (b)'s median time over the batch floor's (i), when both ran: how far
-    /// (b) is from the best one row per item allows (it has no target of its own).
+    /// (b) against the batch floor (i), when both ran: how far (b) is from
+    /// the best one row per item allows.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub b_vs_batch_floor: Option<f64>,
+    pub b_vs_batch_floor: Option<Target>,
     /// Median time ratios splitting (a) and (b) into the cost of spool's
     /// code and of its layout (see `layout_floor.rs`), when the workloads
     /// involved ran.
