@@ -153,7 +153,7 @@ fn reasoning_id_policy_omit_strips_ids_and_drops_empty_items() {
     let options = LlmViewOptions {
         token_budget: None,
         reasoning_ids: ReasoningIdPolicy::Omit,
-        extendable: false,
+        ..LlmViewOptions::default()
     };
     let input = to_json(&llm_view(&records, &options).input);
     assert_eq!(input.len(), 2);

@@ -237,9 +237,25 @@ proptest! {
     ) {
         let records = build(&turns);
         let policy = if omit { ReasoningIdPolicy::Omit } else { ReasoningIdPolicy::Preserve };
-        let options = LlmViewOptions { token_budget: budget, reasoning_ids: policy, extendable: false };
+        let options = LlmViewOptions {
+            token_budget: budget,
+            reasoning_ids: policy,
+            extendable: false,
+            skip_token_counts: false,
+        };
         let view = llm_view(&records, &options);
         let input = views_support::json(&view.input);
+
+        // Not counting tokens changes nothing but the count (and only
+        // without a budget does it skip counting).
+        let uncounted = llm_view(&records, &LlmViewOptions { skip_token_counts: true, ..options.clone() });
+        prop_assert_eq!(&uncounted.input, &view.input);
+        prop_assert_eq!(uncounted.turns_included, view.turns_included);
+        if budget.is_none() {
+            prop_assert!(uncounted.computed_token_counts.is_empty());
+        } else {
+            prop_assert_eq!(&uncounted, &view);
+        }
 
         // No orphan output, no unanswered call.
         assert_paired(&input)?;
@@ -301,11 +317,17 @@ proptest! {
         split in 0usize..40,
         budget in proptest::option::of(0usize..600),
         omit in any::<bool>(),
+        skip in any::<bool>(),
     ) {
         let records = build(&turns);
         let split = split.min(records.len());
         let policy = if omit { ReasoningIdPolicy::Omit } else { ReasoningIdPolicy::Preserve };
-        let options = LlmViewOptions { token_budget: budget, reasoning_ids: policy, extendable: true };
+        let options = LlmViewOptions {
+            token_budget: budget,
+            reasoning_ids: policy,
+            extendable: true,
+            skip_token_counts: skip,
+        };
         let (before, after) = records.split_at(split);
         let mut view = llm_view(before, &options);
         let Some(base) = view.base.clone() else {

@@ -39,11 +39,17 @@ pub async fn serve(
     mut args: ServeArgs,
     origins: std::collections::BTreeMap<String, ConfigLayerMetadata>,
 ) -> anyhow::Result<i32> {
-    // The first turn counts tokens (its history's): build the encoder
-    // meanwhile, not on that turn's path.
+    // Token counts (a thread with a context window compacts by them; views
+    // with a budget pack by them) need the o200k encoder, 100-200 ms of
+    // CPU to build: build it on a thread of its own at the lowest
+    // priority, so that it takes only CPU the first turns leave idle (a
+    // turn that needs no counts never waits for it).
     let _ = std::thread::Builder::new()
         .name("spool-warm".to_owned())
-        .spawn(spool_core::tokens::warm);
+        .spawn(|| {
+            lowest_priority();
+            spool_core::tokens::warm();
+        });
     args.agent.tools = served_tools(&args.agent.tools);
     let urls = args
         .listen
@@ -244,4 +250,14 @@ fn served_tools(asked: &[ToolArg]) -> Vec<ToolArg> {
         .copied()
         .filter(|tool| *tool != ToolArg::None)
         .collect()
+}
+
+/// Gives the calling thread the lowest scheduling priority (nice 19); on
+/// Linux a thread has a nice value of its own. A failure leaves it as it was.
+#[allow(unsafe_code)]
+fn lowest_priority() {
+    let tid = nix::unistd::gettid().as_raw();
+    // SAFETY: setpriority reads no memory of ours; `tid` is this thread's
+    // id, and raising one's own nice value needs no privilege.
+    let _ = unsafe { nix::libc::setpriority(nix::libc::PRIO_PROCESS, tid as nix::libc::id_t, 19) };
 }

@@ -89,6 +89,7 @@ impl LlmView {
             convert(record, options.reasoning_ids, &mut added);
             tokens += match record.token_count {
                 Some(count) => count as usize,
+                None if !options.counts_tokens() => 0,
                 None => added[start..]
                     .iter()
                     .map(count_input_item)

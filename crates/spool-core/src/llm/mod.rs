@@ -104,6 +104,20 @@ pub struct LlmViewOptions {
     /// that will add the records logged after this read (the runner, from
     /// one step of a turn to the next).
     pub extendable: bool,
+    /// Leave records without a cached token count uncounted, when there is
+    /// no budget: for a caller that needs the input and not its size.
+    /// Counting builds the o200k_base encoder on first use (100–200 ms on
+    /// a small machine), which would otherwise delay the first model call
+    /// of a fresh process. `LlmView::total_tokens` then sums only the
+    /// cached counts, and nothing is counted for the store to cache.
+    pub skip_token_counts: bool,
+}
+
+impl LlmViewOptions {
+    /// Whether records without a cached count are counted.
+    pub(crate) fn counts_tokens(&self) -> bool {
+        !self.skip_token_counts || self.token_budget.is_some()
+    }
 }
 
 /// The input of the next model request.
@@ -155,6 +169,7 @@ pub fn review_input(turn: &[ItemRecord], reasoning_ids: ReasoningIdPolicy) -> Ve
         token_budget: None,
         reasoning_ids,
         extendable: false,
+        skip_token_counts: false,
     };
     pack::pack(&scoped, &options).input
 }

@@ -127,6 +127,9 @@ impl<R: Borrow<ItemRecord>> Packer<R> {
         if let Some(count) = record.token_count {
             return (count, None);
         }
+        if !self.options.counts_tokens() {
+            return (0, None); // converted by `finish`
+        }
         let mut items = Vec::new();
         convert(record, self.options.reasoning_ids, &mut items);
         let count = items

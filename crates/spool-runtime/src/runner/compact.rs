@@ -283,6 +283,7 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
                     token_budget: None,
                     reasoning_ids: self.state.reasoning_ids,
                     extendable: false,
+                    skip_token_counts: false,
                 },
             )
             .await?;

@@ -155,6 +155,8 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
             token_budget: self.runner.history_token_budget,
             reasoning_ids: self.state.reasoning_ids,
             extendable: true,
+            // The view's size matters only to compaction (`outgrown`).
+            skip_token_counts: self.runner.compaction.is_none(),
         };
         let store = &self.runner.store;
         let thread_id = &self.state.thread_id;
