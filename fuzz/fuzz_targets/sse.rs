@@ -1,5 +1,5 @@
-//! The SSE framing of model streams (spool-model's wrapper over
-//! eventsource-stream) over arbitrary bytes in arbitrary chunkings.
+//! The SSE framing of model streams (spool-model's UTF-8 decoding and
+//! incremental framing) over arbitrary bytes in arbitrary chunkings.
 //!
 //! Asserts: no panic; the events do not depend on how the body is chunked;
 //! for a UTF-8 body they are the events of a reference parser (WHATWG

@@ -1,15 +1,21 @@
 //! Server-Sent Events from a streaming HTTP body, with an idle timeout.
 //!
-//! The SSE framing itself is eventsource-stream's; this module adds the
-//! timeout between body chunks (reqwest's own `timeout` covers the whole
-//! body, which would cut long answers), decodes the body's UTF-8 itself
-//! before handing it over (see [`text_chunks`]), and turns its errors into
-//! [`ModelError`]s that name the provider and URL.
+//! The framing is spool's own ([`Framing`]): the WHATWG event-stream
+//! interpretation, incremental, so each byte is scanned once and the text
+//! not yet framed is moved once per body chunk, not once per line (the
+//! eventsource-stream crate used before copied the rest of its buffer for
+//! every line it took, quadratic in a chunk's size). The module also adds
+//! the timeout between body chunks (reqwest's own `timeout` covers the
+//! whole body, which would cut long answers), decodes the body's UTF-8
+//! itself (see [`text_chunks`]), caps what one event may hold
+//! ([`MAX_EVENT_BYTES`]), and turns errors into [`ModelError`]s that name
+//! the provider and URL.
 
 use std::pin::Pin;
 use std::time::Duration;
 
-use eventsource_stream::{EventStreamError, Eventsource};
+use std::collections::VecDeque;
+
 use futures_util::{Stream, StreamExt, stream};
 
 use crate::error::{ModelError, TimeoutPhase};
@@ -29,12 +35,14 @@ pub(crate) enum BodyError {
     Idle(Duration),
     /// The body is not UTF-8 (what is wrong, and where).
     Utf8(String),
+    /// The text is not SSE spool will take (an event past the size cap).
+    Framing(String),
 }
 
 impl std::fmt::Display for BodyError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            BodyError::Transport(m) | BodyError::Utf8(m) => f.write_str(m),
+            BodyError::Transport(m) | BodyError::Utf8(m) | BodyError::Framing(m) => f.write_str(m),
             BodyError::Idle(d) => write!(f, "idle for {d:?}"),
         }
     }
@@ -71,38 +79,140 @@ where
     S: Stream<Item = Result<B, BodyError>> + Send + 'static,
     B: AsRef<[u8]> + Send + 'static,
 {
-    let events = text_chunks(chunks)
-        .eventsource()
-        .map(move |item| match item {
-            Ok(ev) => Ok(SseEvent {
-                event: ev.event,
-                data: ev.data,
-            }),
-            Err(err) => Err(convert(err, &endpoint)),
-        });
+    struct Reading<T> {
+        text: Pin<Box<T>>,
+        framing: Framing,
+        /// Events framed and not yet yielded.
+        ready: VecDeque<SseEvent>,
+        endpoint: Endpoint,
+    }
+    let state = Reading {
+        text: Box::pin(text_chunks(chunks)),
+        framing: Framing::default(),
+        ready: VecDeque::new(),
+        endpoint,
+    };
+    let events = stream::unfold(Some(state), |state| async move {
+        let mut state = state?;
+        loop {
+            if let Some(event) = state.ready.pop_front() {
+                return Some((Ok(event), Some(state)));
+            }
+            let failed = match state.text.next().await {
+                Some(Ok(text)) => match state.framing.feed(&text, &mut state.ready) {
+                    Ok(()) => continue,
+                    Err(error) => error,
+                },
+                Some(Err(error)) => error,
+                None => return None, // an event not ended by an empty line is dropped
+            };
+            return Some((Err(convert(failed, &state.endpoint)), None));
+        }
+    });
     Box::pin(events)
+}
+
+/// The most text one event may gather (its lines, framed or not yet): a
+/// stream that sends more without ending an event is malformed, not a
+/// reason to hold ever more of it.
+pub(crate) const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
+/// SSE framing over valid UTF-8 text arriving in pieces: lines end at
+/// `\n`, `\r\n` or `\r`; an empty line dispatches the event gathered so
+/// far (if it has data); `event:` names it, `data:` adds a line to it,
+/// comments (`:`) and other fields (`id`, `retry`, unknown ones) are
+/// skipped; one space after the colon is dropped.
+#[derive(Debug, Default)]
+struct Framing {
+    /// Text not framed into lines yet: the start of a line.
+    pending: String,
+    /// How far into `pending` no line end was found (resume the search
+    /// there).
+    scanned: usize,
+    event: String,
+    data: String,
+}
+
+impl Framing {
+    /// Frames `text`, appending the events it completes to `out`.
+    fn feed(&mut self, text: &str, out: &mut VecDeque<SseEvent>) -> Result<(), BodyError> {
+        self.pending.push_str(text);
+        let pending = std::mem::take(&mut self.pending);
+        let bytes = pending.as_bytes();
+        let mut start = 0;
+        let mut from = self.scanned;
+        while let Some(found) = memchr::memchr2(b'\n', b'\r', &bytes[from..]) {
+            let end = from + found;
+            let next = match bytes.get(end + 1) {
+                // `\r` or `\r\n`: known with the next character.
+                None if bytes[end] == b'\r' => break,
+                Some(b'\n') if bytes[end] == b'\r' => end + 2,
+                _ => end + 1,
+            };
+            self.line(&pending[start..end], out);
+            start = next;
+            from = next;
+        }
+        // From the start of the unfinished line; searched through `from`
+        // (a `\r` at the very end is found again, with what follows it).
+        self.scanned = from - start;
+        self.pending = pending;
+        self.pending.drain(..start);
+        if self.pending.len() + self.data.len() > MAX_EVENT_BYTES {
+            return Err(BodyError::Framing(format!(
+                "an event longer than {MAX_EVENT_BYTES} bytes"
+            )));
+        }
+        Ok(())
+    }
+
+    /// One line, without its end.
+    fn line(&mut self, line: &str, out: &mut VecDeque<SseEvent>) {
+        if line.is_empty() {
+            if !self.data.is_empty() {
+                if self.data.ends_with('\n') {
+                    self.data.pop();
+                }
+                let event = match self.event.is_empty() {
+                    true => "message".to_owned(),
+                    false => std::mem::take(&mut self.event),
+                };
+                out.push_back(SseEvent {
+                    event,
+                    data: std::mem::take(&mut self.data),
+                });
+            }
+            self.event.clear();
+            self.data.clear();
+            return;
+        }
+        if line.starts_with(':') {
+            return; // a comment
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+            None => (line, ""),
+        };
+        match field {
+            "event" => value.clone_into(&mut self.event),
+            "data" => {
+                self.data.push_str(value);
+                self.data.push('\n');
+            }
+            _ => {} // `id`, `retry`: unused; unknown fields are ignored
+        }
+    }
 }
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
-/// The body as UTF-8 text for eventsource-stream (0.2.3), whose own
-/// decoding and BOM handling are wrong in two ways that fuzzing found
-/// (`fuzz/`, target `sse`):
-///
-/// - a body starting with a UTF-8 byte order mark made it panic (it
-///   slices the 3-byte U+FEFF at byte 1; upstream PR
-///   jpopesculian/eventsource-stream#10, unmerged). Here one leading BOM
-///   is dropped, as the SSE spec says, and the text handed over starts
-///   with an empty line, which dispatches nothing but means the parser's
-///   BOM check never sees a BOM (a second one is text of the first line,
-///   as the spec has it);
-/// - after a byte that is not UTF-8 it yielded nothing more, but kept
-///   reading and holding the rest of the body (re-validating all of it on
-///   every chunk) until the body ended, and only then failed. Here the
-///   error comes as soon as the bad bytes arrive.
-///
-/// So eventsource-stream only ever sees whole, valid UTF-8. A character
-/// split across chunks waits (at most 3 bytes) for the rest of it.
+/// The body as UTF-8 text for the framing: one leading byte order mark is
+/// dropped, as the SSE spec says (a second one is text of the first line),
+/// and a byte that is not UTF-8 is an error as soon as it arrives, after
+/// the valid text before it (not when the body ends: a stream that keeps
+/// sending would never fail). A character split across chunks waits (at
+/// most 3 bytes) for the rest of it. Both rules came from fuzzing (`fuzz/`,
+/// target `sse`), where the crate used before got them wrong.
 fn text_chunks<S, B>(body: S) -> impl Stream<Item = Result<String, BodyError>> + Send
 where
     S: Stream<Item = Result<B, BodyError>> + Send + 'static,
@@ -127,7 +237,7 @@ where
         bom_checked: false,
         failed: None,
     };
-    let text = stream::unfold(Some(state), |state| async move {
+    stream::unfold(Some(state), |state| async move {
         let mut state = state?;
         if let Some(error) = state.failed.take() {
             return Some((Err(error), None));
@@ -169,31 +279,26 @@ where
             )));
         }
         Some((Ok(text), Some(state)))
-    });
-    stream::iter([Ok(String::from("\n"))]).chain(text)
+    })
 }
 
-fn convert(err: EventStreamError<BodyError>, endpoint: &Endpoint) -> ModelError {
+fn convert(err: BodyError, endpoint: &Endpoint) -> ModelError {
     match err {
-        EventStreamError::Transport(BodyError::Idle(after)) => ModelError::Timeout {
+        BodyError::Idle(after) => ModelError::Timeout {
             provider: endpoint.provider.clone(),
             url: endpoint.url.clone(),
             phase: TimeoutPhase::Idle,
             after,
         },
-        EventStreamError::Transport(BodyError::Transport(message)) => ModelError::StreamDropped {
+        BodyError::Transport(message) => ModelError::StreamDropped {
             provider: endpoint.provider.clone(),
             url: endpoint.url.clone(),
             message,
         },
-        EventStreamError::Transport(BodyError::Utf8(message)) => {
+        BodyError::Utf8(message) => {
             endpoint.malformed(format!("invalid UTF-8 in the stream: {message}"))
         }
-        // Not reached: `text_chunks` hands over valid UTF-8 only.
-        EventStreamError::Utf8(e) => {
-            endpoint.malformed(format!("invalid UTF-8 in the stream: {e}"))
-        }
-        EventStreamError::Parser(e) => endpoint.malformed(format!("invalid SSE line: {e}")),
+        BodyError::Framing(message) => endpoint.malformed(format!("invalid SSE: {message}")),
     }
 }
 
@@ -249,8 +354,8 @@ mod tests {
         Ok(("message".into(), data.into()))
     }
 
-    /// Regression (found by the `sse` fuzz target): eventsource-stream
-    /// panicked on a body that starts with a UTF-8 byte order mark.
+    /// Regression (found by the `sse` fuzz target): the SSE crate used
+    /// before panicked on a body that starts with a UTF-8 byte order mark.
     #[tokio::test]
     async fn a_body_starting_with_a_bom_is_read_without_it() {
         // The fuzzer's input (the spec's example framings, after a BOM).
@@ -274,8 +379,55 @@ mod tests {
         assert_eq!(events(&[twice], stream::empty()).await, [message("b")]);
     }
 
+    /// Line ends split across chunks: a `\r` at the end of a chunk ends
+    /// its line whatever comes next, and a `\n` after it is part of the
+    /// same line end, not an empty line.
+    #[tokio::test]
+    async fn a_line_end_split_across_chunks_is_one_line_end() {
+        let crlf: [&[u8]; 3] = [b"data: a\r", b"\ndata: b\r", b"\n\r\n"];
+        assert_eq!(events(&crlf, stream::empty()).await, [message("a\nb")]);
+        let cr: [&[u8]; 2] = [b"data: a\r", b"\rdata: b\n\n"];
+        assert_eq!(
+            events(&cr, stream::empty()).await,
+            [message("a"), message("b")]
+        );
+        // A long line in many small pieces, then its end.
+        let long = "x".repeat(100_000);
+        let body = format!("event: big\ndata: {long}\n\n");
+        let pieces: Vec<&[u8]> = body.as_bytes().chunks(7).collect();
+        assert_eq!(
+            events(&pieces, stream::empty()).await,
+            [Ok(("big".to_owned(), long))]
+        );
+    }
+
+    /// An event that never ends must not be held without bound.
+    #[tokio::test]
+    async fn an_event_past_the_cap_is_an_error() {
+        let line = vec![b'x'; 1024 * 1024];
+        let mut chunks: Vec<Vec<u8>> = vec![b"data: ok\n\ndata: ".to_vec()];
+        chunks.extend(std::iter::repeat_n(
+            line,
+            MAX_EVENT_BYTES / (1024 * 1024) + 1,
+        ));
+        let chunks: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
+        let read = events(&chunks, stream::pending()).await;
+        assert_eq!(
+            read.len(),
+            2,
+            "{:?}",
+            read.iter().map(|r| r.is_ok()).collect::<Vec<_>>()
+        );
+        assert_eq!(read[0], message("ok"));
+        let error = read[1].as_ref().unwrap_err();
+        assert!(
+            error.contains("malformed stream") && error.contains("longer than"),
+            "{error}"
+        );
+    }
+
     /// Regression (found by the `sse` fuzz target's check that nothing is
-    /// held back): after a byte that is not UTF-8, eventsource-stream kept
+    /// held back): after a byte that is not UTF-8, the SSE crate used before kept
     /// reading (and holding) the body until it ended, and only then
     /// failed. The error now comes at once, after the events before it.
     #[tokio::test]
