@@ -140,12 +140,23 @@ impl Framing {
         let pending = std::mem::take(&mut self.pending);
         let bytes = pending.as_bytes();
         let mut start = 0;
+        // Where the search for the next line end resumes: past what an
+        // earlier feed searched, so a long line arriving in many pieces is
+        // scanned once.
         let mut from = self.scanned;
-        while let Some(found) = memchr::memchr2(b'\n', b'\r', &bytes[from..]) {
+        loop {
+            let Some(found) = memchr::memchr2(b'\n', b'\r', &bytes[from..]) else {
+                from = bytes.len();
+                break;
+            };
             let end = from + found;
             let next = match bytes.get(end + 1) {
-                // `\r` or `\r\n`: known with the next character.
-                None if bytes[end] == b'\r' => break,
+                // `\r` or `\r\n`: known with the next character, so this
+                // `\r` is found again then.
+                None if bytes[end] == b'\r' => {
+                    from = end;
+                    break;
+                }
                 Some(b'\n') if bytes[end] == b'\r' => end + 2,
                 _ => end + 1,
             };
@@ -153,8 +164,6 @@ impl Framing {
             start = next;
             from = next;
         }
-        // From the start of the unfinished line; searched through `from`
-        // (a `\r` at the very end is found again, with what follows it).
         self.scanned = from - start;
         self.pending = pending;
         self.pending.drain(..start);
@@ -399,6 +408,26 @@ mod tests {
             events(&pieces, stream::empty()).await,
             [Ok(("big".to_owned(), long))]
         );
+    }
+
+    /// What an earlier piece searched is not searched again: after each
+    /// piece of an unfinished line the search resumes at its end (or at a
+    /// trailing `\r`, whose meaning waits for the next character).
+    #[test]
+    fn an_unfinished_line_is_not_searched_again() {
+        let mut framing = Framing::default();
+        let mut out = VecDeque::new();
+        framing.feed("data: a\n", &mut out).unwrap();
+        for piece in ["data: ", "x".repeat(1_000).as_str(), "yz"] {
+            framing.feed(piece, &mut out).unwrap();
+            assert_eq!(framing.scanned, framing.pending.len(), "after {piece:?}");
+        }
+        framing.feed("\r", &mut out).unwrap();
+        assert_eq!(framing.scanned, framing.pending.len() - 1);
+        framing.feed("\n\n", &mut out).unwrap();
+        assert_eq!((framing.scanned, framing.pending.as_str()), (0, ""));
+        let data: Vec<&str> = out.iter().map(|e| e.data.as_str()).collect();
+        assert_eq!(data, [format!("a\n{}yz", "x".repeat(1_000))]);
     }
 
     /// An event that never ends must not be held without bound.

@@ -18,6 +18,7 @@
 
 use spool_protocol::{
     ItemCompletedNotification, ItemEnvelope, ItemStartedNotification, ItemStatus,
+    ServerNotification,
 };
 
 /// The `events.method` of a folded pair: not a protocol method, never sent
@@ -36,6 +37,18 @@ pub(crate) fn start_of(completed: &ItemCompletedNotification) -> Option<ItemStar
         started_at_ms: envelope.started_at_ms,
         envelope: Some(envelope),
     })
+}
+
+/// Whether `start` is an item's start and `next` its completion, the start
+/// saying nothing the completion does not ([`folds`]).
+pub(crate) fn folds_into(start: &ServerNotification, next: &ServerNotification) -> bool {
+    match (start, next) {
+        (
+            ServerNotification::ItemStarted(started),
+            ServerNotification::ItemCompleted(completed),
+        ) => folds(started, completed),
+        _ => false,
+    }
 }
 
 /// Whether `started` is exactly [`start_of`] `completed`, so the pair can

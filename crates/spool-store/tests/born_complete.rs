@@ -43,6 +43,18 @@ fn born(
     [started, completed]
 }
 
+/// A fresh store with one thread whose turn `u1` has started.
+async fn thread_in_a_turn() -> (tempfile::TempDir, spool_store::SqliteStore, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let t = new_thread(&store, false).await;
+    store
+        .append(&t, vec![turn_started(&t, "u1")])
+        .await
+        .unwrap();
+    (dir, store, t)
+}
+
 fn rows_named(dir: &std::path::Path, thread: &str, method: &str) -> i64 {
     raw(dir)
         .query_row(
@@ -185,13 +197,7 @@ async fn starts_that_say_more_or_stand_alone_keep_their_own_rows() {
 /// the rebuild takes it from the completion.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_in_the_batch_of_folded_starts_lose_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let t = new_thread(&store, false).await;
-    store
-        .append(&t, vec![turn_started(&t, "u1")])
-        .await
-        .unwrap();
+    let (dir, store, t) = thread_in_a_turn().await;
     // Many appends in flight at once land in the same batches.
     let mut tasks = Vec::new();
     for n in 0..40 {
@@ -227,13 +233,7 @@ async fn refusals_in_the_batch_of_folded_starts_lose_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recorded_row_that_is_not_a_completion_is_a_corrupt_row() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let t = new_thread(&store, false).await;
-    store
-        .append(&t, vec![turn_started(&t, "u1")])
-        .await
-        .unwrap();
+    let (dir, store, t) = thread_in_a_turn().await;
     store.close().await.unwrap();
     drop(store);
     raw(dir.path())
@@ -243,16 +243,20 @@ async fn a_recorded_row_that_is_not_a_completion_is_a_corrupt_row() {
         )
         .unwrap();
     let store = keep_open(dir.path());
-    match store.events_after(&t, 0, 10).await {
-        Err(StoreError::CorruptRow(row)) => {
-            assert_eq!((row.table, row.seq), ("events", Some(2)));
-            assert!(
-                row.cause.to_string().contains("turn/started"),
-                "{}",
-                row.cause
-            );
+    // Read from before the start it would stand for, and from between the
+    // two (where only the completion would be given back).
+    for after in [0, 1] {
+        match store.events_after(&t, after, 10).await {
+            Err(StoreError::CorruptRow(row)) => {
+                assert_eq!((row.table, row.seq), ("events", Some(2)));
+                assert!(
+                    row.cause.to_string().contains("turn/started"),
+                    "{}",
+                    row.cause
+                );
+            }
+            other => panic!("after {after}: expected a corrupt row, got {other:?}"),
         }
-        other => panic!("expected a corrupt row, got {other:?}"),
     }
 }
 

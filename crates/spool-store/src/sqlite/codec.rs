@@ -313,19 +313,24 @@ pub(crate) fn decode_log_row(
     out: &mut Vec<ThreadEvent>,
 ) -> Result<(), StoreError> {
     let event = decode_event(row, thread_id)?;
-    let method = row.get_ref(3)?;
-    if method.as_str().ok() == Some(RECORDED) && event.seq - 1 > after_seq {
-        let ServerNotification::ItemCompleted(completed) = &event.payload else {
-            let cause = format!("a {RECORDED} row holds {}", event.payload.method());
-            return Err(corrupt_event(thread_id, &event, cause));
-        };
+    if row.get_ref(3)?.as_str().ok() != Some(RECORDED) {
+        out.push(event);
+        return Ok(());
+    }
+    let ServerNotification::ItemCompleted(completed) = &event.payload else {
+        let cause = format!("a {RECORDED} row holds {}", event.payload.method());
+        return Err(corrupt_event(thread_id, &event, cause));
+    };
+    // The row was read for having a seq above `after_seq`: at least 1.
+    let start_seq = event.seq.saturating_sub(1);
+    if start_seq > after_seq {
         let Some(started) = start_of(completed) else {
             let cause = format!("a {RECORDED} row holds a completion without an envelope");
             return Err(corrupt_event(thread_id, &event, cause));
         };
         out.push(ThreadEvent {
             thread_id: thread_id.to_owned(),
-            seq: event.seq - 1,
+            seq: start_seq,
             at_ms: event.at_ms,
             payload: ServerNotification::ItemStarted(started),
         });
@@ -345,26 +350,21 @@ fn corrupt_event(thread_id: &str, event: &ThreadEvent, cause: String) -> StoreEr
     }))
 }
 
-/// The JSON of an item's envelope and, apart, of its raw input item
-/// (`providerData.inputItem`), which has a column of its own so session
-/// reads decode only that; [`join_input_item`] puts it back.
-pub(crate) fn encode_envelope(
-    envelope: &ItemEnvelope,
-) -> Result<(String, Option<String>), StoreError> {
-    let input_item = envelope
+/// The JSON of an envelope's raw input item (`providerData.inputItem`),
+/// which has a column of its own so session reads decode only that;
+/// [`join_input_item`] puts it back.
+pub(crate) fn encode_input_item(envelope: &ItemEnvelope) -> Result<Option<String>, StoreError> {
+    envelope
         .provider_data
         .as_ref()
-        .and_then(|data| data.get(INPUT_ITEM_KEY));
-    let Some(input_item) = input_item else {
-        return Ok((encode("item envelope", envelope)?, None));
-    };
-    let input_json = encode("raw input item", input_item)?;
-    Ok((encode_envelope_without_input(envelope)?, Some(input_json)))
+        .and_then(|data| data.get(INPUT_ITEM_KEY))
+        .map(|input_item| encode("raw input item", input_item))
+        .transpose()
 }
 
 /// The envelope's JSON with its raw input item left out (the item has a
-/// column of its own). Clones the provider's other data, never the raw
-/// item, which is most of a session item.
+/// column of its own, [`encode_input_item`]). Clones the provider's other
+/// data, never the raw item, which is most of a session item.
 pub(crate) fn encode_envelope_without_input(envelope: &ItemEnvelope) -> Result<String, StoreError> {
     let provider_data = match &envelope.provider_data {
         Some(Value::Object(data)) if data.contains_key(INPUT_ITEM_KEY) => {
@@ -450,7 +450,7 @@ fn join_input_item(envelope: &mut ItemEnvelope, input_item: Value) {
         Some(Value::Object(data)) => {
             data.insert(INPUT_ITEM_KEY.to_owned(), input_item);
         }
-        // `encode_envelope` splits only object payloads, so a row with a
+        // Only object payloads are split (`encode_input_item`), so a row with a
         // raw item has an object or nothing here.
         Some(_) | None => {
             let mut data = serde_json::Map::new();

@@ -26,7 +26,7 @@ use tokio::sync::oneshot;
 use self::reads::ReaderPool;
 use self::writer::{Incoming, Request, RequestOp};
 use crate::Store;
-use crate::born::folds;
+use crate::born::folds_into;
 use crate::error::StoreError;
 use crate::options::StoreOptions;
 use crate::recovery;
@@ -215,7 +215,10 @@ fn prepare_append(
     while let Some(notification) = notifications.next() {
         let json = if never_stored(&notification) {
             None
-        } else if starts_born_complete(&notification, notifications.peek()) {
+        } else if notifications
+            .peek()
+            .is_some_and(|next| folds_into(&notification, next))
+        {
             // Stored inside its completion's row: the JSON would be thrown
             // away (an empty one tells the writer so; see `Incoming`).
             Some(String::new())
@@ -225,21 +228,6 @@ fn prepare_append(
         incoming.push(Incoming { notification, json });
     }
     Ok(incoming)
-}
-
-/// Whether `notification` starts an item that `next` completes, the two
-/// to be one row of the log (`born.rs`).
-fn starts_born_complete(
-    notification: &ServerNotification,
-    next: Option<&ServerNotification>,
-) -> bool {
-    match (notification, next) {
-        (
-            ServerNotification::ItemStarted(started),
-            Some(ServerNotification::ItemCompleted(completed)),
-        ) => folds(started, completed),
-        _ => false,
-    }
 }
 
 /// Events about items that no thread stores (`status`); whether the others

@@ -16,10 +16,9 @@ use spool_protocol::ItemStatus;
 use super::TokenCount;
 use super::rank::{TouchedTurns, update_view_ranks};
 use super::state::{PendingEvent, ThreadState};
-use crate::born::RECORDED;
 use crate::error::StoreError;
 use crate::sqlite::codec::{
-    EncodedCompletion, encode, encode_envelope, encode_envelope_without_input, sql_int,
+    EncodedCompletion, encode, encode_envelope_without_input, encode_input_item, sql_int,
 };
 
 const INSERT_THREAD: &str = "INSERT INTO threads (id, name, preview, model_provider, model, \
@@ -210,17 +209,17 @@ pub(super) fn write_thread(
         if record.envelope.status == ItemStatus::InProgress && record.ordinal < first_seq {
             continue;
         }
-        let (item, envelope, input_item) = match encoded_in_log(record, &completions) {
+        let (item, input_item) = match encoded_in_log(record, &completions) {
             Some(encoded) => (
                 encoded.item.to_owned(),
-                encode_envelope_without_input(&record.envelope)?,
                 encoded.input_item.map(str::to_owned),
             ),
-            None => {
-                let (envelope, input_item) = encode_envelope(&record.envelope)?;
-                (encode("item", &record.item)?, envelope, input_item)
-            }
+            None => (
+                encode("item", &record.item)?,
+                encode_input_item(&record.envelope)?,
+            ),
         };
+        let envelope = encode_envelope_without_input(&record.envelope)?;
         upsert_item.execute((
             thread_id,
             record.item.id(),
@@ -252,7 +251,7 @@ pub(super) fn write_thread(
 fn completions_by_seq(events: &[PendingEvent]) -> HashMap<u64, &str> {
     events
         .iter()
-        .filter(|event| event.method == RECORDED || event.method == "item/completed")
+        .filter(|event| event.completes_item)
         .map(|event| (event.seq, event.json.as_str()))
         .collect()
 }

@@ -17,7 +17,7 @@ use spool_protocol::{
 use super::Incoming;
 use super::dirty::{self, ApplyError, Dirty, Failed};
 use super::reserve::Reservation;
-use crate::born::{RECORDED, folds, start_of};
+use crate::born::{RECORDED, folds_into, start_of};
 use crate::error::StoreError;
 use crate::sqlite::codec::{encode, parse_item_status, parse_turn_status};
 use crate::sqlite::reads::{read_items, read_thread, read_turns};
@@ -78,6 +78,8 @@ pub(super) struct PendingEvent {
     /// An `item/started` stored in the next event's row (`born.rs`): no
     /// row of its own.
     pub(super) folded: bool,
+    /// An `item/completed`: the item's row can copy its JSON (`batch.rs`).
+    pub(super) completes_item: bool,
 }
 
 /// The result of an accepted append.
@@ -123,6 +125,7 @@ impl ThreadState {
                 item_id: None,
                 json: started_json,
                 folded: false,
+                completes_item: false,
             }],
             ..Pending::default()
         };
@@ -560,6 +563,7 @@ impl ThreadState {
             item_id: event.payload.item_id().map(str::to_owned),
             json,
             folded: false,
+            completes_item: matches!(event.payload, ServerNotification::ItemCompleted(_)),
         });
     }
 }
@@ -567,19 +571,15 @@ impl ThreadState {
 /// Whether `event` is the completion of an item born complete whose start
 /// is `previous`, the event staged just before it in the same append.
 fn completes_start(previous: Option<&Staged>, event: &ThreadEvent) -> bool {
-    let (
-        Some(Staged::Logged {
-            event: previous, ..
-        }),
-        ServerNotification::ItemCompleted(completed),
-    ) = (previous, &event.payload)
+    let Some(Staged::Logged {
+        event: previous, ..
+    }) = previous
     else {
         return false;
     };
-    let ServerNotification::ItemStarted(started) = &previous.payload else {
-        return false;
-    };
-    previous.seq + 1 == event.seq && previous.at_ms == event.at_ms && folds(started, completed)
+    previous.seq + 1 == event.seq
+        && previous.at_ms == event.at_ms
+        && folds_into(&previous.payload, &event.payload)
 }
 
 /// Encodes a staged start the caller left unencoded, expecting it to be
