@@ -1,6 +1,7 @@
 """Prints `spool bench live`'s JSON report as one table: spool beside Codex,
-with ratios (spool / Codex; for latencies and CPU, lower is better) and
-the issue's targets."""
+with ratios (spool / Codex; for latencies and CPU, lower is better), the
+targets, and the relay floor (the model's deltas relayed to stdout and
+nothing else: the least this machine allows; stdio only)."""
 
 import json
 import sys
@@ -15,12 +16,14 @@ def main(path):
     def row(name, transport, pick, better, target=""):
         spool = runs.get(("spool", transport))
         codex = runs.get(("codex", transport))
+        relay = runs.get(("relay", transport))
         a = pick(spool) if spool else None
         b = pick(codex) if codex else None
+        floor = pick(relay) if relay else None
         ratio = ""
         if a is not None and b:
             ratio = f"{a / b:.2f}x"
-        rows.append((name, transport, fmt(a), fmt(b), ratio, better, target))
+        rows.append((name, transport, fmt(a), fmt(b), ratio, better, target, fmt(floor)))
 
     for transport in ("stdio", "websocket"):
         sizes = [t["deltas"] for t in runs.get(("spool", transport), {}).get("throughput", [])]
@@ -51,9 +54,10 @@ def main(path):
             first, last = spool["throughput"][0], spool["throughput"][-1]
             kept = last["deltas_per_s"] / first["deltas_per_s"]
             rows.append((f"spool rate at {last['deltas']:,} / at {first['deltas']:,}", transport,
-                         f"{kept:.2f}", "", "", "", ">= 0.90"))
+                         f"{kept:.2f}", "", "", "", ">= 0.90", ""))
 
-    header = ("workload", "transport", "spool", "codex", "ratio", "better", "target")
+    header = ("workload", "transport", "spool", "codex", "ratio", "better", "target",
+              "relay floor")
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     for line in [header, tuple("-" * w for w in widths)] + rows:
         print("  ".join(str(cell).ljust(w) for cell, w in zip(line, widths)).rstrip())

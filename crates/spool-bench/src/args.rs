@@ -25,6 +25,17 @@ pub enum BenchCommand {
     /// latency, paced delivery latency; JSON on stdout. Build with
     /// `--release`.
     Live(BenchLiveArgs),
+    /// The relay floor `bench live` runs as a child: relays model deltas
+    /// from stdin's `turn/start`s to stdout and nothing else.
+    #[command(hide = true)]
+    Relay(BenchRelayArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BenchRelayArgs {
+    /// The model server's base URL (`http://127.0.0.1:PORT/v1`).
+    #[arg(long)]
+    pub model_url: String,
 }
 
 #[derive(Debug, clap::Args)]

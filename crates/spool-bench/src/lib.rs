@@ -54,6 +54,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Runner(args) => runner::runner(args).await,
         BenchCommand::Server(args) => server::server(args).await,
         BenchCommand::Live(args) => live::live(args).await,
+        BenchCommand::Relay(args) => live::relay(args.model_url).await,
     }
 }
 

@@ -1,6 +1,7 @@
 //! `spool bench live` with tiny sizes: the real binary serves a real
 //! client over stdio and WebSocket against the bench's loopback model
-//! server, and the report holds every figure, with sane values. The
+//! server, and so does its relay floor over stdio, and the report holds
+//! every figure, with sane values. The
 //! numbers themselves are not judged (that is the release benchmark's job).
 
 use std::process::Command;
@@ -47,7 +48,14 @@ fn live_bench_streams_over_both_transports() {
             )
         })
         .collect();
-    assert_eq!(seen, [("spool", "stdio"), ("spool", "websocket")]);
+    assert_eq!(
+        seen,
+        [
+            ("spool", "stdio"),
+            ("relay", "stdio"),
+            ("spool", "websocket")
+        ]
+    );
     for run in runs {
         let request = positive(run, "first_turn_request_ms");
         assert!(

@@ -17,11 +17,16 @@
 //!   by the model server), with 1 stream and with `--streams` at once
 //!   (threads started on the same connection, turns started together).
 //!
-//! Servers alternate workload by workload, so both see the same machine
+//! The relay floor (`relay.rs`: the model's deltas relayed to stdout and
+//! nothing else) runs the same workloads over stdio, so every figure has
+//! the least this machine allows beside it.
+//!
+//! Servers alternate transport by transport, so all see the same machine
 //! state; ratios are spool's figure over Codex's.
 
 mod model_server;
 mod peer;
+mod relay;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -34,6 +39,8 @@ use self::model_server::{FAST_DELTA, ModelServer, Plan};
 use self::peer::{Peer, Target, Transport, cpu_time};
 use super::args::BenchLiveArgs;
 use super::report::{Machine, median, percentile, round};
+
+pub use self::relay::relay;
 
 #[derive(Debug, Serialize)]
 struct Report {
@@ -83,10 +90,11 @@ pub async fn live(args: BenchLiveArgs) -> anyhow::Result<()> {
         eprintln!("warning: this is a debug build; use --release for numbers worth keeping");
     }
     let spool = std::env::current_exe().context("cannot find the spool binary")?;
-    let mut servers = vec![(Target::Spool, spool)];
+    let mut servers = vec![(Target::Spool, spool.clone())];
     if let Some(codex) = &args.codex_bin {
         servers.push((Target::Codex, codex.clone()));
     }
+    servers.push((Target::Relay, spool));
     let epoch = Instant::now();
     let model = ModelServer::start(epoch).await?;
     let work = tempfile::Builder::new()
@@ -95,6 +103,9 @@ pub async fn live(args: BenchLiveArgs) -> anyhow::Result<()> {
     let mut runs = Vec::new();
     for transport in [Transport::Stdio, Transport::WebSocket] {
         for (target, program) in &servers {
+            if *target == Target::Relay && transport != Transport::Stdio {
+                continue;
+            }
             let home = work
                 .path()
                 .join(format!("{}-{}", target.name(), transport.name()));
@@ -149,6 +160,7 @@ fn configure(target: Target, home: &Path, model_url: &str) -> anyhow::Result<()>
                  wire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n"
             ),
         )?,
+        Target::Relay => {}
     }
     Ok(())
 }
@@ -174,7 +186,7 @@ async fn run(
     epoch: Instant,
     args: &BenchLiveArgs,
 ) -> anyhow::Result<RunReport> {
-    let mut peer = Peer::start(target, program, transport, home).await?;
+    let mut peer = Peer::start(target, program, transport, home, model.url()).await?;
     let pid = peer.pid().context("the server has no pid")?;
     peer.initialize().await?;
     let thread = peer.start_thread().await?;

@@ -21,6 +21,8 @@ const WAIT: Duration = Duration::from_secs(120);
 pub(super) enum Target {
     Spool,
     Codex,
+    /// The relay floor (`relay.rs`), stdio only.
+    Relay,
 }
 
 impl Target {
@@ -28,6 +30,7 @@ impl Target {
         match self {
             Target::Spool => "spool",
             Target::Codex => "codex",
+            Target::Relay => "relay",
         }
     }
 }
@@ -64,13 +67,15 @@ pub(super) struct Peer {
 }
 
 impl Peer {
-    /// Starts `program` (spool or Codex) in `home` (its configuration
-    /// already written there) against the model at `model_url`.
+    /// Starts `program` (spool, Codex or the relay) in `home` (its
+    /// configuration already written there) against the model at
+    /// `model_url`.
     pub(super) async fn start(
         target: Target,
         program: &Path,
         transport: Transport,
         home: &Path,
+        model_url: &str,
     ) -> anyhow::Result<Peer> {
         let port = match transport {
             Transport::Stdio => None,
@@ -92,6 +97,10 @@ impl Peer {
                 command
                     .args(["app-server", "--listen", &listen])
                     .env("CODEX_HOME", home);
+            }
+            Target::Relay => {
+                anyhow::ensure!(port.is_none(), "the relay floor runs over stdio only");
+                command.args(["bench", "relay", "--model-url", model_url]);
             }
         }
         let log = std::fs::File::create(home.join("server.log"))?;
