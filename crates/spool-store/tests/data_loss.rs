@@ -18,11 +18,32 @@ fn accepting() -> StoreOptions {
 async fn a_store_whose_wal_was_lost_is_refused_until_accepted() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());
+    // Everything before the thread into the main file, then a reader's
+    // snapshot that keeps every later commit in spool.db-wal: no
+    // checkpoint copies past what a reader may read, and none is left to
+    // run on the main file while it is copied below.
+    let pin = raw(dir.path());
+    while pin
+        .query_row("PRAGMA wal_checkpoint(FULL)", [], |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, i64>(1)?,
+                row.get::<_, i64>(2)?,
+            ))
+        })
+        .map_or(true, |(busy, frames, copied)| busy != 0 || frames != copied)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    pin.execute_batch("BEGIN").unwrap();
+    let _: i64 = pin
+        .query_row("SELECT count(*) FROM threads", [], |row| row.get(0))
+        .unwrap();
     let t = new_thread(&store, false).await;
     start_message(&store, &t, "turn-1", "a1").await;
-    // While it runs, its commits are in spool.db-wal. Copy what a crash
-    // followed by `rm spool.db-wal` would leave: the main file (no commit
-    // checkpointed into it yet) and the mark beside it.
+    // Copy what a crash followed by `rm spool.db-wal` would leave: the
+    // main file (the thread's commits not checkpointed into it) and the
+    // mark beside it.
     let lost = tempfile::tempdir().unwrap();
     std::fs::copy(db_path(dir.path()), db_path(lost.path())).unwrap();
     std::fs::copy(
@@ -30,6 +51,7 @@ async fn a_store_whose_wal_was_lost_is_refused_until_accepted() {
         lost.path().join("spool.db.committed"),
     )
     .unwrap();
+    drop(pin);
     store.close().await.unwrap();
 
     let error = SqliteStore::open(db_path(lost.path()), StoreOptions::default()).unwrap_err();

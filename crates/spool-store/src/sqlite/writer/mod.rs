@@ -25,6 +25,7 @@
 //! assigned, and a commit covers everything assigned before it.
 
 mod batch;
+mod checkpoint;
 mod dirty;
 mod pop;
 mod processes;
@@ -122,7 +123,9 @@ pub(crate) fn spawn(
     options: &StoreOptions,
 ) -> Result<(Sender<Request>, JoinHandle<()>), StoreError> {
     let (requests, inbox) = std::sync::mpsc::channel();
+    conn.pragma_update(None, "wal_autocheckpoint", checkpoint::BACKSTOP_PAGES)?;
     let writer = Writer {
+        checkpointer: checkpoint::Checkpointer::start(path)?,
         conn,
         mark: crate::mark::CommitMark::new(path),
         delta_commit_delay: options.delta_commit_delay,
@@ -139,6 +142,10 @@ pub(crate) fn spawn(
 }
 
 struct Writer {
+    /// Declared before `conn`, so it stops first: the writer's connection
+    /// is then the file's last, whose closing checkpoints and removes the
+    /// WAL.
+    checkpointer: checkpoint::Checkpointer,
     conn: Connection,
     /// What is committed, kept outside the WAL (`mark.rs`).
     mark: crate::mark::CommitMark,
@@ -428,6 +435,7 @@ impl Writer {
             "store commit"
         );
         self.answer_waiters();
+        self.checkpointer.nudge();
         self.mark.committed(&self.conn, false);
         if self.threads.len() > self.cached_threads {
             self.threads.retain(|_, state| !state.is_idle());
