@@ -62,6 +62,11 @@ pub enum StoreError {
     /// a thread; the batch holding it was dropped as if a commit had failed.
     #[error("the writer lost the uncommitted state of thread {thread_id}: {reason}")]
     StateLost { thread_id: String, reason: String },
+    /// A check needed the tables while a commit held the writer's
+    /// connection: the writer lets no such append in then, so this is a
+    /// bug, refused rather than answered wrongly.
+    #[error("the store writer needed its connection while a commit held it")]
+    WriterBusy,
     #[error("cannot start the writer thread: {0}")]
     WriterThread(#[source] std::io::Error),
     #[error("{0}")]

@@ -67,9 +67,12 @@ struct Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // Closing the channel tells the writer to commit and stop; waiting
-        // for it makes "dropped" mean "durable".
-        self.requests.take();
+        // `Stop` tells the writer to commit and stop (the channel does not
+        // end with this sender: the commit thread holds one); waiting for
+        // it makes "dropped" mean "durable".
+        if let Some(requests) = self.requests.take() {
+            let _ = requests.send(Request::Stop);
+        }
         if let Some(writer) = self.writer.take()
             && writer.join().is_err()
         {

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{Connection, Transaction, TransactionBehavior};
+use rusqlite::{Connection, DropBehavior, Transaction, TransactionBehavior};
 
 use spool_core::ItemRecord;
 use spool_core::llm::{INPUT_ITEM_KEY, in_view};
@@ -68,22 +68,24 @@ const DELETE_ITEM: &str = "DELETE FROM items WHERE thread_id = ?1 AND item_id = 
 const CACHE_TOKEN_COUNT: &str =
     "UPDATE items SET token_count = ?4 WHERE thread_id = ?1 AND item_id = ?2 AND seq = ?3";
 
-/// Writes and commits the pending changes of `dirty` threads and the token
-/// counts. On error the transaction is rolled back (by dropping it).
+/// Writes the pending changes of `dirty` threads and the token counts in a
+/// `BEGIN IMMEDIATE` transaction, and leaves it open for its `COMMIT`
+/// (`commit::finish`, here or on the commit thread). On error the
+/// transaction is rolled back (by dropping it).
 pub(super) fn write(
     conn: &Connection,
     dirty: &[String],
     threads: &mut HashMap<String, ThreadState>,
     token_counts: &[(String, Vec<TokenCount>)],
 ) -> Result<(), StoreError> {
-    let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
+    let mut tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
     for thread_id in dirty {
         if let Some(state) = threads.get_mut(thread_id) {
             write_thread(&tx, thread_id, state)?;
         }
     }
     write_token_counts(&tx, token_counts)?;
-    tx.commit()?;
+    tx.set_drop_behavior(DropBehavior::Ignore);
     Ok(())
 }
 

@@ -114,7 +114,7 @@ pub(super) struct Failed {
 pub(super) fn apply(
     reducer: &mut ThreadReducer,
     dirty: &mut Dirty,
-    conn: &Connection,
+    conn: Option<&Connection>,
     event: &ThreadEvent,
 ) -> Result<(), Failed> {
     let mut reducer_changed = false;
@@ -124,10 +124,12 @@ pub(super) fn apply(
     if let ServerNotification::ItemRemoved(n) = &event.payload {
         removed_turn.clone_from(&n.turn_id);
         if reducer.item(&n.item_id).is_none() && !dirty.row_deleted(&n.item_id) {
-            let restored = restore(reducer, conn, &n.item_id).map_err(|error| Failed {
-                error: ApplyError::Store(error),
-                reducer_changed: false,
-            })?;
+            let restored = super::state::needs(conn)
+                .and_then(|conn| restore(reducer, conn, &n.item_id))
+                .map_err(|error| Failed {
+                    error: ApplyError::Store(error),
+                    reducer_changed: false,
+                })?;
             if let Some(index) = restored {
                 dirty.note_inserted(index);
                 reducer_changed = true;

@@ -23,10 +23,17 @@
 //!
 //! Order is preserved: events are committed in the order their seqs were
 //! assigned, and a commit covers everything assigned before it.
+//!
+//! The group commit's `COMMIT` runs on the commit thread (`commit.rs`)
+//! while the writer goes on giving deltas their seqs (`lend.rs`); commits
+//! that a caller waits for inside a request (a pop, a thread operation,
+//! closing) run on the writer itself.
 
 mod batch;
 mod checkpoint;
+mod commit;
 mod dirty;
+mod lend;
 mod pop;
 mod processes;
 mod rank;
@@ -39,7 +46,7 @@ pub(crate) use self::processes::ProcessOp;
 pub(crate) use self::requests::RequestOp;
 pub(crate) use self::thread_ops::ThreadOp;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::thread::JoinHandle;
@@ -97,6 +104,16 @@ pub(crate) enum Request {
     Close {
         reply: Reply<()>,
     },
+    /// Every handle on the store is gone: commit what was accepted and
+    /// stop. (The end of the channel cannot say so: the commit thread
+    /// holds a sender to answer with.)
+    Stop,
+    /// The connection back from the commit thread, with how its `COMMIT`
+    /// went (`commit.rs`).
+    Committed {
+        conn: Box<Connection>,
+        result: Result<(), rusqlite::Error>,
+    },
 }
 
 /// A notification to append, with its JSON encoded by the caller (off the
@@ -126,7 +143,11 @@ pub(crate) fn spawn(
     conn.pragma_update(None, "wal_autocheckpoint", checkpoint::BACKSTOP_PAGES)?;
     let writer = Writer {
         checkpointer: checkpoint::Checkpointer::start(path)?,
-        conn,
+        committer: commit::Committer::start(requests.clone())?,
+        conn: Some(conn),
+        in_flight: None,
+        deferred: VecDeque::new(),
+        rebuilds: Vec::new(),
         mark: crate::mark::CommitMark::new(path),
         delta_commit_delay: options.delta_commit_delay,
         max_batch_events: options.max_batch_events.max(1),
@@ -146,7 +167,18 @@ struct Writer {
     /// is then the file's last, whose closing checkpoints and removes the
     /// WAL.
     checkpointer: checkpoint::Checkpointer,
-    conn: Connection,
+    committer: commit::Committer,
+    /// `None` while the commit thread holds it (`lend.rs`): use it through
+    /// [`held`], only where requests run that wait for its return.
+    conn: Option<Connection>,
+    /// The batch whose `COMMIT` the commit thread runs.
+    in_flight: Option<Batch>,
+    /// Requests that came while the connection was lent and need it (or
+    /// came after one that did), in arrival order.
+    deferred: VecDeque<Request>,
+    /// Threads whose reducer a refusal left dirty while the connection was
+    /// lent: rebuilt when it is back, before anything else of theirs.
+    rebuilds: Vec<String>,
     /// What is committed, kept outside the WAL (`mark.rs`).
     mark: crate::mark::CommitMark,
     delta_commit_delay: Duration,
@@ -170,6 +202,8 @@ struct Batch {
     waiters: Vec<Waiter>,
     /// When the first uncommitted change was accepted.
     opened_at: Option<Instant>,
+    /// When its rows were written, for the log's commit time.
+    written_at: Option<Instant>,
 }
 
 impl Batch {
@@ -197,7 +231,9 @@ impl Writer {
     fn run(mut self, inbox: Receiver<Request>) {
         tracing::debug!("store writer started");
         loop {
-            let deadline = self.deadline();
+            // No deadline while a commit is in flight: its end wakes the
+            // loop, and the next commit can only follow it.
+            let deadline = self.conn.as_ref().and(self.deadline());
             let request = match deadline {
                 None => match inbox.recv() {
                     Ok(request) => request,
@@ -206,30 +242,30 @@ impl Writer {
                 Some(deadline) => {
                     let now = Instant::now();
                     if now >= deadline {
-                        let _ = self.commit();
+                        self.commit_in_background();
                         continue;
                     }
                     match inbox.recv_timeout(deadline - now) {
                         Ok(request) => request,
                         Err(RecvTimeoutError::Timeout) => {
-                            let _ = self.commit();
+                            self.commit_in_background();
                             continue;
                         }
                         Err(RecvTimeoutError::Disconnected) => break,
                     }
                 }
             };
-            if let Flow::Stop = self.handle(request) {
+            if let Flow::Stop = self.take(request) {
                 return;
             }
             // Drain what queued up meanwhile into the same batch.
             loop {
                 if self.batch.events >= self.max_batch_events {
-                    let _ = self.commit();
+                    self.commit_in_background();
                 }
                 match inbox.try_recv() {
                     Ok(request) => {
-                        if let Flow::Stop = self.handle(request) {
+                        if let Flow::Stop = self.take(request) {
                             return;
                         }
                     }
@@ -241,15 +277,24 @@ impl Writer {
             // them, but a model view read before they land counts again.
             let counts = !self.batch.token_counts.is_empty();
             if !self.batch.waiters.is_empty() || overdue || counts {
-                let _ = self.commit();
+                self.commit_in_background();
             }
         }
-        // Every handle on the store is gone: make what was accepted durable.
+        // The channel ended without `Stop` (the commit thread is gone too).
+        if self.conn.is_some() {
+            let _ = self.shut_down();
+        }
+    }
+
+    /// The store is closing: makes what was accepted durable and leaves
+    /// no seq reservation behind.
+    fn shut_down(&mut self) -> Result<(), Arc<StoreError>> {
         self.flush_updated_at(false);
         self.release_reservations();
-        let _ = self.commit();
-        self.mark.committed(&self.conn, true);
+        let result = self.commit();
+        self.mark.committed(held(&self.conn), true);
         tracing::debug!("store writer stopped");
+        result
     }
 
     /// When the pending batch must be committed even if nothing else comes.
@@ -292,12 +337,16 @@ impl Writer {
                 }
             }
             Request::Close { reply } => {
-                self.flush_updated_at(false);
-                self.release_reservations();
-                let result = self.commit().map_err(StoreError::Commit);
-                self.mark.committed(&self.conn, true);
-                let _ = reply.send(result);
+                let _ = reply.send(self.shut_down().map_err(StoreError::Commit));
                 return Flow::Stop;
+            }
+            Request::Stop => {
+                let _ = self.shut_down();
+                return Flow::Stop;
+            }
+            // `take` handles it before it gets here.
+            Request::Committed { conn, result } => {
+                return self.take(Request::Committed { conn, result });
             }
         }
         Flow::Continue
@@ -313,7 +362,7 @@ impl Writer {
         let thread_id = record.thread.id.clone();
         let exists = match self.threads.contains_key(&thread_id) {
             true => Ok(true),
-            false => thread_exists(&self.conn, &thread_id),
+            false => thread_exists(held(&self.conn), &thread_id),
         };
         match exists {
             Ok(false) => {}
@@ -355,7 +404,7 @@ impl Writer {
         events: Vec<Incoming>,
     ) -> Result<(Vec<Appended>, bool), StoreError> {
         if !self.threads.contains_key(&thread_id) {
-            let state = ThreadState::load(&self.conn, &thread_id)?
+            let state = ThreadState::load(held(&self.conn), &thread_id)?
                 .ok_or_else(|| StoreError::UnknownThread(thread_id.clone()))?;
             self.threads.insert(thread_id.clone(), state);
         }
@@ -363,7 +412,7 @@ impl Writer {
             return Err(StoreError::UnknownThread(thread_id)); // inserted just above
         };
         let was_clean = state.pending.is_empty();
-        match state.append(&self.conn, &thread_id, events, now_ms()) {
+        match state.append(self.conn.as_ref(), &thread_id, events, now_ms()) {
             Ok(accepted) => {
                 // A seq past the committed reservation must not reach a
                 // client before it is committed (see `reserve.rs`).
@@ -384,63 +433,23 @@ impl Writer {
             }
             Err(refusal) => {
                 tracing::debug!(%thread_id, error = %refusal.error, "append refused");
+                let Some(conn) = &self.conn else {
+                    if refusal.reducer_dirty {
+                        self.rebuilds.push(thread_id);
+                    }
+                    return Err(refusal.error);
+                };
                 if refusal.reducer_dirty
-                    && let Err(error) = state.rebuild(&self.conn, &thread_id)
+                    && let Err(error) = state.rebuild(conn, &thread_id)
                 {
                     tracing::error!(%thread_id, %error, "cannot undo a refused append");
-                    self.fail_batch(Arc::new(error));
+                    let batch = std::mem::take(&mut self.batch);
+                    self.fail(batch, &Arc::new(error));
                     self.threads.remove(&thread_id);
                 }
                 Err(refusal.error)
             }
         }
-    }
-
-    /// Commits the batch and answers its waiters; on failure every waiter
-    /// gets the error and the states of the batch's threads are dropped, to
-    /// be reloaded from what is committed.
-    fn commit(&mut self) -> Result<(), Arc<StoreError>> {
-        if self.threads.len() > self.cached_threads {
-            // Idle threads are dropped after this commit: first write what
-            // they owe the thread row.
-            self.flush_updated_at(true);
-        }
-        if self.batch.is_empty() {
-            self.answer_waiters();
-            return Ok(());
-        }
-        let started = Instant::now();
-        let written = batch::write(
-            &self.conn,
-            &self.batch.dirty_threads,
-            &mut self.threads,
-            &self.batch.token_counts,
-        );
-        if let Err(error) = written {
-            let error = Arc::new(error);
-            tracing::error!(%error, events = self.batch.events, "store commit failed");
-            self.fail_batch(error.clone());
-            return Err(error);
-        }
-        for thread_id in &self.batch.dirty_threads {
-            if let Some(state) = self.threads.get_mut(thread_id) {
-                state.committed();
-            }
-        }
-        tracing::debug!(
-            events = self.batch.events,
-            threads = self.batch.dirty_threads.len(),
-            waiters = self.batch.waiters.len(),
-            elapsed_us = started.elapsed().as_micros() as u64,
-            "store commit"
-        );
-        self.answer_waiters();
-        self.checkpointer.nudge();
-        self.mark.committed(&self.conn, false);
-        if self.threads.len() > self.cached_threads {
-            self.threads.retain(|_, state| !state.is_idle());
-        }
-        Ok(())
     }
 
     /// Has the next commit write `threads.updated_at_ms` of every cached
@@ -474,47 +483,14 @@ impl Writer {
             state.seqs.release = true;
         }
     }
+}
 
-    /// Answers every waiter with success and starts a new batch.
-    fn answer_waiters(&mut self) {
-        let batch = std::mem::take(&mut self.batch);
-        for waiter in batch.waiters {
-            match waiter {
-                Waiter::Append(reply, appended) => {
-                    let _ = reply.send(Ok(appended));
-                }
-                Waiter::Create(reply, record) => {
-                    let _ = reply.send(Ok(*record));
-                }
-                Waiter::Flush(reply) => {
-                    let _ = reply.send(Ok(()));
-                }
-            }
-        }
-    }
-
-    /// Drops the batch: its waiters get `error`, and its threads' states
-    /// are forgotten so they reload from the committed projection.
-    fn fail_batch(&mut self, error: Arc<StoreError>) {
-        let batch = std::mem::take(&mut self.batch);
-        for thread_id in &batch.dirty_threads {
-            self.threads.remove(thread_id);
-        }
-        let failed = || StoreError::Commit(error.clone());
-        for waiter in batch.waiters {
-            match waiter {
-                Waiter::Append(reply, _) => {
-                    let _ = reply.send(Err(failed()));
-                }
-                Waiter::Create(reply, _) => {
-                    let _ = reply.send(Err(failed()));
-                }
-                Waiter::Flush(reply) => {
-                    let _ = reply.send(Err(failed()));
-                }
-            }
-        }
-    }
+/// The write connection, where only requests run that wait for it to be
+/// back from the commit thread.
+#[allow(clippy::expect_used)]
+fn held(conn: &Option<Connection>) -> &Connection {
+    conn.as_ref()
+        .expect("requests that need the connection wait while it is lent (lend.rs)")
 }
 
 /// Now, in unix milliseconds.

@@ -17,7 +17,7 @@ use spool_core::ItemRecord;
 use spool_protocol::{ItemRemovedNotification, ServerNotification};
 
 use super::requests::fresh_state;
-use super::{Incoming, Writer, batch, now_ms};
+use super::{Incoming, Writer, batch, held, now_ms};
 use crate::error::StoreError;
 use crate::sqlite::codec::{decode_item, encode, item_columns};
 
@@ -44,7 +44,7 @@ impl Writer {
     }
 
     fn pop_in_transaction(&mut self, thread_id: &str) -> Result<Option<ItemRecord>, StoreError> {
-        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
+        let tx = Transaction::new_unchecked(held(&self.conn), TransactionBehavior::Immediate)?;
         fresh_state(&tx, &mut self.threads, thread_id)?;
         let Some(record) = newest_in_view(&tx, thread_id)? else {
             return Ok(None);
@@ -64,7 +64,7 @@ impl Writer {
             .get_mut(thread_id)
             .ok_or_else(|| StoreError::UnknownThread(thread_id.to_owned()))?;
         state
-            .append(&tx, thread_id, incoming, now_ms())
+            .append(Some(&tx), thread_id, incoming, now_ms())
             .map_err(|refusal| refusal.error)?;
         batch::write_thread(&tx, thread_id, state)?;
         tx.commit()?;

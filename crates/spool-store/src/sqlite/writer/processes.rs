@@ -1,7 +1,7 @@
 //! Commands running for a thread's items, recorded while they run so that
 //! crash recovery can find any a crash left behind (`crate::processes`).
 
-use super::{Reply, Writer};
+use super::{Reply, Writer, held};
 use crate::error::StoreError;
 use crate::sqlite::codec::sql_int;
 
@@ -36,8 +36,7 @@ impl Writer {
                 start_ticks,
                 reply,
             } => {
-                let result = self
-                    .conn
+                let result = held(&self.conn)
                     .prepare_cached(INSERT)
                     .and_then(|mut stmt| {
                         stmt.execute((&thread_id, &item_id, pgid, sql_int(start_ticks)))
@@ -51,8 +50,7 @@ impl Writer {
                 item_id,
                 reply,
             } => {
-                let result = self
-                    .conn
+                let result = held(&self.conn)
                     .prepare_cached(DELETE)
                     .and_then(|mut stmt| stmt.execute((&thread_id, &item_id)))
                     .map(|_| ())

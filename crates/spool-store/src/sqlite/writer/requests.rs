@@ -12,7 +12,7 @@ use spool_protocol::jsonrpc::RequestId;
 use spool_protocol::{ServerNotification, ServerRequestResolvedNotification};
 
 use super::state::ThreadState;
-use super::{Incoming, Reply, Threads, Writer, batch, now_ms};
+use super::{Incoming, Reply, Threads, Writer, batch, held, now_ms};
 use crate::error::StoreError;
 use crate::sqlite::codec::{encode, sql_int};
 use crate::sqlite::requests_read::decode_pending_request;
@@ -123,7 +123,7 @@ impl Writer {
         work: impl FnOnce(&Transaction<'_>, &mut Threads) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         self.commit().map_err(StoreError::Commit)?;
-        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
+        let tx = Transaction::new_unchecked(held(&self.conn), TransactionBehavior::Immediate)?;
         let value = work(&tx, &mut self.threads)?;
         tx.commit()?;
         Ok(value)
@@ -168,7 +168,7 @@ fn resolve(
     let state = fresh_state(tx, threads, thread_id)?;
     let accepted = state
         .append(
-            tx,
+            Some(tx),
             thread_id,
             vec![Incoming {
                 notification,

@@ -193,9 +193,14 @@ impl ThreadState {
     /// Checks every notification of one append and, if all pass, records
     /// them for the next commit. All or nothing: on refusal nothing of the
     /// append is pending (the reducer may need [`Self::rebuild`]).
+    ///
+    /// `conn` is `None` while a commit holds the connection: then only
+    /// appends that need no stored row may come here (deltas of items the
+    /// reducer holds open, see `Writer::takes_while_lent`); a refusal is
+    /// not refined from the tables.
     pub(super) fn append(
         &mut self,
-        conn: &Connection,
+        conn: Option<&Connection>,
         thread_id: &str,
         incoming: Vec<Incoming>,
         at_ms: i64,
@@ -389,7 +394,7 @@ impl ThreadState {
                 at_ms: pending.at_ms,
                 payload,
             };
-            if let Err(failed) = dirty::apply(&mut reducer, &mut dirty, conn, &event) {
+            if let Err(failed) = dirty::apply(&mut reducer, &mut dirty, Some(conn), &event) {
                 return Err(match failed.error {
                     ApplyError::Refused(e) => lost(format!("pending seq {}: {e}", pending.seq)),
                     ApplyError::Store(error) => error,
@@ -404,8 +409,25 @@ impl ThreadState {
     /// After a commit: forget what was written and, if the reducer holds
     /// many closed items or turns, drop them (see the module docs).
     pub(super) fn committed(&mut self) {
+        self.written();
+        self.settled();
+    }
+
+    /// The pending changes are written into a transaction: the next
+    /// changes are the next commit's.
+    pub(super) fn written(&mut self) {
         self.pending = Pending::default();
+    }
+
+    /// The transaction that wrote the changes [`Self::written`] took is
+    /// committed. Changes accepted since (while that commit ran on the
+    /// commit thread) note rows by reducer index, so the reducer is
+    /// compacted only when there are none.
+    pub(super) fn settled(&mut self) {
         self.seqs.committed();
+        if !self.pending.is_empty() {
+            return;
+        }
         let closed_items = self
             .reducer
             .items()
@@ -446,7 +468,7 @@ impl ThreadState {
     /// The persistence policy (DESIGN §1): `status` items never, and
     /// `stateChange`/`resourceChange` only in dev mode. Events that are not
     /// about an item's content are always stored.
-    fn persists(&self, notification: &ServerNotification) -> bool {
+    pub(super) fn persists(&self, notification: &ServerNotification) -> bool {
         notification
             .carried_item_kind()
             .is_none_or(|kind| kind.is_persisted(self.dev_mode))
@@ -457,7 +479,7 @@ impl ThreadState {
     /// does not count).
     fn stored_duplicate(
         &self,
-        conn: &Connection,
+        conn: Option<&Connection>,
         notification: &ServerNotification,
     ) -> Result<Option<ReduceError>, StoreError> {
         let thread_id = self.reducer.thread_id();
@@ -467,7 +489,7 @@ impl ThreadState {
                 if self.reducer.item(item_id).is_some() || self.pending.dirty.row_deleted(item_id) {
                     return Ok(None); // the reducer itself decides
                 }
-                let stored = stored_status(conn, STORED_ITEM_STATUS, thread_id, item_id)?;
+                let stored = stored_status(needs(conn)?, STORED_ITEM_STATUS, thread_id, item_id)?;
                 Ok(stored.map(|_| ReduceError::DuplicateItem {
                     item_id: item_id.to_owned(),
                 }))
@@ -476,7 +498,8 @@ impl ThreadState {
                 if self.reducer.turn(&n.turn.id).is_some() {
                     return Ok(None);
                 }
-                let stored = stored_status(conn, STORED_TURN_STATUS, thread_id, &n.turn.id)?;
+                let stored =
+                    stored_status(needs(conn)?, STORED_TURN_STATUS, thread_id, &n.turn.id)?;
                 Ok(stored.map(|_| ReduceError::DuplicateTurn {
                     turn_id: n.turn.id.clone(),
                 }))
@@ -488,7 +511,15 @@ impl ThreadState {
 
     /// Turns "unknown item/turn" into the terminal-state refusal when the
     /// item or turn is stored but was dropped from the reducer as closed.
-    fn refine(&self, conn: &Connection, thread_id: &str, error: ReduceError) -> ReduceError {
+    fn refine(
+        &self,
+        conn: Option<&Connection>,
+        thread_id: &str,
+        error: ReduceError,
+    ) -> ReduceError {
+        let Some(conn) = conn else {
+            return error;
+        };
         let refined = match &error {
             ReduceError::UnknownItem { method, item_id }
                 if !self.pending.dirty.row_deleted(item_id) =>
@@ -593,6 +624,13 @@ fn encode_unfolded_start(last: Option<&mut Staged>) -> Result<(), StoreError> {
         *json = encode("notification", &event.payload)?;
     }
     Ok(())
+}
+
+/// The connection, for a check that reads the tables; `None` (lent to a
+/// commit) is an error, which the writer's admission rule keeps from
+/// happening.
+pub(super) fn needs(conn: Option<&Connection>) -> Result<&Connection, StoreError> {
+    conn.ok_or(StoreError::WriterBusy)
 }
 
 /// The first text of a user message: the thread's preview.

@@ -27,7 +27,7 @@ use spool_protocol::{
 
 use super::requests::fresh_state;
 use super::state::ThreadState;
-use super::{Incoming, Reply, Threads, Writer, batch, now_ms};
+use super::{Incoming, Reply, Threads, Writer, batch, held, now_ms};
 use crate::error::StoreError;
 use crate::sqlite::codec::encode;
 use crate::sqlite::reads::{read_items, read_thread, read_turns, thread_exists};
@@ -91,7 +91,7 @@ impl Writer {
                     delete(tx, &thread_id)
                 });
                 // A deletion can lower the highest rowid the mark holds.
-                self.mark.committed(&self.conn, true);
+                self.mark.committed(held(&self.conn), true);
                 let _ = reply.send(result);
             }
             ThreadOp::Revert {
@@ -162,7 +162,7 @@ impl Writer {
     ) -> Result<T, StoreError> {
         self.commit().map_err(StoreError::Commit)?;
         let result = (|| {
-            let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
+            let tx = Transaction::new_unchecked(held(&self.conn), TransactionBehavior::Immediate)?;
             let value = work(&tx, &mut self.threads)?;
             tx.commit()?;
             Ok(value)
@@ -193,7 +193,7 @@ fn log(
         })
         .collect::<Result<Vec<_>, StoreError>>()?;
     let accepted = state
-        .append(tx, thread_id, incoming, now_ms())
+        .append(Some(tx), thread_id, incoming, now_ms())
         .map_err(|refusal| refusal.error)?;
     batch::write_thread(tx, thread_id, state)?;
     state.committed();
