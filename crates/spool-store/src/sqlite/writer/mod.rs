@@ -242,13 +242,13 @@ impl Writer {
                 Some(deadline) => {
                     let now = Instant::now();
                     if now >= deadline {
-                        self.commit_in_background();
+                        self.group_commit();
                         continue;
                     }
                     match inbox.recv_timeout(deadline - now) {
                         Ok(request) => request,
                         Err(RecvTimeoutError::Timeout) => {
-                            self.commit_in_background();
+                            self.group_commit();
                             continue;
                         }
                         Err(RecvTimeoutError::Disconnected) => break,
@@ -261,7 +261,7 @@ impl Writer {
             // Drain what queued up meanwhile into the same batch.
             loop {
                 if self.batch.events >= self.max_batch_events {
-                    self.commit_in_background();
+                    self.group_commit();
                 }
                 match inbox.try_recv() {
                     Ok(request) => {
@@ -277,7 +277,7 @@ impl Writer {
             // them, but a model view read before they land counts again.
             let counts = !self.batch.token_counts.is_empty();
             if !self.batch.waiters.is_empty() || overdue || counts {
-                self.commit_in_background();
+                self.group_commit();
             }
         }
         // The channel ended without `Stop` (the commit thread is gone too).
