@@ -21,12 +21,12 @@
 //! the thread here has mostly done already.
 
 use std::path::Path;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
-use std::thread::JoinHandle;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags};
 
+use super::worker::Worker;
 use crate::error::StoreError;
 
 /// The least time between two checkpoints of this thread.
@@ -37,10 +37,7 @@ pub(super) const BACKSTOP_PAGES: i64 = 8_000;
 
 /// The writer's handle on the checkpoint thread; dropping it stops the
 /// thread and waits for it.
-pub(super) struct Checkpointer {
-    nudges: Option<SyncSender<()>>,
-    thread: Option<JoinHandle<()>>,
-}
+pub(super) struct Checkpointer(Worker<()>);
 
 impl Checkpointer {
     /// Opens a connection of its own on the store at `path` (already
@@ -55,34 +52,13 @@ impl Checkpointer {
         // A checkpoint already running elsewhere (another store on the
         // file) is no reason to wait: the next nudge tries again.
         conn.busy_timeout(Duration::ZERO).map_err(open_error)?;
-        let (nudges, inbox) = std::sync::mpsc::sync_channel(1);
-        let thread = std::thread::Builder::new()
-            .name("spool-store-checkpoint".to_owned())
-            .spawn(move || run(&conn, &inbox))
-            .map_err(StoreError::WriterThread)?;
-        Ok(Checkpointer {
-            nudges: Some(nudges),
-            thread: Some(thread),
-        })
+        Worker::start("spool-store-checkpoint", move |inbox| run(&conn, &inbox)).map(Checkpointer)
     }
 
     /// Says a commit added to the WAL; never blocks.
     pub(super) fn nudge(&self) {
-        if let Some(nudges) = &self.nudges {
-            // Full: a nudge is already waiting, which covers this commit.
-            let _ = nudges.try_send(());
-        }
-    }
-}
-
-impl Drop for Checkpointer {
-    fn drop(&mut self) {
-        self.nudges.take();
-        if let Some(thread) = self.thread.take()
-            && thread.join().is_err()
-        {
-            tracing::error!("the store's checkpoint thread panicked");
-        }
+        // Full: a nudge is already waiting, which covers this commit.
+        let _ = self.0.offer(());
     }
 }
 

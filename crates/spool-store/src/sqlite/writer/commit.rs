@@ -16,54 +16,29 @@
 //! open; `Writer::takes_while_lent`) and keeps everything else, in order,
 //! for when the connection is back. One commit is in flight at a time.
 
-use std::sync::mpsc::{Receiver, Sender, SyncSender};
-use std::thread::JoinHandle;
+use std::sync::mpsc::{Receiver, Sender};
 
 use rusqlite::Connection;
 
 use super::Request;
+use super::worker::Worker;
 use crate::error::StoreError;
 
 /// The writer's handle on the commit thread; dropping it stops the thread
 /// and waits for it.
-pub(super) struct Committer {
-    jobs: Option<SyncSender<Connection>>,
-    thread: Option<JoinHandle<()>>,
-}
+pub(super) struct Committer(Worker<Connection>);
 
 impl Committer {
     /// Starts the thread; it answers into `inbox`, the writer's requests.
     pub(super) fn start(inbox: Sender<Request>) -> Result<Committer, StoreError> {
-        let (jobs, queue) = std::sync::mpsc::sync_channel(1);
-        let thread = std::thread::Builder::new()
-            .name("spool-store-commit".to_owned())
-            .spawn(move || run(&queue, &inbox))
-            .map_err(StoreError::WriterThread)?;
-        Ok(Committer {
-            jobs: Some(jobs),
-            thread: Some(thread),
-        })
+        Worker::start("spool-store-commit", move |queue| run(&queue, &inbox)).map(Committer)
     }
 
     /// Hands over `conn`, whose transaction is open, to be committed; the
     /// connection comes back in a [`Request::Committed`]. `Err` gives it
     /// back at once: the thread is gone.
     pub(super) fn lend(&self, conn: Connection) -> Result<(), Connection> {
-        match &self.jobs {
-            Some(jobs) => jobs.send(conn).map_err(|returned| returned.0),
-            None => Err(conn),
-        }
-    }
-}
-
-impl Drop for Committer {
-    fn drop(&mut self) {
-        self.jobs.take();
-        if let Some(thread) = self.thread.take()
-            && thread.join().is_err()
-        {
-            tracing::error!("the store's commit thread panicked");
-        }
+        self.0.send(conn)
     }
 }
 

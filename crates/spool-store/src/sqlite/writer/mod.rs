@@ -41,6 +41,7 @@ mod requests;
 mod reserve;
 mod state;
 mod thread_ops;
+mod worker;
 
 pub(crate) use self::processes::ProcessOp;
 pub(crate) use self::requests::RequestOp;
