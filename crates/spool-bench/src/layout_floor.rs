@@ -188,10 +188,16 @@ fn read_calls(conn: &Connection, thread_id: &str) -> anyhow::Result<Vec<CallRows
         calls[call].items.push(columns(row, 12)?);
     }
 
-    // Events fall between their turn's start and completion.
+    // Events fall between their turn's start and completion. A row that
+    // leaves its body to the item's row has no payload: its turn is the
+    // item's.
     let mut events = conn.prepare(&format!(
-        "SELECT {EVENT_COLUMNS}, json_extract(payload, '$.params.turnId'), \
-         json_extract(payload, '$.params.turn.id') FROM events \
+        "SELECT {EVENT_COLUMNS}, CASE WHEN method = 'item/projected' THEN \
+         (SELECT turn_id FROM items i WHERE i.thread_id = events.thread_id \
+         AND i.item_id = events.item_id) \
+         ELSE json_extract(payload, '$.params.turnId') END, \
+         CASE WHEN method = 'item/projected' THEN NULL \
+         ELSE json_extract(payload, '$.params.turn.id') END FROM events \
          WHERE thread_id = ?1 AND seq > 1 ORDER BY seq"
     ))?;
     let mut rows = events.query([thread_id])?;

@@ -25,11 +25,18 @@ pub async fn add(dir: &Path, items: Vec<Value>, per_call: usize) -> anyhow::Resu
     for call in calls {
         session.add_items(call).await?;
     }
-    let sample = Sample::timed(start.elapsed());
+    let mut sample = Sample::timed(start.elapsed());
 
     let stored = session.get_items(None).await?.len();
     ensure!(stored == count, "stored {stored} of {count} items");
     store.close().await?;
+    // The file once closed (its WAL checkpointed into it and removed),
+    // with the thread row and the free pages it holds: what the items
+    // cost on disk.
+    let bytes = std::fs::metadata(dir.join("spool.db"))?.len();
+    sample
+        .extra
+        .push(("bytes_per_item", bytes as f64 / count as f64));
     Ok(sample)
 }
 

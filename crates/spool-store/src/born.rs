@@ -15,7 +15,17 @@
 //! [`start_of`] of the completion equals the start it was given, so what a
 //! reader rebuilds is what was appended. Any other pair is stored as two
 //! rows, as before.
+//!
+//! The body once: when the completion is also exactly what the item's
+//! projection row says ([`completion_of`] the reducer's record), the
+//! `events` row keeps no payload and the method [`PROJECTED`]; the item's
+//! row in `items` (written in the same transaction, and never changed
+//! afterwards: the item is terminal) is the body. Before a removal deletes
+//! such an item row, the writer copies the completion back into the log
+//! row as an [`RECORDED`] payload (`sqlite/projected.rs`), so the log
+//! never loses what it stood for.
 
+use spool_core::ItemRecord;
 use spool_protocol::{
     ItemCompletedNotification, ItemEnvelope, ItemStartedNotification, ItemStatus,
     ServerNotification,
@@ -24,6 +34,42 @@ use spool_protocol::{
 /// The `events.method` of a folded pair: not a protocol method, never sent
 /// as such (readers expand it), and so never confused with one.
 pub(crate) const RECORDED: &str = "item/recorded";
+
+/// The `events.method` of a folded pair whose completion is the item's row
+/// in `items`; its payload is empty. Never sent as such either.
+pub(crate) const PROJECTED: &str = "item/projected";
+
+/// The completion an item's projection row stands for: the record's item,
+/// turn and envelope, completed when the envelope says. `None` for an item
+/// that is not terminal or has no completion time.
+pub(crate) fn completion_of(record: ItemRecord) -> Option<ItemCompletedNotification> {
+    let completed_at_ms = record.envelope.completed_at_ms?;
+    record
+        .envelope
+        .status
+        .is_terminal()
+        .then(|| ItemCompletedNotification {
+            item: record.item,
+            thread_id: record.thread_id,
+            turn_id: record.turn_id,
+            completed_at_ms,
+            envelope: Some(record.envelope),
+        })
+}
+
+/// Whether `completed` is exactly [`completion_of`] `record`, so its log
+/// row may leave the body to the item's row. Compares without cloning.
+pub(crate) fn projects(completed: &ItemCompletedNotification, record: &ItemRecord) -> bool {
+    let Some(envelope) = &completed.envelope else {
+        return false;
+    };
+    envelope.status.is_terminal()
+        && envelope.completed_at_ms == Some(completed.completed_at_ms)
+        && record.thread_id == completed.thread_id
+        && record.turn_id == completed.turn_id
+        && record.envelope == *envelope
+        && record.item == completed.item
+}
 
 /// The start a completion implies for an item born complete. `None` when
 /// the completion has no envelope (the rule needs one to say when the item

@@ -1,5 +1,5 @@
 //! spool's durable store: the append-only log of every thread and the
-//! projections built from it (DESIGN §2, §5).
+//! projections built from it (`docs/internals/log.md`).
 //!
 //! [`Store`] is the interface; [`SqliteStore`] the embedded implementation
 //! (PostgreSQL comes later behind the same trait).
@@ -16,7 +16,7 @@
 //!   acknowledged with their seq at once and committed in groups within
 //!   [`StoreOptions::delta_commit_delay`], or with the next lifecycle event;
 //!   [`Store::flush`] waits for everything appended so far.
-//! - The persistence policy (DESIGN §1) is applied here: events about
+//! - The persistence policy is applied here: events about
 //!   `status` items are never stored, `stateChange`/`resourceChange` only for
 //!   threads in dev mode; they come back as [`Appended::Transient`].
 //! - The `items` and `turns` projections are updated in the same

@@ -1,6 +1,7 @@
 //! Crash recovery on open: turns a crash left `inProgress` end
 //! `interrupted` and their open items `incomplete`, with what was committed
-//! (DESIGN §2). Recovery appends the reducer's closing events
+//! (a crash loses at most the deltas not yet committed, and says so).
+//! Recovery appends the reducer's closing events
 //! ([`spool_core::ThreadReducer::interrupt_all`]) through the writer like
 //! any other append, so they are validated, get the next seqs and update
 //! the projections in the same commit; no row is ever edited.

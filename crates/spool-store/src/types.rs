@@ -14,7 +14,8 @@ pub struct NewThread {
     pub cwd: String,
     pub cli_version: String,
     pub history_mode: HistoryMode,
-    /// Persist `stateChange`/`resourceChange` items too (DESIGN §1).
+    /// Persist `stateChange`/`resourceChange` items too (a debugging aid:
+    /// other threads drop them, being UI state with no history worth keeping).
     pub dev_mode: bool,
     pub forked_from_id: Option<String>,
     /// Never listed; deleted once no client has it loaded.

@@ -1,14 +1,16 @@
 //! Items born complete: an `item/started` whose `item/completed` follows
 //! in the same append, saying nothing more, is one row of the log, and
-//! every read gives back exactly the two events that were appended.
+//! every read gives back exactly the two events that were appended. When
+//! the completion is exactly the item's projection row, that row holds the
+//! body and the log row none; a removal gives the log row its body back.
 
 mod common;
 
 use common::*;
 use serde_json::json;
 use spool_protocol::{
-    Audience, ItemCompletedNotification, ItemEnvelope, ItemStartedNotification, ItemStatus,
-    ServerNotification, ThreadEvent, ThreadItem,
+    Audience, ItemCompletedNotification, ItemEnvelope, ItemRemovedNotification,
+    ItemStartedNotification, ItemStatus, ServerNotification, ThreadEvent, ThreadItem,
 };
 use spool_store::{Appended, Store, StoreError};
 
@@ -65,6 +67,25 @@ fn rows_named(dir: &std::path::Path, thread: &str, method: &str) -> i64 {
         .unwrap()
 }
 
+fn payload_bytes(dir: &std::path::Path, thread: &str, method: &str) -> i64 {
+    raw(dir)
+        .query_row(
+            "SELECT coalesce(sum(length(payload)), 0) FROM events \
+             WHERE thread_id = ?1 AND method = ?2",
+            [thread, method],
+            |row| row.get(0),
+        )
+        .unwrap()
+}
+
+fn removed(thread: &str, turn: &str, item: &str) -> ServerNotification {
+    ServerNotification::ItemRemoved(ItemRemovedNotification {
+        thread_id: thread.to_owned(),
+        turn_id: turn.to_owned(),
+        item_id: item.to_owned(),
+    })
+}
+
 fn logged(appended: Vec<Appended>) -> Vec<ThreadEvent> {
     appended
         .into_iter()
@@ -75,7 +96,19 @@ fn logged(appended: Vec<Appended>) -> Vec<ThreadEvent> {
 /// Every read of the log from every cursor, in pages of every small size,
 /// gives exactly the events after that cursor.
 async fn assert_reads_back(store: &impl Store, thread: &str, all: &[ThreadEvent]) {
-    assert_eq!(store.events_after(thread, 0, 10_000).await.unwrap(), all);
+    let whole = store.events_after(thread, 0, 10_000).await.unwrap();
+    for (got, appended) in whole.iter().zip(all) {
+        assert_eq!(got, appended, "seq {}", appended.seq);
+    }
+    assert_eq!(
+        whole
+            .iter()
+            .map(|e| (e.seq, e.payload.method()))
+            .collect::<Vec<_>>(),
+        all.iter()
+            .map(|e| (e.seq, e.payload.method()))
+            .collect::<Vec<_>>()
+    );
     for after in 0..all.len() as u64 {
         let expected: Vec<_> = all.iter().filter(|e| e.seq > after).cloned().collect();
         for limit in 1..=3 {
@@ -114,9 +147,13 @@ async fn a_start_and_its_completion_are_one_row_and_read_back_as_two_events() {
     let appended = logged(store.append(&t, turn).await.unwrap());
     assert_eq!(seqs_of(&appended), (2..=7).collect::<Vec<_>>());
 
-    assert_eq!(rows_named(dir.path(), &t, "item/recorded"), 2);
+    // Both completions are what the item rows hold: the body is stored
+    // once, in the item row.
+    assert_eq!(rows_named(dir.path(), &t, "item/projected"), 2);
+    assert_eq!(rows_named(dir.path(), &t, "item/recorded"), 0);
     assert_eq!(rows_named(dir.path(), &t, "item/started"), 0);
     assert_eq!(rows_named(dir.path(), &t, "item/completed"), 0);
+    assert_eq!(payload_bytes(dir.path(), &t, "item/projected"), 0);
     assert_eq!(committed_events(dir.path(), &t), 7);
 
     let mut all = store.events_after(&t, 0, 1).await.unwrap(); // thread/started
@@ -223,7 +260,7 @@ async fn refusals_in_the_batch_of_folded_starts_lose_nothing() {
     }
     all.sort_by_key(|event| event.seq);
     assert_eq!(seqs_of(&all), (1..=82).collect::<Vec<_>>());
-    assert_eq!(rows_named(dir.path(), &t, "item/recorded"), 40);
+    assert_eq!(rows_named(dir.path(), &t, "item/projected"), 40);
     assert_eq!(store.events_after(&t, 0, 1_000).await.unwrap(), all);
     assert_eq!(
         store.items(&t, spool_core::View::All).await.unwrap().len(),
@@ -256,6 +293,116 @@ async fn a_recorded_row_that_is_not_a_completion_is_a_corrupt_row() {
                 );
             }
             other => panic!("after {after}: expected a corrupt row, got {other:?}"),
+        }
+    }
+}
+
+/// A completion that says more than the item row would (its own
+/// completion time) keeps its body in the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_the_item_row_cannot_say_keeps_its_payload() {
+    let (dir, store, t) = thread_in_a_turn().await;
+    let mut all = store.events_after(&t, 0, 10).await.unwrap();
+    let [started, completed] = born(&t, "u1", user_message("i1", "hello"), None);
+    let ServerNotification::ItemCompleted(mut completed) = completed else {
+        unreachable!()
+    };
+    completed.completed_at_ms += 1;
+    let pair = vec![started, ServerNotification::ItemCompleted(completed)];
+    all.extend(logged(store.append(&t, pair).await.unwrap()));
+
+    assert_eq!(rows_named(dir.path(), &t, "item/recorded"), 1);
+    assert_eq!(rows_named(dir.path(), &t, "item/projected"), 0);
+    assert_reads_back(&store, &t, &all).await;
+}
+
+/// Removing an item (a pop, a revert) or clearing the thread deletes item
+/// rows that are the body of log rows: the log rows get their body back
+/// first, and the log reads back as it was appended, before and after a
+/// reopen. An item removed in the batch that records it never leaves its
+/// body to a row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removals_give_the_log_its_bodies_back() {
+    let (dir, store, t) = thread_in_a_turn().await;
+    let mut all = store.events_after(&t, 0, 10).await.unwrap();
+    for n in 0..4 {
+        let data = Some(json!({"inputItem": {"role": "user", "content": format!("m{n}")}}));
+        let pair = born(&t, "u1", user_message(&format!("i{n}"), "hello"), data);
+        all.extend(logged(store.append(&t, pair.to_vec()).await.unwrap()));
+    }
+    assert_eq!(rows_named(dir.path(), &t, "item/projected"), 4);
+
+    all.extend(logged(
+        store
+            .append(&t, vec![removed(&t, "u1", "i1")])
+            .await
+            .unwrap(),
+    ));
+    assert_eq!(rows_named(dir.path(), &t, "item/projected"), 3);
+    assert_eq!(rows_named(dir.path(), &t, "item/recorded"), 1);
+    assert_reads_back(&store, &t, &all).await;
+
+    // Recorded and removed in one append: one batch.
+    let mut appended = born(&t, "u1", user_message("i4", "gone"), None).to_vec();
+    appended.push(removed(&t, "u1", "i4"));
+    all.extend(logged(store.append(&t, appended).await.unwrap()));
+    assert_eq!(rows_named(dir.path(), &t, "item/projected"), 3);
+    assert_eq!(rows_named(dir.path(), &t, "item/recorded"), 2);
+
+    let cleared = ServerNotification::ThreadCleared(spool_protocol::ThreadClearedNotification {
+        thread_id: t.clone(),
+    });
+    let clear = vec![turn_completed(&t, "u1"), cleared];
+    all.extend(logged(store.append(&t, clear).await.unwrap()));
+    assert_eq!(rows_named(dir.path(), &t, "item/projected"), 0);
+    assert_eq!(rows_named(dir.path(), &t, "item/recorded"), 5);
+    assert_reads_back(&store, &t, &all).await;
+
+    // An item started again after its removal: its new row is its new
+    // completion's body, and the old log row keeps its own.
+    let mut again = vec![turn_started(&t, "u2")];
+    again.extend(born(&t, "u2", user_message("i1", "again"), None));
+    again.push(turn_completed(&t, "u2"));
+    all.extend(logged(store.append(&t, again).await.unwrap()));
+    assert_eq!(rows_named(dir.path(), &t, "item/projected"), 1);
+
+    store.close().await.unwrap();
+    drop(store);
+    let store = open(dir.path());
+    assert_reads_back(&store, &t, &all).await;
+    let mut replayed = spool_core::ThreadReducer::new(&t);
+    replayed.apply_all(&all).unwrap();
+    assert_eq!(replayed.items().len(), 1);
+}
+
+/// An `item/projected` row whose item row is gone or moved on is a corrupt
+/// row of the log, never a silently different event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_projected_row_without_its_body_is_a_corrupt_row() {
+    for damage in [
+        "DELETE FROM items WHERE thread_id = ?1 AND item_id = 'i1'",
+        "UPDATE items SET seq = seq + 5 WHERE thread_id = ?1 AND item_id = 'i1'",
+        "UPDATE items SET status = 'inProgress', \
+         envelope = json_set(envelope, '$.status', 'inProgress', '$.completedAtMs', NULL) \
+         WHERE thread_id = ?1 AND item_id = 'i1'",
+    ] {
+        let (dir, store, t) = thread_in_a_turn().await;
+        let pair = born(&t, "u1", user_message("i1", "hello"), None);
+        store.append(&t, pair.to_vec()).await.unwrap();
+        store.close().await.unwrap();
+        drop(store);
+        raw(dir.path()).execute(damage, [&t]).unwrap();
+        let store = keep_open(dir.path());
+        match store.events_after(&t, 0, 10).await {
+            Err(StoreError::CorruptRow(row)) => {
+                assert_eq!((row.table, row.seq), ("events", Some(4)), "{damage}");
+                assert!(
+                    row.cause.to_string().contains("item/projected"),
+                    "{}",
+                    row.cause
+                );
+            }
+            other => panic!("{damage}: expected a corrupt row, got {other:?}"),
         }
     }
 }

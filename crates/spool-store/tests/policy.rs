@@ -1,4 +1,4 @@
-//! The persistence policy (DESIGN §1): `status` items are never stored;
+//! The persistence policy: `status` items are never stored;
 //! `stateChange`/`resourceChange` only for threads in dev mode.
 
 mod common;

@@ -1,5 +1,5 @@
 //! Store-side speed of the Session API and the model view, on the items of
-//! the Agents SDK benchmark (issue 3, workloads c, d and g). Not a timed
+//! the Agents SDK benchmark (`bench/README.md`, workloads c, d and g). Not a timed
 //! test: run it in release mode and read the numbers.
 //!
 //! ```sh

@@ -1,5 +1,5 @@
-//! The Session API (DESIGN §4, issue 3): conversation memory in the shape
-//! of the OpenAI Agents SDK's sessions, over spool's log.
+//! The Session API: conversation memory in the shape of the OpenAI Agents
+//! SDK's sessions, over spool's log (`docs/internals/sessions.md`).
 //!
 //! A session is a thread whose id is the session id. Its items are
 //! Responses API input items as JSON, kept exactly as given:

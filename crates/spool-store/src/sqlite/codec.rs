@@ -2,8 +2,8 @@
 //! naming the table, thread, seq and item: a bad row is never skipped and
 //! never a panic.
 
-use rusqlite::Row;
 use rusqlite::types::ValueRef;
+use rusqlite::{Connection, Row};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -14,7 +14,8 @@ use spool_protocol::{
     TurnStatus,
 };
 
-use crate::born::{RECORDED, start_of};
+use super::projected::read_completion;
+use crate::born::{PROJECTED, RECORDED, start_of};
 use crate::error::{CorruptRow, DecodeCause, StoreError};
 use crate::types::ThreadRecord;
 
@@ -44,10 +45,11 @@ macro_rules! thread_columns {
          (SELECT max(seq) FROM events WHERE events.thread_id = threads.id), ephemeral"
     };
 }
-/// Columns [`decode_event`] reads, in order.
+/// Columns [`decode_event`] reads, in order; [`decode_log_row`] also
+/// reads the method and item id.
 macro_rules! event_columns {
     () => {
-        "seq, at_ms, payload, method"
+        "seq, at_ms, payload, method, item_id"
     };
 }
 pub(crate) use {event_columns, item_columns, thread_columns, turn_columns};
@@ -305,15 +307,37 @@ pub(crate) fn decode_event(row: &Row<'_>, thread_id: &str) -> Result<ThreadEvent
 
 /// The events a row of `events` stands for, those with a seq above
 /// `after_seq`, appended to `out`: the row's own, and before it the start
-/// of an item born complete when the row folds one in (`born.rs`).
+/// of an item born complete when the row folds one in (`born.rs`). A row
+/// that leaves its body to the item's row (`item/projected`) is completed
+/// from that row, read on `conn`.
 pub(crate) fn decode_log_row(
+    conn: &Connection,
     row: &Row<'_>,
     thread_id: &str,
     after_seq: u64,
     out: &mut Vec<ThreadEvent>,
 ) -> Result<(), StoreError> {
-    let event = decode_event(row, thread_id)?;
-    if row.get_ref(3)?.as_str().ok() != Some(RECORDED) {
+    let method = row.get_ref(3)?.as_str().ok();
+    let event = if method == Some(PROJECTED) {
+        let cx = RowContext {
+            table: "events",
+            thread_id,
+            seq: None,
+            item_id: None,
+        };
+        let seq = cx.unsigned(row, 0, "seq")?;
+        let item_id = cx.opt_text(row, 4, "item_id")?;
+        let completed = read_completion(conn, thread_id, seq, item_id)?;
+        ThreadEvent {
+            thread_id: thread_id.to_owned(),
+            seq,
+            at_ms: cx.int(row, 1, "at_ms")?,
+            payload: ServerNotification::ItemCompleted(completed),
+        }
+    } else {
+        decode_event(row, thread_id)?
+    };
+    if method != Some(RECORDED) && method != Some(PROJECTED) {
         out.push(event);
         return Ok(());
     }

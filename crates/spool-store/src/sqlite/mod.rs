@@ -6,6 +6,7 @@ mod codec;
 mod history;
 mod input_read;
 mod llm_read;
+mod projected;
 mod reads;
 mod requests_read;
 pub(crate) mod schema;

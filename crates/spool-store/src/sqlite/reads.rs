@@ -223,7 +223,7 @@ pub(crate) fn read_events_after(
     while events.len() < limit
         && let Some(row) = rows.next()?
     {
-        decode_log_row(row, thread_id, after_seq, &mut events)?;
+        decode_log_row(conn, row, thread_id, after_seq, &mut events)?;
     }
     events.truncate(limit);
     Ok(events)

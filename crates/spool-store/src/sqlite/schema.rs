@@ -53,7 +53,23 @@ const MIGRATIONS: &[Migration] = &[
         version: 8,
         sql: V8_ITEMS_BORN_COMPLETE,
     },
+    Migration {
+        version: 9,
+        sql: V9_BODY_ONCE,
+    },
 ];
+
+/// Version 9: the body of an item born complete is stored once.
+///
+/// When an `item/recorded` row's completion is exactly what the item's row
+/// in `items` holds, the log row is written with `method =
+/// 'item/projected'` and an empty payload, and readers complete it from the
+/// item row (`sqlite/projected.rs`); before a removal deletes such an item
+/// row, the writer gives the log row its payload back, as `item/recorded`.
+/// No table changes, and rows written before stay as they are. The version
+/// moves so that an older build, which cannot read such a row, refuses the
+/// file instead.
+const V9_BODY_ONCE: &str = "SELECT 1;";
 
 /// Version 8: an item born complete is one row of `events`.
 ///

@@ -38,11 +38,13 @@ pub fn raw(dir: &Path) -> rusqlite::Connection {
 }
 
 /// Committed events of a thread, counted by a raw connection (a row of an
-/// item born complete stands for its start and its completion).
+/// item born complete, with its body or without, stands for its start and
+/// its completion).
 pub fn committed_events(dir: &Path, thread_id: &str) -> u64 {
     let count: i64 = raw(dir)
         .query_row(
-            "SELECT coalesce(sum(CASE method WHEN 'item/recorded' THEN 2 ELSE 1 END), 0) \
+            "SELECT coalesce(sum(CASE WHEN method IN ('item/recorded', 'item/projected') \
+             THEN 2 ELSE 1 END), 0) \
              FROM events WHERE thread_id = ?1",
             [thread_id],
             |row| row.get(0),

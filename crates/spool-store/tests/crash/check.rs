@@ -238,7 +238,8 @@ fn assert_no_item_started_twice(db: &Path) {
     let conn = rusqlite::Connection::open(db).unwrap();
     let twice: Vec<(String, String)> = conn
         .prepare(
-            "SELECT thread_id, item_id FROM events WHERE method IN ('item/started', 'item/recorded') \
+            "SELECT thread_id, item_id FROM events \
+             WHERE method IN ('item/started', 'item/recorded', 'item/projected') \
              GROUP BY thread_id, item_id HAVING count(*) > 1",
         )
         .unwrap()
@@ -249,7 +250,8 @@ fn assert_no_item_started_twice(db: &Path) {
     assert!(twice.is_empty(), "items started twice: {twice:?}");
     let (started, rows): (i64, i64) = conn
         .query_row(
-            "SELECT (SELECT count(*) FROM events WHERE method IN ('item/started', 'item/recorded')), \
+            "SELECT (SELECT count(*) FROM events \
+                     WHERE method IN ('item/started', 'item/recorded', 'item/projected')), \
                     (SELECT count(*) FROM items)",
             [],
             |row| Ok((row.get(0)?, row.get(1)?)),

@@ -1,4 +1,4 @@
-//! Crash safety (DESIGN §2): a child process appends through the public
+//! Crash safety: a child process appends through the public
 //! API, is killed with SIGKILL at a random point, and the reopened file
 //! must hold everything the store acknowledged as durable, gap-free, with
 //! no item twice, a log the reducer accepts, and the turns the crash left

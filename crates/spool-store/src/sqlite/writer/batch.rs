@@ -16,10 +16,12 @@ use spool_protocol::ItemStatus;
 use super::TokenCount;
 use super::rank::{TouchedTurns, update_view_ranks};
 use super::state::{PendingEvent, ThreadState};
+use crate::born::PROJECTED;
 use crate::error::StoreError;
 use crate::sqlite::codec::{
     EncodedCompletion, encode, encode_envelope_without_input, encode_input_item, sql_int,
 };
+use crate::sqlite::projected;
 
 const INSERT_THREAD: &str = "INSERT INTO threads (id, name, preview, model_provider, model, \
      cwd, cli_version, history_mode, dev_mode, forked_from_id, archived, created_at_ms, \
@@ -140,13 +142,29 @@ pub(super) fn write_thread(
 
     let mut insert_event = conn.prepare_cached(INSERT_EVENT)?;
     for event in pending.events.iter().filter(|event| !event.folded) {
+        // The body once: the completion of an item born complete leaves
+        // its body to the item's row when this batch writes that row at
+        // the completion's seq (not when the item is removed or cleared
+        // later in the batch: its row is then gone or another).
+        let thin = event.projected
+            && event.item_id.as_deref().is_some_and(|item_id| {
+                state
+                    .reducer
+                    .item(item_id)
+                    .is_some_and(|record| record.seq == event.seq)
+            });
+        let (method, payload) = if thin {
+            (PROJECTED, "")
+        } else {
+            (event.method, event.json.as_str())
+        };
         insert_event.execute((
             thread_id,
             sql_int(event.seq),
-            event.method,
+            method,
             event.item_id.as_deref(),
             event.at_ms,
-            &event.json,
+            payload,
         ))?;
     }
 
@@ -186,12 +204,15 @@ pub(super) fn write_thread(
 
     // Deletions before upserts: an item started after a clear, or started
     // again after its removal, must survive the deletion.
+    // A log row whose body is an item row gets it back first (`projected.rs`).
     if dirty.cleared {
+        projected::restore(conn, thread_id, None)?;
         conn.prepare_cached(DELETE_ITEMS)?.execute((thread_id,))?;
         touched.cleared = true;
     }
     let mut delete_item = conn.prepare_cached(DELETE_ITEM)?;
     for removed in &dirty.removed {
+        projected::restore(conn, thread_id, Some(&removed.item_id))?;
         delete_item.execute((thread_id, &removed.item_id))?;
         touched.add_turn(&removed.turn_id);
     }

@@ -40,6 +40,8 @@ mod rank;
 mod requests;
 mod reserve;
 mod state;
+#[cfg(test)]
+mod tests;
 mod thread_ops;
 mod worker;
 

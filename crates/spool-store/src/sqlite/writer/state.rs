@@ -17,7 +17,7 @@ use spool_protocol::{
 use super::Incoming;
 use super::dirty::{self, ApplyError, Dirty, Failed};
 use super::reserve::Reservation;
-use crate::born::{RECORDED, folds_into, start_of};
+use crate::born::{RECORDED, folds_into, projects, start_of};
 use crate::error::StoreError;
 use crate::sqlite::codec::{encode, parse_item_status, parse_turn_status};
 use crate::sqlite::reads::{read_items, read_thread, read_turns};
@@ -80,6 +80,10 @@ pub(super) struct PendingEvent {
     pub(super) folded: bool,
     /// An `item/completed`: the item's row can copy its JSON (`batch.rs`).
     pub(super) completes_item: bool,
+    /// The completion of an item born complete that is exactly what the
+    /// item's projection row holds (`born::projects`): its log row may
+    /// leave the body to that row, if the row is written with it.
+    pub(super) projected: bool,
 }
 
 /// The result of an accepted append.
@@ -126,6 +130,7 @@ impl ThreadState {
                 json: started_json,
                 folded: false,
                 completes_item: false,
+                projected: false,
             }],
             ..Pending::default()
         };
@@ -465,7 +470,7 @@ impl ThreadState {
         );
     }
 
-    /// The persistence policy (DESIGN §1): `status` items never, and
+    /// The persistence policy (`docs/internals/log.md`): `status` items never, and
     /// `stateChange`/`resourceChange` only in dev mode. Events that are not
     /// about an item's content are always stored.
     pub(super) fn persists(&self, notification: &ServerNotification) -> bool {
@@ -582,10 +587,17 @@ impl ThreadState {
             _ => {}
         }
         let mut method = event.payload.method();
+        let mut projected = false;
         if born_complete && let Some(started) = pending.events.last_mut() {
             debug_assert_eq!(started.seq + 1, event.seq);
             started.folded = true;
             method = RECORDED;
+            if let ServerNotification::ItemCompleted(completed) = &event.payload {
+                projected = self
+                    .reducer
+                    .item(completed.item.id())
+                    .is_some_and(|record| record.seq == event.seq && projects(completed, record));
+            }
         }
         pending.events.push(PendingEvent {
             seq: event.seq,
@@ -595,6 +607,7 @@ impl ThreadState {
             json,
             folded: false,
             completes_item: matches!(event.payload, ServerNotification::ItemCompleted(_)),
+            projected,
         });
     }
 }

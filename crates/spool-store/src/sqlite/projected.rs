@@ -1,0 +1,121 @@
+//! Log rows whose body is the item's row in `items` (`item/projected`,
+//! see `born.rs`): reading them back, and giving them their body before
+//! the item row goes.
+//!
+//! Invariant: an `item/projected` row at seq S about item X has an `items`
+//! row for X whose `seq` is S, a finished item, and that row is exactly the
+//! completion the log row stands for (`born::completion_of`). The writer
+//! keeps it so: it writes such a log row only in the transaction that
+//! writes the item row at that seq; a finished item's row changes no more
+//! (only its cached token count); and every statement that deletes item
+//! rows runs [`restore`] first, in the same transaction.
+
+use rusqlite::Connection;
+use spool_protocol::{ItemCompletedNotification, ServerNotification};
+
+use super::codec::{decode_item, encode, item_columns, sql_int};
+use crate::born::{PROJECTED, RECORDED, completion_of};
+use crate::error::{CorruptRow, StoreError};
+
+const ITEM_ROW: &str = concat!(
+    "SELECT ",
+    item_columns!(),
+    " FROM items WHERE thread_id = ?1 AND item_id = ?2"
+);
+
+/// Item rows that are the body of an `item/projected` log row.
+const BODIES: &str = concat!(
+    "SELECT ",
+    item_columns!(),
+    " FROM items WHERE thread_id = ?1 AND EXISTS (SELECT 1 FROM events \
+     WHERE events.thread_id = items.thread_id AND events.seq = items.seq \
+     AND events.method = 'item/projected')"
+);
+const BODY_OF_ITEM: &str = concat!(
+    "SELECT ",
+    item_columns!(),
+    " FROM items WHERE thread_id = ?1 AND item_id = ?2 AND EXISTS (SELECT 1 FROM events \
+     WHERE events.thread_id = items.thread_id AND events.seq = items.seq \
+     AND events.method = 'item/projected')"
+);
+
+const GIVE_BODY: &str = "UPDATE events SET method = ?3, payload = ?4 \
+     WHERE thread_id = ?1 AND seq = ?2 AND method = ?5";
+
+/// The completion an `item/projected` row at `seq` about `item_id` stands
+/// for, read from the item's row.
+pub(crate) fn read_completion(
+    conn: &Connection,
+    thread_id: &str,
+    seq: u64,
+    item_id: Option<&str>,
+) -> Result<ItemCompletedNotification, StoreError> {
+    let corrupt = |cause: String| {
+        StoreError::CorruptRow(Box::new(CorruptRow {
+            table: "events",
+            thread_id: thread_id.to_owned(),
+            seq: Some(seq),
+            item_id: item_id.map(str::to_owned),
+            column: "method",
+            cause: format!("an {PROJECTED} row: {cause}").into(),
+        }))
+    };
+    let item_id = item_id.ok_or_else(|| corrupt("no item id".to_owned()))?;
+    let mut stmt = conn.prepare_cached(ITEM_ROW)?;
+    let mut rows = stmt.query((thread_id, item_id))?;
+    let Some(row) = rows.next()? else {
+        return Err(corrupt("the item has no row".to_owned()));
+    };
+    let record = decode_item(row, thread_id)?;
+    if record.seq != seq {
+        return Err(corrupt(format!("the item's row is at seq {}", record.seq)));
+    }
+    completion_of(record).ok_or_else(|| corrupt("the item's row is not finished".to_owned()))
+}
+
+/// Gives every `item/projected` row whose body is an item row about to be
+/// deleted (the thread's all, or `item_id`'s) its completion as payload,
+/// as an `item/recorded` row. Runs in the deleting transaction, before the
+/// delete. Returns how many log rows it rewrote.
+pub(crate) fn restore(
+    conn: &Connection,
+    thread_id: &str,
+    item_id: Option<&str>,
+) -> Result<usize, StoreError> {
+    let mut bodies = Vec::new();
+    {
+        let mut stmt = match item_id {
+            Some(_) => conn.prepare_cached(BODY_OF_ITEM)?,
+            None => conn.prepare_cached(BODIES)?,
+        };
+        let mut rows = match item_id {
+            Some(item_id) => stmt.query((thread_id, item_id))?,
+            None => stmt.query((thread_id,))?,
+        };
+        while let Some(row) = rows.next()? {
+            bodies.push(decode_item(row, thread_id)?);
+        }
+    }
+    let mut give_body = conn.prepare_cached(GIVE_BODY)?;
+    let count = bodies.len();
+    for record in bodies {
+        let seq = record.seq;
+        let item_id = record.item.id().to_owned();
+        let Some(completion) = completion_of(record) else {
+            return Err(StoreError::CorruptRow(Box::new(CorruptRow {
+                table: "items",
+                thread_id: thread_id.to_owned(),
+                seq: Some(seq),
+                item_id: Some(item_id),
+                column: "status",
+                cause: format!("the body of an {PROJECTED} row is not a finished item").into(),
+            })));
+        };
+        let payload = encode(
+            "notification",
+            &ServerNotification::ItemCompleted(completion),
+        )?;
+        give_body.execute((thread_id, sql_int(seq), RECORDED, payload, PROJECTED))?;
+    }
+    Ok(count)
+}
