@@ -13,10 +13,10 @@ pub enum BenchCommand {
     /// scripted provider that answers at once; JSON on stdout, progress on
     /// stderr. Build with `--release` for numbers worth keeping.
     Runner(BenchRunnerArgs),
-    /// Time the app server end to end over a WebSocket, in process (issue
-    /// 5): notifications/s, delta latency with many threads streaming,
-    /// memory per idle thread, `thread/resume` of a long thread; JSON on
-    /// stdout, progress on stderr. Build with `--release`.
+    /// Time the app server (`docs/internals/server.md`) end to end over a
+    /// WebSocket, in process: notifications/s, delta latency with many
+    /// threads streaming, memory per idle thread, `thread/resume` of a long
+    /// thread; JSON on stdout, progress on stderr. Build with `--release`.
     Server(BenchServerArgs),
     /// Time the path users run: a streaming model server on a loopback
     /// socket, `spool serve` as a child over stdio and WebSocket, a client

@@ -1,4 +1,5 @@
-//! The three views of a thread's items (DESIGN §1, "Audiences and views").
+//! The three views of a thread's items
+//! (`docs/internals/views-and-providers.md`).
 //!
 //! Every item carries an audience (`client`, `llm`) in its envelope. Its
 //! producer may set it; otherwise it is the default of its kind

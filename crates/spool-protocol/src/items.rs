@@ -275,7 +275,7 @@ impl ItemKind {
     }
 
     /// Who sees an item of this kind unless its producer says otherwise
-    /// (DESIGN §1, "Audiences and views").
+    /// (`docs/internals/views-and-providers.md`).
     pub fn default_audience(self) -> Audience {
         match self {
             ItemKind::Context => Audience::LLM_ONLY,
@@ -306,8 +306,8 @@ impl ItemKind {
         }
     }
 
-    /// Whether items of this kind are stored (DESIGN §1 persistence policy).
-    /// `status` never is; `stateChange`/`resourceChange` only in dev mode.
+    /// Whether items of this kind are stored: `status` never is (it is
+    /// transient progress); `stateChange`/`resourceChange` only in dev mode.
     pub fn is_persisted(self, dev_mode: bool) -> bool {
         match self {
             ItemKind::Status => false,

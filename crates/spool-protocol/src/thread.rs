@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::items::ThreadItem;
 
-/// Who owns the conversation history sent to the model (DESIGN §3).
+/// Who owns the conversation history sent to the model: one owner per thread,
+/// chosen when it starts and never changed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum HistoryMode {
@@ -164,7 +165,7 @@ pub struct Thread {
     #[serde(default)]
     pub turns: Vec<Turn>,
     // --- spool's opt-in additions ---
-    /// Who owns the model's history (DESIGN §3).
+    /// Who owns the model's history; set when the thread starts, never changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_owner: Option<HistoryMode>,
 }

@@ -1,5 +1,6 @@
 //! The `llm` view: what the next model request gets, as OpenAI Responses
-//! API input items, packed under a token budget (DESIGN §1).
+//! API input items, packed under a token budget
+//! (`docs/internals/views-and-providers.md`).
 //!
 //! # Which records
 //!

@@ -1,4 +1,5 @@
-//! The one reducer: log events in, items and turns out (DESIGN §1 "Lifecycle").
+//! The one reducer: log events in, items and turns out
+//! (`docs/internals/item-lifecycle.md`).
 //!
 //! Every consumer that turns events into items (the store's projection, the
 //! runtime's results, the CLI, tests) goes through [`ThreadReducer::apply`].

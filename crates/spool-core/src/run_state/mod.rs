@@ -1,4 +1,5 @@
-//! RunState: the versioned snapshot of a paused run (DESIGN §3 "RunState").
+//! RunState: the versioned snapshot of a paused run
+//! (`docs/internals/run-state.md`).
 //!
 //! A run that stops to wait for a person (an approval request) or is
 //! interrupted serializes to a [`RunState`]. Another process, possibly a

@@ -144,7 +144,8 @@ pub struct ThreadReadResponse {
     pub thread: Thread,
 }
 
-/// spool only: which items a history page holds (DESIGN §3).
+/// spool only: which items a history page holds: every stored one, or what a
+/// person or the model sees.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ItemsView {
