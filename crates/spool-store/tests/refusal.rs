@@ -238,6 +238,43 @@ async fn starts_of_stored_ids_are_refused_after_the_writer_dropped_them() {
     }
     store.flush().await.unwrap();
     assert_eq!(store.thread(&t).await.unwrap().unwrap().last_seq, last);
+
+    // The greatest stored ids, in this process and after a reopen (the
+    // writer skips the probe only for ids above every stored one).
+    let greatest = || {
+        vec![
+            (vec![turn_started(&t, "turn-1")], "turn-1"),
+            (
+                vec![
+                    turn_started(&t, "turn-9"),
+                    started(&t, "turn-9", agent_message("a99", "")),
+                ],
+                "a99",
+            ),
+        ]
+    };
+    for (events, id) in greatest() {
+        let error = store.append(&t, events).await.unwrap_err();
+        assert!(is_duplicate(reduce_error(&error)), "{id}: {error}");
+    }
+    store.close().await.unwrap();
+    drop(store);
+    let store = open(dir.path());
+    for (events, id) in greatest() {
+        let error = store.append(&t, events).await.unwrap_err();
+        assert!(
+            is_duplicate(reduce_error(&error)),
+            "reopened, {id}: {error}"
+        );
+    }
+    assert_eq!(store.thread(&t).await.unwrap().unwrap().last_seq, last);
+}
+
+fn is_duplicate(error: &ReduceError) -> bool {
+    matches!(
+        error,
+        ReduceError::DuplicateItem { .. } | ReduceError::DuplicateTurn { .. }
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

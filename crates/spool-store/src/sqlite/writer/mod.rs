@@ -33,6 +33,7 @@ mod batch;
 mod checkpoint;
 mod commit;
 mod dirty;
+mod fresh_ids;
 mod lend;
 mod pop;
 mod processes;

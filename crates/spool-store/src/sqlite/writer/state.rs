@@ -16,6 +16,7 @@ use spool_protocol::{
 
 use super::Incoming;
 use super::dirty::{self, ApplyError, Dirty, Failed};
+use super::fresh_ids::{FreshIds, Kind};
 use super::reserve::Reservation;
 use crate::born::{RECORDED, folds_into, projects, start_of};
 use crate::error::StoreError;
@@ -44,6 +45,8 @@ pub(super) struct ThreadState {
     /// The seqs reserved for deltas answered before their commit
     /// (`reserve.rs`).
     pub(super) seqs: Reservation,
+    /// Bounds above which a started id needs no duplicate probe.
+    fresh: FreshIds,
 }
 
 /// What the next commit writes for a thread.
@@ -148,6 +151,7 @@ impl ThreadState {
             stored_updated_at_ms: at_ms,
             flush_updated_at: false,
             seqs: Reservation::default(),
+            fresh: FreshIds::empty(),
         }
     }
 
@@ -167,6 +171,7 @@ impl ThreadState {
             stored_updated_at_ms: i64::MIN,
             flush_updated_at: false,
             seqs: Reservation::load(conn, thread_id, thread.last_seq)?,
+            fresh: FreshIds::default(),
         }))
     }
 
@@ -483,7 +488,7 @@ impl ThreadState {
     /// projection does (and keeps: a row due for deletion in this batch
     /// does not count).
     fn stored_duplicate(
-        &self,
+        &mut self,
         conn: Option<&Connection>,
         notification: &ServerNotification,
     ) -> Result<Option<ReduceError>, StoreError> {
@@ -494,6 +499,11 @@ impl ThreadState {
                 if self.reducer.item(item_id).is_some() || self.pending.dirty.row_deleted(item_id) {
                     return Ok(None); // the reducer itself decides
                 }
+                let fresh = self.fresh.is_fresh(conn, thread_id, Kind::Item, item_id)?;
+                self.fresh.note(Kind::Item, item_id);
+                if fresh {
+                    return Ok(None);
+                }
                 let stored = stored_status(needs(conn)?, STORED_ITEM_STATUS, thread_id, item_id)?;
                 Ok(stored.map(|_| ReduceError::DuplicateItem {
                     item_id: item_id.to_owned(),
@@ -501,6 +511,13 @@ impl ThreadState {
             }
             ServerNotification::TurnStarted(n) => {
                 if self.reducer.turn(&n.turn.id).is_some() {
+                    return Ok(None);
+                }
+                let fresh = self
+                    .fresh
+                    .is_fresh(conn, thread_id, Kind::Turn, &n.turn.id)?;
+                self.fresh.note(Kind::Turn, &n.turn.id);
+                if fresh {
                     return Ok(None);
                 }
                 let stored =

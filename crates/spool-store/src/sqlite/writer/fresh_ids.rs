@@ -1,0 +1,132 @@
+//! Knowing without a probe that a started id is new to the thread.
+//!
+//! A start of an item or turn the writer's reducer does not hold must not
+//! name one the thread's rows hold (`ThreadState::stored_duplicate`), which
+//! costs an index probe per start: a tenth of the writer's time when a
+//! Session API call adds 100 items. But the ids spool makes are UUIDv7,
+//! which grow with time, so a start usually names an id greater than every
+//! id the thread has ever started; no row can hold such an id, and the
+//! probe is skipped. The bound is the greatest id the rows held when it was
+//! read (one probe of the primary key's end) raised by every start the
+//! writer accepts since; ids that are not above it (a client's own ids,
+//! say) are probed as before.
+//!
+//! It is sound because every row of `items` and `turns` comes from a start
+//! the thread's state accepted, or was already there when the bound was
+//! read: item and turn rows are written only from this state's reducer
+//! (`batch.rs`), and a state that something else changed the rows under is
+//! dropped and loaded again (with a bound not yet read). A bound that is
+//! too high (a start accepted and then refused with its append, a row
+//! deleted since) only costs probes.
+
+use rusqlite::Connection;
+
+use crate::error::StoreError;
+
+const MAX_ITEM_ID: &str = "SELECT max(item_id) FROM items WHERE thread_id = ?1";
+const MAX_TURN_ID: &str = "SELECT max(turn_id) FROM turns WHERE thread_id = ?1";
+
+/// The greatest item and turn ids the thread's rows can hold.
+#[derive(Debug, Default)]
+pub(super) struct FreshIds {
+    items: Bound,
+    turns: Bound,
+}
+
+#[derive(Debug, Default)]
+enum Bound {
+    /// Not read yet.
+    #[default]
+    Unknown,
+    /// No id is above this one (`None`: there are no rows).
+    Known(Option<String>),
+}
+
+/// Which kind of id.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Kind {
+    Item,
+    Turn,
+}
+
+impl FreshIds {
+    /// The bounds of a thread created in this batch: it has no rows.
+    pub(super) fn empty() -> Self {
+        FreshIds {
+            items: Bound::Known(None),
+            turns: Bound::Known(None),
+        }
+    }
+
+    /// Whether `id` is above every id of its kind the thread's rows can
+    /// hold. Reads the bound on first use (`conn` is needed only then).
+    pub(super) fn is_fresh(
+        &mut self,
+        conn: Option<&Connection>,
+        thread_id: &str,
+        kind: Kind,
+        id: &str,
+    ) -> Result<bool, StoreError> {
+        let bound = self.bound(kind);
+        if let Bound::Unknown = bound {
+            let sql = match kind {
+                Kind::Item => MAX_ITEM_ID,
+                Kind::Turn => MAX_TURN_ID,
+            };
+            let conn = super::state::needs(conn)?;
+            let max: Option<String> = conn
+                .prepare_cached(sql)?
+                .query_row((thread_id,), |row| row.get(0))?;
+            *bound = Bound::Known(max);
+        }
+        Ok(match bound {
+            Bound::Known(Some(max)) => id > max.as_str(),
+            Bound::Known(None) => true,
+            Bound::Unknown => false,
+        })
+    }
+
+    /// Raises the bound to a started id (whatever becomes of the start).
+    pub(super) fn note(&mut self, kind: Kind, id: &str) {
+        if let Bound::Known(max) = self.bound(kind)
+            && max.as_deref().is_none_or(|max| id > max)
+        {
+            *max = Some(id.to_owned());
+        }
+    }
+
+    fn bound(&mut self, kind: Kind) -> &mut Bound {
+        match kind {
+            Kind::Item => &mut self.items,
+            Kind::Turn => &mut self.turns,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_ids_above_every_noted_one_are_fresh() {
+        let mut ids = FreshIds::empty();
+        assert!(ids.is_fresh(None, "t", Kind::Item, "b").unwrap());
+        ids.note(Kind::Item, "b");
+        assert!(!ids.is_fresh(None, "t", Kind::Item, "b").unwrap());
+        assert!(!ids.is_fresh(None, "t", Kind::Item, "a").unwrap());
+        assert!(ids.is_fresh(None, "t", Kind::Item, "c").unwrap());
+        ids.note(Kind::Item, "a"); // lower: the bound stays
+        assert!(!ids.is_fresh(None, "t", Kind::Item, "b").unwrap());
+        // Kinds are apart.
+        assert!(ids.is_fresh(None, "t", Kind::Turn, "a").unwrap());
+    }
+
+    #[test]
+    fn an_unread_bound_needs_the_connection() {
+        let mut ids = FreshIds::default();
+        assert!(matches!(
+            ids.is_fresh(None, "t", Kind::Item, "z"),
+            Err(StoreError::WriterBusy)
+        ));
+    }
+}
