@@ -690,9 +690,10 @@ impl Hub {
         }
     }
 
-    /// A client's answer to a server request. If a run is waiting on it in
-    /// this process, the run takes it; otherwise (the run paused, or the
-    /// server restarted) the answer is recorded and the paused run resumed.
+    /// A client's answer to a server request, given to the run waiting on it
+    /// in this process. `Invalid` when no run is waiting (the run paused, or
+    /// the server restarted): the caller then records the answer and resumes
+    /// the paused run with [`Hub::answer_paused`].
     pub async fn answer(
         self: &Arc<Self>,
         request_id: &str,
