@@ -412,62 +412,6 @@ pub(crate) fn encode_envelope_without_input(envelope: &ItemEnvelope) -> Result<S
     encode("item envelope", &rest)
 }
 
-/// The JSON of an item and of its raw input item as they appear, verbatim,
-/// inside an encoded `item/completed` (an `events` payload), borrowed from
-/// it. The writer stores these in the item's row instead of encoding the
-/// item a second time: serde writes a value the same way on its own and
-/// inside the notification.
-pub(crate) struct EncodedCompletion<'a> {
-    pub(crate) item: &'a str,
-    /// `envelope.providerData.inputItem`, when there is one.
-    pub(crate) input_item: Option<&'a str>,
-}
-
-impl<'a> EncodedCompletion<'a> {
-    /// `None` when `json` is not an encoded completion of that shape (the
-    /// caller then encodes the record itself).
-    pub(crate) fn parse(json: &'a str) -> Option<Self> {
-        use serde::Deserialize;
-        use serde_json::value::RawValue;
-
-        #[derive(Deserialize)]
-        struct Notification<'a> {
-            #[serde(borrow)]
-            params: Params<'a>,
-        }
-        #[derive(Deserialize)]
-        struct Params<'a> {
-            #[serde(borrow)]
-            item: &'a RawValue,
-            #[serde(borrow, default)]
-            envelope: Option<Envelope<'a>>,
-        }
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Envelope<'a> {
-            #[serde(borrow, default)]
-            provider_data: Option<ProviderData<'a>>,
-        }
-        #[derive(Deserialize)]
-        struct ProviderData<'a> {
-            #[serde(borrow, default, rename = "inputItem")]
-            input_item: Option<&'a RawValue>,
-        }
-
-        let notification: Notification<'a> = serde_json::from_str(json).ok()?;
-        let input_item = notification
-            .params
-            .envelope
-            .and_then(|envelope| envelope.provider_data)
-            .and_then(|data| data.input_item)
-            .map(RawValue::get);
-        Some(EncodedCompletion {
-            item: notification.params.item.get(),
-            input_item,
-        })
-    }
-}
-
 /// Puts a raw input item read from its column back where it came from.
 fn join_input_item(envelope: &mut ItemEnvelope, input_item: Value) {
     match &mut envelope.provider_data {

@@ -9,18 +9,15 @@ use std::collections::HashMap;
 
 use rusqlite::{Connection, DropBehavior, Transaction, TransactionBehavior};
 
-use spool_core::ItemRecord;
-use spool_core::llm::{INPUT_ITEM_KEY, in_view};
+use spool_core::llm::in_view;
 use spool_protocol::ItemStatus;
 
 use super::TokenCount;
 use super::rank::{TouchedTurns, update_view_ranks};
-use super::state::{PendingEvent, ThreadState};
+use super::state::ThreadState;
 use crate::born::PROJECTED;
 use crate::error::StoreError;
-use crate::sqlite::codec::{
-    EncodedCompletion, encode, encode_envelope_without_input, encode_input_item, sql_int,
-};
+use crate::sqlite::codec::{encode, encode_envelope_without_input, encode_input_item, sql_int};
 use crate::sqlite::projected;
 
 const INSERT_THREAD: &str = "INSERT INTO threads (id, name, preview, model_provider, model, \
@@ -226,22 +223,15 @@ pub(super) fn write_thread(
     // the log (`sqlite::catch_up`). Rewriting it would write a long
     // streamed message whole at every commit.
     let first_seq = pending.events.first().map_or(u64::MAX, |e| e.seq);
-    let completions = completions_by_seq(&pending.events);
     for &index in &dirty.items {
         let record = &items[index];
         if record.envelope.status == ItemStatus::InProgress && record.ordinal < first_seq {
             continue;
         }
-        let (item, input_item) = match encoded_in_log(record, &completions) {
-            Some(encoded) => (
-                encoded.item.to_owned(),
-                encoded.input_item.map(str::to_owned),
-            ),
-            None => (
-                encode("item", &record.item)?,
-                encode_input_item(&record.envelope)?,
-            ),
-        };
+        // Encoded from the record: cheaper than slicing the item out of
+        // its encoded completion (an earlier design parsed that back).
+        let item = encode("item", &record.item)?;
+        let input_item = encode_input_item(&record.envelope)?;
         let envelope = encode_envelope_without_input(&record.envelope)?;
         upsert_item.execute((
             thread_id,
@@ -268,31 +258,6 @@ pub(super) fn write_thread(
     state.seqs.write(conn, thread_id, last_seq, streaming)?;
 
     write_thread_row(conn, thread_id, state)
-}
-
-/// The encoded completions among the pending events, by seq.
-fn completions_by_seq(events: &[PendingEvent]) -> HashMap<u64, &str> {
-    events
-        .iter()
-        .filter(|event| event.completes_item)
-        .map(|event| (event.seq, event.json.as_str()))
-        .collect()
-}
-
-/// The item's JSON as its completion in this batch encoded it, when the
-/// completion is the row's last change (the reducer took item and
-/// envelope from it) and says the same about the raw input item.
-fn encoded_in_log<'a>(
-    record: &ItemRecord,
-    completions: &HashMap<u64, &'a str>,
-) -> Option<EncodedCompletion<'a>> {
-    let encoded = EncodedCompletion::parse(completions.get(&record.seq)?)?;
-    let has_input = record
-        .envelope
-        .provider_data
-        .as_ref()
-        .is_some_and(|data| data.get(INPUT_ITEM_KEY).is_some());
-    (encoded.input_item.is_some() == has_input).then_some(encoded)
 }
 
 /// The thread row: its settings if an event changed them, and

@@ -81,8 +81,6 @@ pub(super) struct PendingEvent {
     /// An `item/started` stored in the next event's row (`born.rs`): no
     /// row of its own.
     pub(super) folded: bool,
-    /// An `item/completed`: the item's row can copy its JSON (`batch.rs`).
-    pub(super) completes_item: bool,
     /// The completion of an item born complete that is exactly what the
     /// item's projection row holds (`born::projects`): its log row may
     /// leave the body to that row, if the row is written with it.
@@ -132,7 +130,6 @@ impl ThreadState {
                 item_id: None,
                 json: started_json,
                 folded: false,
-                completes_item: false,
                 projected: false,
             }],
             ..Pending::default()
@@ -623,7 +620,6 @@ impl ThreadState {
             item_id: event.payload.item_id().map(str::to_owned),
             json,
             folded: false,
-            completes_item: matches!(event.payload, ServerNotification::ItemCompleted(_)),
             projected,
         });
     }
