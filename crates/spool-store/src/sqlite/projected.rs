@@ -23,21 +23,22 @@ const ITEM_ROW: &str = concat!(
     " FROM items WHERE thread_id = ?1 AND item_id = ?2"
 );
 
-/// Item rows that are the body of an `item/projected` log row.
-const BODIES: &str = concat!(
-    "SELECT ",
-    item_columns!(),
-    " FROM items WHERE thread_id = ?1 AND EXISTS (SELECT 1 FROM events \
-     WHERE events.thread_id = items.thread_id AND events.seq = items.seq \
-     AND events.method = 'item/projected')"
-);
-const BODY_OF_ITEM: &str = concat!(
-    "SELECT ",
-    item_columns!(),
-    " FROM items WHERE thread_id = ?1 AND item_id = ?2 AND EXISTS (SELECT 1 FROM events \
-     WHERE events.thread_id = items.thread_id AND events.seq = items.seq \
-     AND events.method = 'item/projected')"
-);
+/// The thread's item rows that are the body of an `item/projected` log
+/// row; [`BODY_OF_ITEM`] narrows it to one item.
+macro_rules! bodies {
+    ($($and:literal)?) => {
+        concat!(
+            "SELECT ",
+            item_columns!(),
+            " FROM items WHERE thread_id = ?1 ",
+            $($and, )?
+            "AND EXISTS (SELECT 1 FROM events WHERE events.thread_id = items.thread_id \
+             AND events.seq = items.seq AND events.method = 'item/projected')"
+        )
+    };
+}
+const BODIES: &str = bodies!();
+const BODY_OF_ITEM: &str = bodies!("AND item_id = ?2 ");
 
 const GIVE_BODY: &str = "UPDATE events SET method = ?3, payload = ?4 \
      WHERE thread_id = ?1 AND seq = ?2 AND method = ?5";
@@ -84,10 +85,12 @@ pub(crate) fn restore(
 ) -> Result<usize, StoreError> {
     let mut bodies = Vec::new();
     {
-        let mut stmt = match item_id {
-            Some(_) => conn.prepare_cached(BODY_OF_ITEM)?,
-            None => conn.prepare_cached(BODIES)?,
+        let sql = if item_id.is_some() {
+            BODY_OF_ITEM
+        } else {
+            BODIES
         };
+        let mut stmt = conn.prepare_cached(sql)?;
         let mut rows = match item_id {
             Some(item_id) => stmt.query((thread_id, item_id))?,
             None => stmt.query((thread_id,))?,

@@ -26,20 +26,12 @@ use crate::error::StoreError;
 const MAX_ITEM_ID: &str = "SELECT max(item_id) FROM items WHERE thread_id = ?1";
 const MAX_TURN_ID: &str = "SELECT max(turn_id) FROM turns WHERE thread_id = ?1";
 
-/// The greatest item and turn ids the thread's rows can hold.
+/// The greatest item and turn ids the thread's rows can hold: `None` while
+/// not read yet, `Some(None)` when there are no rows.
 #[derive(Debug, Default)]
 pub(super) struct FreshIds {
-    items: Bound,
-    turns: Bound,
-}
-
-#[derive(Debug, Default)]
-enum Bound {
-    /// Not read yet.
-    #[default]
-    Unknown,
-    /// No id is above this one (`None`: there are no rows).
-    Known(Option<String>),
+    items: Option<Option<String>>,
+    turns: Option<Option<String>>,
 }
 
 /// Which kind of id.
@@ -53,53 +45,40 @@ impl FreshIds {
     /// The bounds of a thread created in this batch: it has no rows.
     pub(super) fn empty() -> Self {
         FreshIds {
-            items: Bound::Known(None),
-            turns: Bound::Known(None),
+            items: Some(None),
+            turns: Some(None),
         }
     }
 
-    /// Whether `id` is above every id of its kind the thread's rows can
-    /// hold. Reads the bound on first use (`conn` is needed only then).
-    pub(super) fn is_fresh(
+    /// Notes a start of `id` (whatever becomes of it) and says whether the
+    /// id is above every id of its kind the thread's rows can hold, so no
+    /// row can hold it. Reads the bound on first use (`conn` is needed only
+    /// then).
+    pub(super) fn start(
         &mut self,
         conn: Option<&Connection>,
         thread_id: &str,
         kind: Kind,
         id: &str,
     ) -> Result<bool, StoreError> {
-        let bound = self.bound(kind);
-        if let Bound::Unknown = bound {
-            let sql = match kind {
-                Kind::Item => MAX_ITEM_ID,
-                Kind::Turn => MAX_TURN_ID,
-            };
-            let conn = super::state::needs(conn)?;
-            let max: Option<String> = conn
-                .prepare_cached(sql)?
-                .query_row((thread_id,), |row| row.get(0))?;
-            *bound = Bound::Known(max);
-        }
-        Ok(match bound {
-            Bound::Known(Some(max)) => id > max.as_str(),
-            Bound::Known(None) => true,
-            Bound::Unknown => false,
-        })
-    }
-
-    /// Raises the bound to a started id (whatever becomes of the start).
-    pub(super) fn note(&mut self, kind: Kind, id: &str) {
-        if let Bound::Known(max) = self.bound(kind)
-            && max.as_deref().is_none_or(|max| id > max)
-        {
+        let (bound, sql) = match kind {
+            Kind::Item => (&mut self.items, MAX_ITEM_ID),
+            Kind::Turn => (&mut self.turns, MAX_TURN_ID),
+        };
+        let max = match bound {
+            Some(max) => max,
+            None => {
+                let read: Option<String> = super::state::needs(conn)?
+                    .prepare_cached(sql)?
+                    .query_row((thread_id,), |row| row.get(0))?;
+                bound.insert(read)
+            }
+        };
+        let fresh = max.as_deref().is_none_or(|max| id > max);
+        if fresh {
             *max = Some(id.to_owned());
         }
-    }
-
-    fn bound(&mut self, kind: Kind) -> &mut Bound {
-        match kind {
-            Kind::Item => &mut self.items,
-            Kind::Turn => &mut self.turns,
-        }
+        Ok(fresh)
     }
 }
 
@@ -108,24 +87,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_ids_above_every_noted_one_are_fresh() {
+    fn only_ids_above_every_started_one_are_fresh() {
         let mut ids = FreshIds::empty();
-        assert!(ids.is_fresh(None, "t", Kind::Item, "b").unwrap());
-        ids.note(Kind::Item, "b");
-        assert!(!ids.is_fresh(None, "t", Kind::Item, "b").unwrap());
-        assert!(!ids.is_fresh(None, "t", Kind::Item, "a").unwrap());
-        assert!(ids.is_fresh(None, "t", Kind::Item, "c").unwrap());
-        ids.note(Kind::Item, "a"); // lower: the bound stays
-        assert!(!ids.is_fresh(None, "t", Kind::Item, "b").unwrap());
+        let mut start = |kind, id| ids.start(None, "t", kind, id).unwrap();
+        assert!(start(Kind::Item, "b"));
+        assert!(!start(Kind::Item, "b"));
+        assert!(!start(Kind::Item, "a")); // lower: the bound stays
+        assert!(!start(Kind::Item, "b"));
+        assert!(start(Kind::Item, "c"));
+        assert!(!start(Kind::Item, "c"));
         // Kinds are apart.
-        assert!(ids.is_fresh(None, "t", Kind::Turn, "a").unwrap());
+        assert!(start(Kind::Turn, "a"));
     }
 
     #[test]
     fn an_unread_bound_needs_the_connection() {
         let mut ids = FreshIds::default();
         assert!(matches!(
-            ids.is_fresh(None, "t", Kind::Item, "z"),
+            ids.start(None, "t", Kind::Item, "z"),
             Err(StoreError::WriterBusy)
         ));
     }

@@ -496,10 +496,8 @@ impl ThreadState {
                 if self.reducer.item(item_id).is_some() || self.pending.dirty.row_deleted(item_id) {
                     return Ok(None); // the reducer itself decides
                 }
-                let fresh = self.fresh.is_fresh(conn, thread_id, Kind::Item, item_id)?;
-                self.fresh.note(Kind::Item, item_id);
-                if fresh {
-                    return Ok(None);
+                if self.fresh.start(conn, thread_id, Kind::Item, item_id)? {
+                    return Ok(None); // no row can hold it
                 }
                 let stored = stored_status(needs(conn)?, STORED_ITEM_STATUS, thread_id, item_id)?;
                 Ok(stored.map(|_| ReduceError::DuplicateItem {
@@ -510,11 +508,7 @@ impl ThreadState {
                 if self.reducer.turn(&n.turn.id).is_some() {
                     return Ok(None);
                 }
-                let fresh = self
-                    .fresh
-                    .is_fresh(conn, thread_id, Kind::Turn, &n.turn.id)?;
-                self.fresh.note(Kind::Turn, &n.turn.id);
-                if fresh {
+                if self.fresh.start(conn, thread_id, Kind::Turn, &n.turn.id)? {
                     return Ok(None);
                 }
                 let stored =
