@@ -30,7 +30,7 @@ die() {
 runs=3
 quick=()
 save=""
-spool_workloads="a,b,c,d,e,f,g,h,i,j,k,l,m"
+spool_workloads="a,b,c,d,e,f,g,h,i,j,k,l,m,n"
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --runs) [[ $# -ge 2 ]] || die "--runs needs a number"; runs="$2"; shift 2 ;;

@@ -119,7 +119,7 @@ pub struct BenchRunnerArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct BenchStoreArgs {
-    /// Which workloads to run, comma-separated (default: all, a to m).
+    /// Which workloads to run, comma-separated (default: all, a to n).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub workloads: Vec<WorkloadId>,
     /// Runs per workload, each on a fresh store file; the median is reported.
@@ -150,10 +150,11 @@ pub enum WorkloadId {
     K,
     L,
     M,
+    N,
 }
 
 impl WorkloadId {
-    pub const ALL: [WorkloadId; 13] = [
+    pub const ALL: [WorkloadId; 14] = [
         WorkloadId::A,
         WorkloadId::B,
         WorkloadId::C,
@@ -167,6 +168,7 @@ impl WorkloadId {
         WorkloadId::K,
         WorkloadId::L,
         WorkloadId::M,
+        WorkloadId::N,
     ];
 
     pub fn letter(self) -> &'static str {
@@ -184,6 +186,7 @@ impl WorkloadId {
             WorkloadId::K => "k",
             WorkloadId::L => "l",
             WorkloadId::M => "m",
+            WorkloadId::N => "n",
         }
     }
 }

@@ -181,6 +181,7 @@ async fn run_once(
         WorkloadId::B => session_workloads::add(dir, items.to_vec(), sizes.batch).await,
         WorkloadId::C => session_workloads::get_all(dir, items.to_vec(), sizes).await,
         WorkloadId::D => session_workloads::get_tail(dir, items.to_vec(), sizes).await,
+        WorkloadId::N => session_workloads::get_tail_raw(dir, items.to_vec(), sizes).await,
         WorkloadId::E => session_workloads::concurrent(dir, sizes).await,
         WorkloadId::F => log_workloads::deltas(dir, sizes).await,
         WorkloadId::G => log_workloads::llm_view(dir, sizes).await,

@@ -87,6 +87,31 @@ pub async fn get_tail(dir: &Path, items: Vec<Value>, sizes: &Sizes) -> anyhow::R
     Ok(sample)
 }
 
+/// (n): (d) through `get_items_raw`, each item as its JSON text; checked
+/// after the clock stops to be the very items `get_items` gives.
+pub async fn get_tail_raw(dir: &Path, items: Vec<Value>, sizes: &Sizes) -> anyhow::Result<Sample> {
+    let store = open_store(dir)?;
+    let session = filled(&store, items, sizes.batch).await?;
+
+    let mut last = Vec::new();
+    let start = Instant::now();
+    for _ in 0..sizes.tail_calls {
+        last = std::hint::black_box(session.get_items_raw(Some(sizes.tail_limit)).await?);
+    }
+    let sample = Sample::timed(start.elapsed());
+
+    let parsed = last
+        .iter()
+        .map(|item| serde_json::from_str::<Value>(item.get()))
+        .collect::<Result<Vec<_>, _>>()?;
+    ensure!(
+        parsed == session.get_items(Some(sizes.tail_limit)).await?,
+        "get_items_raw and get_items gave different items"
+    );
+    store.close().await?;
+    Ok(sample)
+}
+
 /// (e): concurrent appenders, each on its own session of one shared store,
 /// every append single-item and durable: what group commit is for.
 pub async fn concurrent(dir: &Path, sizes: &Sizes) -> anyhow::Result<Sample> {

@@ -124,6 +124,16 @@ impl Spec {
                 "call",
                 Headline::MsPerOp("ms/call"),
             ),
+            WorkloadId::N => (
+                format!(
+                    "get_items_raw(Some({})) on a session of {} items, mean of {} calls: (d) \
+                     with each item as its JSON text, not built into a Value",
+                    s.tail_limit, s.items, s.tail_calls
+                ),
+                s.tail_calls,
+                "call",
+                Headline::MsPerOp("ms/call"),
+            ),
             WorkloadId::E => (
                 format!(
                     "{} concurrent appenders (a tokio task and a session each, one store), \
@@ -290,6 +300,7 @@ fn target(id: WorkloadId, value: f64) -> Option<Target> {
         | WorkloadId::J
         | WorkloadId::K
         | WorkloadId::L
-        | WorkloadId::M => None,
+        | WorkloadId::M
+        | WorkloadId::N => None,
     }
 }

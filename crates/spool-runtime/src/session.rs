@@ -70,6 +70,15 @@ impl<S: Store + Clone + 'static> CompactingSession<S> {
         self.session.get_items(limit).await
     }
 
+    /// As [`Session::get_items_raw`]: [`CompactingSession::get_items`]'s
+    /// items as JSON text.
+    pub async fn get_items_raw(
+        &self,
+        limit: Option<usize>,
+    ) -> Result<Vec<Box<serde_json::value::RawValue>>, StoreError> {
+        self.session.get_items_raw(limit).await
+    }
+
     /// Adds the items as [`Session::add_items`] does (durable before any
     /// model call), then compacts when the history passes the policy.
     /// Returns the compaction's result when there was one. A compaction

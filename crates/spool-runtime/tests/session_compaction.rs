@@ -129,6 +129,15 @@ async fn past_its_threshold_a_session_gives_the_summary_and_the_newer_items() {
     assert_eq!(session.get_items(None).await.unwrap(), expected);
     assert_eq!(session.get_items(Some(2)).await.unwrap(), next);
     assert_eq!(session.get_items(Some(5)).await.unwrap(), expected);
+    // As JSON text: the same items, the summary (a converted row) too.
+    let raw: Vec<serde_json::Value> = session
+        .get_items_raw(None)
+        .await
+        .unwrap()
+        .iter()
+        .map(|item| serde_json::from_str(item.get()).unwrap())
+        .collect();
+    assert_eq!(raw, expected);
 
     // The plain session over the same store reads the same; a fresh
     // handle (a restart) too.

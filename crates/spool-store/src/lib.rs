@@ -32,6 +32,7 @@
 mod appender;
 mod born;
 mod error;
+mod input_json;
 mod mark;
 mod options;
 pub mod processes;
@@ -48,6 +49,7 @@ use spool_protocol::{ServerNotification, ThreadEvent};
 
 pub use appender::Appender;
 pub use error::{CorruptRow, DecodeCause, StoreError};
+pub use input_json::InputJson;
 pub use options::{Durability, StoreOptions};
 pub use session::Session;
 pub use sqlite::SqliteStore;
@@ -152,11 +154,11 @@ pub trait Store: Send + Sync {
     /// or the provider's compacted items), as in the model view; `complete`
     /// is then false. No window rule is applied here: that is
     /// [`Session::get_items`]' business, the same for every store.
-    fn input_items(
+    fn input_items<T: InputJson>(
         &self,
         thread_id: &str,
         limit: Option<usize>,
-    ) -> impl Future<Output = Result<InputItems, StoreError>> + Send;
+    ) -> impl Future<Output = Result<InputItems<T>, StoreError>> + Send;
 
     /// Atomically removes the thread's newest item in the model's view
     /// (logging `item/removed`) and returns it; `None` when there is none.

@@ -130,8 +130,8 @@ pub struct ThreadPage {
 /// A thread's newest items as Responses API input items, oldest first
 /// ([`crate::Store::input_items`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct InputItems {
-    pub items: Vec<serde_json::Value>,
+pub struct InputItems<T = serde_json::Value> {
+    pub items: Vec<T>,
     /// Whether these are all of the thread's input items, so nothing was
     /// left out before the first one.
     pub complete: bool,

@@ -11,6 +11,24 @@ use spool_core::View;
 use spool_protocol::{ItemKind, ServerNotification, ThreadItem, UserInput};
 use spool_store::{Session, SqliteStore, Store};
 
+/// `get_items(limit)`, checked against `get_items_raw(limit)`: the raw
+/// form gives the same items, as JSON text.
+async fn both(s: &Session, limit: Option<usize>) -> Vec<Value> {
+    let items = s.get_items(limit).await.unwrap();
+    let raw: Vec<Value> = s
+        .get_items_raw(limit)
+        .await
+        .unwrap()
+        .iter()
+        .map(|item| serde_json::from_str(item.get()).unwrap())
+        .collect();
+    assert_eq!(
+        raw, items,
+        "get_items_raw({limit:?}) differs from get_items"
+    );
+    items
+}
+
 async fn session(store: &SqliteStore, id: &str) -> Session {
     Session::open(store.clone(), id)
         .await
@@ -162,12 +180,12 @@ async fn limits_are_none_all_zero_none_and_n_the_newest_n() {
     for chunk in items.chunks(7) {
         s.add_items(chunk.to_vec()).await.unwrap();
     }
-    assert_eq!(s.get_items(None).await.unwrap(), items);
-    assert!(s.get_items(Some(0)).await.unwrap().is_empty());
-    assert_eq!(s.get_items(Some(1)).await.unwrap(), items[24..]);
-    assert_eq!(s.get_items(Some(10)).await.unwrap(), items[15..]);
-    assert_eq!(s.get_items(Some(25)).await.unwrap(), items);
-    assert_eq!(s.get_items(Some(1_000)).await.unwrap(), items);
+    assert_eq!(both(&s, None).await, items);
+    assert!(both(&s, Some(0)).await.is_empty());
+    assert_eq!(both(&s, Some(1)).await, items[24..]);
+    assert_eq!(both(&s, Some(10)).await, items[15..]);
+    assert_eq!(both(&s, Some(25)).await, items);
+    assert_eq!(both(&s, Some(1_000)).await, items);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -185,28 +203,19 @@ async fn a_window_never_holds_an_output_whose_call_it_left_out() {
     ];
     s.add_items(items.clone()).await.unwrap();
     // Cut between the call and its output: the output is left out.
-    assert_eq!(
-        s.get_items(Some(3)).await.unwrap(),
-        [assistant("msg_1", "sunny")]
-    );
+    assert_eq!(both(&s, Some(3)).await, [assistant("msg_1", "sunny")]);
     // Cut between parallel calls: b's output stays with b, a's goes.
     assert_eq!(
-        s.get_items(Some(4)).await.unwrap(),
+        both(&s, Some(4)).await,
         [call("b"), output("b"), assistant("msg_1", "sunny")]
     );
-    assert_eq!(s.get_items(Some(5)).await.unwrap(), items[1..]);
+    assert_eq!(both(&s, Some(5)).await, items[1..]);
     // Nothing was deleted.
-    assert_eq!(s.get_items(None).await.unwrap(), items);
+    assert_eq!(both(&s, None).await, items);
     // A whole session keeps even an output that never had a call.
     s.add_items(vec![output("nobody")]).await.unwrap();
-    assert_eq!(
-        s.get_items(None).await.unwrap().last(),
-        Some(&output("nobody"))
-    );
-    assert_eq!(
-        s.get_items(Some(2)).await.unwrap(),
-        [assistant("msg_1", "sunny")]
-    );
+    assert_eq!(both(&s, None).await.last(), Some(&output("nobody")));
+    assert_eq!(both(&s, Some(2)).await, [assistant("msg_1", "sunny")]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -217,8 +226,8 @@ async fn sessions_are_apart_and_an_existing_thread_opens_as_a_session() {
     let b = session(&store, "b").await;
     a.add_items(vec![user("for a")]).await.unwrap();
     b.add_items(vec![user("for b")]).await.unwrap();
-    assert_eq!(a.get_items(None).await.unwrap(), [user("for a")]);
-    assert_eq!(b.get_items(None).await.unwrap(), [user("for b")]);
+    assert_eq!(both(&a, None).await, [user("for a")]);
+    assert_eq!(both(&b, None).await, [user("for b")]);
 
     // A thread the runtime wrote: its items come converted, as the model
     // view converts them.
@@ -240,7 +249,7 @@ async fn sessions_are_apart_and_an_existing_thread_opens_as_a_session() {
     let s = session(&store, &t).await;
     s.add_items(vec![user("more")]).await.unwrap();
     assert_eq!(
-        s.get_items(None).await.unwrap(),
+        both(&s, None).await,
         [
             json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "question"}]}),
             json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "answer", "annotations": []}]}),
@@ -261,6 +270,11 @@ async fn a_corrupt_raw_item_is_an_error_naming_its_row() {
             [],
         )
         .unwrap();
+    let raw_error = s.get_items_raw(None).await.unwrap_err();
+    assert_eq!(
+        raw_error.corrupt_row().map(|row| row.column),
+        Some("input_item")
+    );
     let error = s.get_items(None).await.unwrap_err();
     let row = error.corrupt_row().expect("a corrupt row error");
     assert_eq!((row.table, row.column), ("items", "input_item"));

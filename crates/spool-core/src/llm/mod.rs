@@ -78,7 +78,7 @@ pub use convert::{
 };
 pub use extend::ViewBase;
 pub use pack::{Offered, Packer, count_turns};
-pub use sanitize::{ToolSide, splits_before, tool_side};
+pub use sanitize::{ToolSide, splits_before, tool_side, tool_side_of};
 pub use tools::IMAGE_URL_KEY;
 pub use tracker::{HistoryCursor, PartKey, Prepared, Response, Sent};
 

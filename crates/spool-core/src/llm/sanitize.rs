@@ -52,6 +52,12 @@ const OUTPUT_TYPES: &[&str] = &[
 pub fn tool_side(value: &Value) -> Option<ToolSide<'_>> {
     let kind = value.get("type")?.as_str()?;
     let call_id = value.get("call_id")?.as_str()?;
+    tool_side_of(kind, call_id)
+}
+
+/// [`tool_side`] of an item whose `type` is `kind` and whose `call_id` is
+/// `call_id`, for callers that read the two fields without a [`Value`].
+pub fn tool_side_of<'a>(kind: &str, call_id: &'a str) -> Option<ToolSide<'a>> {
     if CALL_TYPES.contains(&kind) {
         Some(ToolSide::Call(call_id))
     } else if OUTPUT_TYPES.contains(&kind) {

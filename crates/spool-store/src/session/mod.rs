@@ -28,6 +28,7 @@ mod mapping;
 mod window;
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 use spool_core::ItemRecord;
 use spool_core::llm::{INPUT_ITEM_KEY, ReasoningIdPolicy, input_items, raw_input_item};
 use spool_protocol::{
@@ -38,6 +39,7 @@ use spool_protocol::{
 
 use crate::Store;
 use crate::error::StoreError;
+use crate::input_json::InputJson;
 use crate::sqlite::SqliteStore;
 use crate::types::{InputItems, NewThread};
 
@@ -87,6 +89,21 @@ impl<S: Store> Session<S> {
     /// compaction stands for every item before it: the window ends there,
     /// with the summary.
     pub async fn get_items(&self, limit: Option<usize>) -> Result<Vec<Value>, StoreError> {
+        self.get_items_as(limit).await
+    }
+
+    /// [`Session::get_items`], each item as its JSON text
+    /// ([`RawValue::get`]), checked but never built into a [`Value`]: for
+    /// a caller that passes the items on (into a model request, over the
+    /// wire) without looking inside. The same items, the same window.
+    pub async fn get_items_raw(
+        &self,
+        limit: Option<usize>,
+    ) -> Result<Vec<Box<RawValue>>, StoreError> {
+        self.get_items_as(limit).await
+    }
+
+    async fn get_items_as<T: InputJson>(&self, limit: Option<usize>) -> Result<Vec<T>, StoreError> {
         if limit == Some(0) {
             return Ok(Vec::new());
         }

@@ -12,15 +12,15 @@
 
 use std::collections::HashSet;
 
-use serde_json::Value;
-use spool_core::llm::{ToolSide, tool_side};
+use crate::input_json::InputJson;
+use crate::input_json::sealed::Side;
 
 /// `items` (a cut window, oldest first) without the outputs whose call is
 /// not in it.
-pub(super) fn without_cut_outputs(items: Vec<Value>) -> Vec<Value> {
+pub(super) fn without_cut_outputs<T: InputJson>(items: Vec<T>) -> Vec<T> {
     let has_output = items
         .iter()
-        .any(|item| matches!(tool_side(item), Some(ToolSide::Output(_))));
+        .any(|item| item.side().is_some_and(|side| !side.call));
     if !has_output {
         // The common case: no set to build, nothing to move.
         return items;
@@ -28,12 +28,15 @@ pub(super) fn without_cut_outputs(items: Vec<Value>) -> Vec<Value> {
     let mut calls: HashSet<String> = HashSet::new();
     items
         .into_iter()
-        .filter(|item| match tool_side(item) {
-            Some(ToolSide::Call(call_id)) => {
-                calls.insert(call_id.to_owned());
+        .filter(|item| match item.side() {
+            Some(Side {
+                call: true,
+                call_id,
+            }) => {
+                calls.insert(call_id.into_owned());
                 true
             }
-            Some(ToolSide::Output(call_id)) => calls.contains(call_id),
+            Some(Side { call_id, .. }) => calls.contains(call_id.as_ref()),
             None => true,
         })
         .collect()
@@ -42,7 +45,8 @@ pub(super) fn without_cut_outputs(items: Vec<Value>) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::value::RawValue;
+    use serde_json::{Value, json};
 
     fn call(id: &str) -> Value {
         json!({"type": "function_call", "call_id": id, "name": "f", "arguments": "{}"})
@@ -63,5 +67,32 @@ mod tests {
         );
         let window = vec![output("x"), user.clone()];
         assert_eq!(without_cut_outputs(window), [user]);
+    }
+
+    /// The same rule on items kept as JSON text, whose `call_id` may need
+    /// unescaping and whose other fields are never read.
+    #[test]
+    fn raw_items_follow_the_same_rule() {
+        let raw = |items: Vec<Value>| -> Vec<Box<RawValue>> {
+            items
+                .iter()
+                .map(|item| serde_json::value::to_raw_value(item).unwrap())
+                .collect()
+        };
+        let text = |items: Vec<Box<RawValue>>| -> Vec<String> {
+            items.iter().map(|item| item.get().to_owned()).collect()
+        };
+        let user = json!({"role": "user", "content": "call_id"});
+        let quoted = "b \"quoted\" é";
+        let window = vec![call(quoted), output("a"), output(quoted), user.clone()];
+        assert_eq!(
+            text(without_cut_outputs(raw(window))),
+            text(raw(vec![call(quoted), output(quoted), user.clone()]))
+        );
+        let window = vec![output("x"), user.clone(), json!("not an object")];
+        assert_eq!(
+            text(without_cut_outputs(raw(window))),
+            text(raw(vec![user, json!("not an object")]))
+        );
     }
 }

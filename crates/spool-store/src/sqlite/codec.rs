@@ -17,6 +17,7 @@ use spool_protocol::{
 use super::projected::read_completion;
 use crate::born::{PROJECTED, RECORDED, start_of};
 use crate::error::{CorruptRow, DecodeCause, StoreError};
+use crate::input_json::InputJson;
 use crate::types::ThreadRecord;
 
 /// Columns [`decode_item`] reads, in order (a macro so SQL can `concat!` it).
@@ -188,10 +189,10 @@ pub(crate) fn decode_item(row: &Row<'_>, thread_id: &str) -> Result<ItemRecord, 
 /// The raw input item of an item row (see [`item_columns`]), if it has
 /// one. Only that column is decoded; the seq and item id are read only to
 /// name the row in an error.
-pub(crate) fn decode_input_item(
+pub(crate) fn decode_input_item<T: InputJson>(
     row: &Row<'_>,
     thread_id: &str,
-) -> Result<Option<Value>, StoreError> {
+) -> Result<Option<T>, StoreError> {
     let cx = RowContext {
         table: "items",
         thread_id,
@@ -201,7 +202,7 @@ pub(crate) fn decode_input_item(
     let Some(text) = cx.opt_text(row, 7, "input_item")? else {
         return Ok(None);
     };
-    serde_json::from_str(text).map(Some).map_err(|cause| {
+    T::parse(text).map(Some).map_err(|cause| {
         let cx = RowContext {
             seq: cx.unsigned(row, 0, "seq").ok(),
             item_id: cx.text(row, 1, "item_id").ok(),

@@ -11,12 +11,12 @@
 //! give it more than one input item (a tool call and its output) or none.
 
 use rusqlite::{Connection, Row};
-use serde_json::Value;
 use spool_core::llm::{ReasoningIdPolicy, input_items, is_cut_point};
 
 use super::codec::{decode_input_item, decode_item, item_columns};
 use super::reads::thread_exists;
 use crate::error::StoreError;
+use crate::input_json::InputJson;
 use crate::types::InputItems;
 
 const NEWEST: &str = concat!(
@@ -31,11 +31,11 @@ pub(crate) const INLINE_LIMIT: usize = 200;
 
 /// The newest `limit` input items of a thread, oldest first (`None`: all
 /// since the latest compaction).
-pub(crate) fn read_input_items(
+pub(crate) fn read_input_items<T: InputJson>(
     conn: &Connection,
     thread_id: &str,
     limit: Option<usize>,
-) -> Result<InputItems, StoreError> {
+) -> Result<InputItems<T>, StoreError> {
     let found = read_newest(conn, thread_id, limit)?;
     if found.items.is_empty() && !thread_exists(conn, thread_id)? {
         return Err(StoreError::UnknownThread(thread_id.to_owned()));
@@ -43,11 +43,11 @@ pub(crate) fn read_input_items(
     Ok(found)
 }
 
-fn read_newest(
+fn read_newest<T: InputJson>(
     conn: &Connection,
     thread_id: &str,
     limit: Option<usize>,
-) -> Result<InputItems, StoreError> {
+) -> Result<InputItems<T>, StoreError> {
     if limit == Some(0) {
         // An empty window: whether anything is left out is not asked.
         return Ok(InputItems {
@@ -85,7 +85,11 @@ fn read_newest(
 
 /// The input items of one row, oldest first. True when the row is a
 /// finished compaction: nothing older is in the view.
-fn push_row(row: &Row<'_>, thread_id: &str, out: &mut Vec<Value>) -> Result<bool, StoreError> {
+fn push_row<T: InputJson>(
+    row: &Row<'_>,
+    thread_id: &str,
+    out: &mut Vec<T>,
+) -> Result<bool, StoreError> {
     if let Some(raw) = decode_input_item(row, thread_id)? {
         out.push(raw);
         return Ok(false);
@@ -94,14 +98,14 @@ fn push_row(row: &Row<'_>, thread_id: &str, out: &mut Vec<Value>) -> Result<bool
 }
 
 /// The input items of a row without a raw item: the record, converted.
-fn push_converted(
+fn push_converted<T: InputJson>(
     row: &Row<'_>,
     thread_id: &str,
-    out: &mut Vec<Value>,
+    out: &mut Vec<T>,
 ) -> Result<bool, StoreError> {
     let record = decode_item(row, thread_id)?;
     for item in input_items(&record, ReasoningIdPolicy::Preserve) {
-        let value = serde_json::to_value(&item).map_err(|source| StoreError::Encode {
+        let value = T::from_item(&item).map_err(|source| StoreError::Encode {
             what: "input item",
             source,
         })?;

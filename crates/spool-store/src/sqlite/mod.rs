@@ -29,6 +29,7 @@ use self::writer::{Incoming, Request, RequestOp};
 use crate::Store;
 use crate::born::folds_into;
 use crate::error::StoreError;
+use crate::input_json::InputJson;
 use crate::options::StoreOptions;
 use crate::recovery;
 use crate::sqlite::codec::encode;
@@ -364,11 +365,11 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn input_items(
+    async fn input_items<T: InputJson>(
         &self,
         thread_id: &str,
         limit: Option<usize>,
-    ) -> Result<InputItems, StoreError> {
+    ) -> Result<InputItems<T>, StoreError> {
         match limit {
             // A small window reads a few dozen rows in tens of microseconds:
             // less than the hop to a blocking thread and back, so it runs

@@ -155,7 +155,10 @@ pub async fn snapshot(store: &SqliteStore) -> String {
         .unwrap();
         writeln!(out, "{:?}", store.events_after(id, 5, 3).await.unwrap()).unwrap();
         for limit in [None, Some(1), Some(5)] {
-            let got = store.input_items(id, limit).await.unwrap();
+            let got = store
+                .input_items::<serde_json::Value>(id, limit)
+                .await
+                .unwrap();
             writeln!(out, "input {limit:?}: {got:?}").unwrap();
         }
         for budget in [None, Some(60)] {
