@@ -27,7 +27,7 @@ fn quick_bench_reports_every_workload() {
     assert_eq!(
         names,
         [
-            "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m"
+            "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n"
         ]
     );
     for w in workloads {

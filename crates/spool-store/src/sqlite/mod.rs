@@ -217,19 +217,24 @@ fn prepare_append(
     // and a burst of deltas is thousands of entries.
     let mut incoming = Vec::with_capacity(notifications.len());
     let mut notifications = notifications.into_iter().peekable();
+    let mut completes_fold = false;
     while let Some(notification) = notifications.next() {
+        let folds = notifications
+            .peek()
+            .is_some_and(|next| folds_into(&notification, next));
         let json = if never_stored(&notification) {
             None
-        } else if notifications
-            .peek()
-            .is_some_and(|next| folds_into(&notification, next))
-        {
-            // Stored inside its completion's row: the JSON would be thrown
-            // away (an empty one tells the writer so; see `Incoming`).
+        } else if folds || completes_fold {
+            // A start stored inside its completion's row, or that
+            // completion, whose row usually leaves the body to the item's
+            // row (`born.rs`): JSON made here would mostly be thrown away.
+            // An empty one tells the writer to encode it if it needs it
+            // (see `Incoming`).
             Some(String::new())
         } else {
             Some(encode("notification", &notification)?)
         };
+        completes_fold = folds;
         incoming.push(Incoming { notification, json });
     }
     Ok(incoming)

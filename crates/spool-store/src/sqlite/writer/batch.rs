@@ -5,6 +5,7 @@
 //! projection rows are written once per batch however many events changed
 //! them, so a burst of deltas costs one row update per item per commit.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use rusqlite::{Connection, DropBehavior, Transaction, TransactionBehavior};
@@ -151,9 +152,9 @@ pub(super) fn write_thread(
                     .is_some_and(|record| record.seq == event.seq)
             });
         let (method, payload) = if thin {
-            (PROJECTED, "")
+            (PROJECTED, Cow::Borrowed(""))
         } else {
-            (event.method, event.json.as_str())
+            (event.method, event.payload_json()?)
         };
         insert_event.execute((
             thread_id,

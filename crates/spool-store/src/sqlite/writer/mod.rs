@@ -35,6 +35,7 @@ mod commit;
 mod dirty;
 mod fresh_ids;
 mod lend;
+mod pending;
 mod pop;
 mod processes;
 mod rank;
@@ -122,9 +123,11 @@ pub(crate) enum Request {
 
 /// A notification to append, with its JSON encoded by the caller (off the
 /// writer thread). `json` is `None` for what is never stored whatever the
-/// thread (status items), and empty for the start of an item born complete
-/// whose completion follows: its row is the completion's (`born.rs`), and
-/// the writer encodes it only should it not fold after all.
+/// thread (status items), and empty for an item born complete: its start,
+/// whose row is the completion's (`born.rs`), and its completion, whose row
+/// usually leaves the body to the item's row. The writer encodes either
+/// only should it need the text after all (the pair does not fold, the
+/// completion is not what the item's row says).
 pub(crate) struct Incoming {
     pub(crate) notification: ServerNotification,
     pub(crate) json: Option<String>,

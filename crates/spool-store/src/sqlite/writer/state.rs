@@ -17,6 +17,7 @@ use spool_protocol::{
 use super::Incoming;
 use super::dirty::{self, ApplyError, Dirty, Failed};
 use super::fresh_ids::{FreshIds, Kind};
+use super::pending::{Pending, PendingEvent};
 use super::reserve::Reservation;
 use crate::born::{RECORDED, folds_into, projects, start_of};
 use crate::error::StoreError;
@@ -47,44 +48,6 @@ pub(super) struct ThreadState {
     pub(super) seqs: Reservation,
     /// Bounds above which a started id needs no duplicate probe.
     fresh: FreshIds,
-}
-
-/// What the next commit writes for a thread.
-#[derive(Default)]
-pub(super) struct Pending {
-    /// The thread row to insert: the thread was created in this batch.
-    pub(super) created: Option<ThreadRecord>,
-    pub(super) created_at_ms: i64,
-    /// Accepted events, in seq order.
-    pub(super) events: Vec<PendingEvent>,
-    /// The projection rows to write or delete.
-    pub(super) dirty: Dirty,
-    pub(super) name: Option<Option<String>>,
-    pub(super) preview: Option<String>,
-    /// The thread's archived flag as the last event set it.
-    pub(super) archived: Option<bool>,
-}
-
-impl Pending {
-    pub(super) fn is_empty(&self) -> bool {
-        self.created.is_none() && self.events.is_empty()
-    }
-}
-
-/// An accepted event as the `events` table stores it.
-pub(super) struct PendingEvent {
-    pub(super) seq: u64,
-    pub(super) at_ms: i64,
-    pub(super) method: &'static str,
-    pub(super) item_id: Option<String>,
-    pub(super) json: String,
-    /// An `item/started` stored in the next event's row (`born.rs`): no
-    /// row of its own.
-    pub(super) folded: bool,
-    /// The completion of an item born complete that is exactly what the
-    /// item's projection row holds (`born::projects`): its log row may
-    /// leave the body to that row, if the row is written with it.
-    pub(super) projected: bool,
 }
 
 /// The result of an accepted append.
@@ -129,6 +92,7 @@ impl ThreadState {
                 method: "thread/started",
                 item_id: None,
                 json: started_json,
+                deferred: None,
                 folded: false,
                 projected: false,
             }],
@@ -291,12 +255,21 @@ impl ThreadState {
                 Ok(()) => {
                     let born_complete = completes_start(staged.last(), &event);
                     applied = true;
+                    let mut json = json;
                     if !born_complete {
                         // The event is applied: the reducer must be rebuilt.
-                        encode_unfolded_start(staged.last_mut()).map_err(|error| Refusal {
+                        let refusal = |error| Refusal {
                             error,
                             reducer_dirty: true,
-                        })?;
+                        };
+                        encode_unfolded_start(staged.last_mut()).map_err(refusal)?;
+                        // A completion the caller expected to fold its
+                        // start (the same rule; a safeguard).
+                        if json.is_empty()
+                            && !matches!(event.payload, ServerNotification::ItemStarted(_))
+                        {
+                            json = encode("notification", &event.payload).map_err(refusal)?;
+                        }
                     }
                     staged.push(Staged::Logged {
                         event,
@@ -377,8 +350,11 @@ impl ThreadState {
             let payload = if pending.folded && pending.json.is_empty() {
                 // A start the caller did not encode: it is the start its
                 // completion implies.
-                let completion = events.get(index + 1).map_or("", |next| next.json.as_str());
-                match serde_json::from_str(completion) {
+                let completion = events.get(index + 1).map_or_else(
+                    || Err(format!("pending seq {}: nothing follows", pending.seq)),
+                    PendingEvent::payload,
+                );
+                match completion {
                     Ok(ServerNotification::ItemCompleted(completed)) => start_of(&completed)
                         .map(ServerNotification::ItemStarted)
                         .ok_or_else(|| lost(format!("pending seq {}: no envelope", pending.seq)))?,
@@ -389,11 +365,10 @@ impl ThreadState {
                             pending.seq
                         )));
                     }
-                    Err(e) => return Err(lost(format!("pending seq {}: {e}", pending.seq + 1))),
+                    Err(e) => return Err(lost(e)),
                 }
             } else {
-                serde_json::from_str(&pending.json)
-                    .map_err(|e| lost(format!("pending seq {}: {e}", pending.seq)))?
+                pending.payload().map_err(lost)?
             };
             let event = ThreadEvent {
                 thread_id: thread_id.to_owned(),
@@ -607,12 +582,17 @@ impl ThreadState {
                     .is_some_and(|record| record.seq == event.seq && projects(completed, record));
             }
         }
+        // Born complete and left unencoded by the caller: kept typed (a
+        // copy costs a fraction of the encoding it saves when the row
+        // leaves the body to the item's row, as it nearly always does).
+        let deferred = (born_complete && json.is_empty()).then(|| Box::new(event.payload.clone()));
         pending.events.push(PendingEvent {
             seq: event.seq,
             at_ms: event.at_ms,
             method,
             item_id: event.payload.item_id().map(str::to_owned),
             json,
+            deferred,
             folded: false,
             projected,
         });
@@ -638,7 +618,13 @@ fn completes_start(previous: Option<&Staged>, event: &ThreadEvent) -> bool {
 /// follows it does not fold it after all. The caller applies the same
 /// rule to the same append, so this is a safeguard, not a path taken.
 fn encode_unfolded_start(last: Option<&mut Staged>) -> Result<(), StoreError> {
-    if let Some(Staged::Logged { event, json, .. }) = last
+    // A completion that folded its start is left as it is: its JSON is
+    // made only if its row needs it (`PendingEvent::payload_json`).
+    if let Some(Staged::Logged {
+        event,
+        json,
+        born_complete: false,
+    }) = last
         && json.is_empty()
     {
         *json = encode("notification", &event.payload)?;
