@@ -307,6 +307,7 @@ async fn handle_delivering(
                         }
                     } else {
                         held_threads.insert(thread.to_owned());
+                        lines.hold();
                         held.push(delivery);
                     }
                 }
@@ -317,9 +318,11 @@ async fn handle_delivering(
     if let Some(reply) = reply {
         lines.send(reply);
     }
+    let count = held.len();
     for delivery in held {
         send_delivery(state, delivery, lines);
     }
+    lines.release(count);
 }
 
 /// The `params.threadId` of a request or notification, if it names one.

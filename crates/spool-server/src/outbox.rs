@@ -56,7 +56,16 @@ struct Shared {
     /// Woken when the queue falls below half the bound, overflows, or
     /// closes: a replay waiting for room goes on (see [`Room`]).
     drained: Notify,
+    /// Deliveries the connection holds back, not yet encoded, until the
+    /// reply they must follow is sent (`connection.rs`): not in `queued`,
+    /// yet waiting for the client all the same.
+    held: AtomicUsize,
 }
+
+/// Deliveries a connection may hold back behind a reply before producers
+/// that can wait do wait: without it, a replay running while its
+/// `thread/resume` is handled would pile the whole log up unpaced.
+const MAX_HELD: usize = 256;
 
 /// Lets a producer that can wait — a watcher's forwarder, a replay of the
 /// log — send no faster than the client takes it, so that a long replay
@@ -167,11 +176,13 @@ impl Shared {
             overflow: Notify::new(),
             closed: AtomicBool::new(false),
             drained: Notify::new(),
+            held: AtomicUsize::new(0),
         }
     }
 
     fn has_room(&self) -> bool {
-        self.queued.load(Ordering::Acquire) < self.bound / 2
+        (self.queued.load(Ordering::Acquire) < self.bound / 2
+            && self.held.load(Ordering::Acquire) < MAX_HELD)
             || self.overflowed.load(Ordering::Acquire)
             || self.closed.load(Ordering::Acquire)
     }
@@ -248,6 +259,20 @@ impl Outbox {
         }
     }
 
+    /// One more delivery is held back behind a reply (see [`Shared::held`]).
+    pub(crate) fn hold(&self) {
+        self.shared.held.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// `count` held deliveries were queued (or dropped): producers waiting
+    /// on them go on.
+    pub(crate) fn release(&self, count: usize) {
+        if count > 0 {
+            self.shared.held.fetch_sub(count, Ordering::AcqRel);
+            self.shared.drained.notify_waiters();
+        }
+    }
+
     /// What a replay waits on before each event.
     pub(crate) fn room(&self) -> Room {
         Room {
@@ -308,6 +333,30 @@ mod tests {
             "nothing queued past the overflow"
         );
         assert!(outbox.overflow_reason().len() <= 123);
+    }
+
+    /// Deliveries held back behind a reply are not bytes in the queue yet,
+    /// but a replay waits on them all the same, and goes on once they are
+    /// queued.
+    #[tokio::test]
+    async fn a_replay_waits_while_deliveries_are_held_behind_a_reply() {
+        let (outbox, _unsent) = outbox(1 << 20);
+        let room = outbox.room();
+        for _ in 0..MAX_HELD - 1 {
+            outbox.hold();
+        }
+        assert!(room.has_room(), "under the held bound");
+        outbox.hold();
+        assert!(!room.has_room(), "the held bound reached, the queue empty");
+        let waiting = tokio::spawn({
+            let room = room.clone();
+            async move { room.wait().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished());
+        outbox.release(MAX_HELD);
+        waiting.await.unwrap();
+        assert!(room.has_room());
     }
 
     #[tokio::test]
