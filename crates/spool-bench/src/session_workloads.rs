@@ -60,18 +60,44 @@ pub async fn get_all(dir: &Path, items: Vec<Value>, sizes: &Sizes) -> anyhow::Re
     Ok(sample)
 }
 
-/// (d): the latest `tail_limit` items, `tail_calls` times.
-pub async fn get_tail(dir: &Path, items: Vec<Value>, sizes: &Sizes) -> anyhow::Result<Sample> {
+/// (d): the latest `tail_limit` items, `tail_calls` times; with `raw`,
+/// (n): the same through `get_items_raw`, each item as its JSON text,
+/// checked after the clock stops to be the very items `get_items` gives.
+pub async fn get_tail(
+    dir: &Path,
+    items: Vec<Value>,
+    sizes: &Sizes,
+    raw: bool,
+) -> anyhow::Result<Sample> {
     let store = open_store(dir)?;
     let expected_last = items.last().cloned();
     let session = filled(&store, items, sizes.batch).await?;
+    let limit = Some(sizes.tail_limit);
 
-    let mut last = Vec::new();
-    let start = Instant::now();
-    for _ in 0..sizes.tail_calls {
-        last = std::hint::black_box(session.get_items(Some(sizes.tail_limit)).await?);
-    }
-    let sample = Sample::timed(start.elapsed());
+    let (sample, last) = if raw {
+        let mut last = Vec::new();
+        let start = Instant::now();
+        for _ in 0..sizes.tail_calls {
+            last = std::hint::black_box(session.get_items_raw(limit).await?);
+        }
+        let sample = Sample::timed(start.elapsed());
+        let parsed = last
+            .iter()
+            .map(|item| serde_json::from_str::<Value>(item.get()))
+            .collect::<Result<Vec<_>, _>>()?;
+        ensure!(
+            parsed == session.get_items(limit).await?,
+            "get_items_raw and get_items gave different items"
+        );
+        (sample, parsed)
+    } else {
+        let mut last = Vec::new();
+        let start = Instant::now();
+        for _ in 0..sizes.tail_calls {
+            last = std::hint::black_box(session.get_items(limit).await?);
+        }
+        (Sample::timed(start.elapsed()), last)
+    };
 
     ensure!(
         last.len() == sizes.tail_limit.min(sizes.items),
@@ -82,31 +108,6 @@ pub async fn get_tail(dir: &Path, items: Vec<Value>, sizes: &Sizes) -> anyhow::R
     ensure!(
         last.last() == expected_last.as_ref(),
         "the newest item is not last"
-    );
-    store.close().await?;
-    Ok(sample)
-}
-
-/// (n): (d) through `get_items_raw`, each item as its JSON text; checked
-/// after the clock stops to be the very items `get_items` gives.
-pub async fn get_tail_raw(dir: &Path, items: Vec<Value>, sizes: &Sizes) -> anyhow::Result<Sample> {
-    let store = open_store(dir)?;
-    let session = filled(&store, items, sizes.batch).await?;
-
-    let mut last = Vec::new();
-    let start = Instant::now();
-    for _ in 0..sizes.tail_calls {
-        last = std::hint::black_box(session.get_items_raw(Some(sizes.tail_limit)).await?);
-    }
-    let sample = Sample::timed(start.elapsed());
-
-    let parsed = last
-        .iter()
-        .map(|item| serde_json::from_str::<Value>(item.get()))
-        .collect::<Result<Vec<_>, _>>()?;
-    ensure!(
-        parsed == session.get_items(Some(sizes.tail_limit)).await?,
-        "get_items_raw and get_items gave different items"
     );
     store.close().await?;
     Ok(sample)
