@@ -76,7 +76,7 @@ fn build(turns: &[Vec<Generated>]) -> Vec<ItemRecord> {
             let (item, status, provider) = item_of(spec, &id);
             let mut r = record(&turn_id, ordinal, item);
             r.envelope.status = status;
-            r.envelope.provider_data = provider;
+            r.envelope.provider_data = provider.map(Into::into);
             r.token_count = *cached;
             if *hidden {
                 r.envelope.audience = Audience::CLIENT_ONLY;

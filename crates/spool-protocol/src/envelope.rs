@@ -1,6 +1,8 @@
 //! The envelope stored with every item: lifecycle status, timestamps,
 //! provenance, audience, cached token count and the provider's raw payload.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -101,9 +103,13 @@ pub struct ItemEnvelope {
     pub provenance: Provenance,
     pub audience: Audience,
     /// Provider-owned payload and ids (response item id, call id, encrypted
-    /// reasoning). Kept for providers that accept it back.
+    /// reasoning; a Session API item's raw input item). Kept for providers
+    /// that accept it back.
+    // Shared, not owned: it can be most of an item, and every copy of the
+    // envelope (the store's record of the item, the event it returns, each
+    // subscriber's notification) then holds the same value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider_data: Option<Value>,
+    pub provider_data: Option<Arc<Value>>,
 }
 
 impl ItemEnvelope {

@@ -8,6 +8,7 @@
 //! (UUIDv7), so they never collide across providers or turns.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 use spool_model::ModelEvent;
@@ -97,7 +98,8 @@ impl OutputMapper {
         if let Some(mut held) = self.held.take() {
             if let (Some(reason), Some(envelope)) = (incomplete_reason, held.envelope.as_mut()) {
                 envelope.status = ItemStatus::Incomplete;
-                if let Some(Value::Object(raw)) = envelope.provider_data.as_mut() {
+                if let Some(Value::Object(raw)) = envelope.provider_data.as_mut().map(Arc::make_mut)
+                {
                     raw.insert(
                         "incomplete_details".to_owned(),
                         serde_json::json!({"reason": reason}),
@@ -347,7 +349,7 @@ impl OutputMapper {
             .audience
             .unwrap_or_else(|| thread_item.kind().default_audience());
         let mut envelope = ItemEnvelope::started(&self.agent, audience, now_ms);
-        envelope.provider_data = provider_ids(item);
+        envelope.provider_data = provider_ids(item).map(Arc::new);
         self.open.insert(
             key.to_owned(),
             OpenItem {
@@ -403,7 +405,7 @@ impl OutputMapper {
         let final_item = completed_item(open.item, &item);
         let cut = raw.get("status").and_then(Value::as_str) == Some("incomplete");
         let mut envelope = open.envelope;
-        envelope.provider_data = Some(raw);
+        envelope.provider_data = Some(Arc::new(raw));
         if let ThreadItem::FunctionCall { .. } = final_item {
             // Completed by whoever runs the tool, with its output.
             self.pending_calls.push(PendingCall {

@@ -121,8 +121,8 @@ fn a_message_streams_and_completes_with_the_final_text() {
     assert_eq!(items[0].envelope.status, ItemStatus::Completed);
     assert_eq!(items[0].envelope.provenance.agent, "assistant");
     assert_eq!(
-        items[0].envelope.provider_data,
-        Some(json!({"type": "message", "id": "msg_1", "extra": 1})),
+        items[0].envelope.provider_data.as_deref(),
+        Some(&json!({"type": "message", "id": "msg_1", "extra": 1})),
         "the provider's raw item is kept"
     );
     assert_ne!(items[0].item.id(), "msg_1", "spool ids are its own");

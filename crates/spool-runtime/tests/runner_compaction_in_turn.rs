@@ -110,7 +110,8 @@ async fn compaction_of_the_turn(
     let provider_data = compaction
         .envelope
         .provider_data
-        .clone()
+        .as_deref()
+        .cloned()
         .unwrap_or(Value::Null);
     assert_eq!(
         compacted,

@@ -150,7 +150,8 @@ mod tests {
         let mut envelope = ItemEnvelope::started("user", Audience::BOTH, 1_000);
         envelope.status = ItemStatus::Completed;
         envelope.completed_at_ms = Some(1_000);
-        envelope.provider_data = Some(json!({"inputItem": {"role": "user", "content": "hi"}}));
+        envelope.provider_data =
+            Some(json!({"inputItem": {"role": "user", "content": "hi"}}).into());
         ItemCompletedNotification {
             item: serde_json::from_value::<ThreadItem>(json!({
                 "type": "agentMessage", "id": "i1", "text": "hello"
@@ -186,7 +187,7 @@ mod tests {
         }))
         .unwrap();
         let mut with_data = base.clone();
-        with_data.envelope.as_mut().unwrap().provider_data = Some(json!({"id": "x"}));
+        with_data.envelope.as_mut().unwrap().provider_data = Some(json!({"id": "x"}).into());
         let mut other_time = base.clone();
         other_time.started_at_ms = 999;
         let mut other_turn = base.clone();

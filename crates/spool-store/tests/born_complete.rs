@@ -38,7 +38,7 @@ fn born(
         envelope: Some(ItemEnvelope {
             status: ItemStatus::Completed,
             completed_at_ms: Some(envelope.started_at_ms + 3),
-            provider_data: data,
+            provider_data: data.map(Into::into),
             ..envelope
         }),
     });
@@ -191,7 +191,7 @@ async fn starts_that_say_more_or_stand_alone_keep_their_own_rows() {
     let ServerNotification::ItemStarted(mut with_data) = started else {
         unreachable!()
     };
-    with_data.envelope.as_mut().unwrap().provider_data = Some(json!({"id": "rs_1"}));
+    with_data.envelope.as_mut().unwrap().provider_data = Some(json!({"id": "rs_1"}).into());
     let turn = vec![
         turn_started(&t, "u1"),
         ServerNotification::ItemStarted(with_data),

@@ -28,7 +28,11 @@ pub const INPUT_ITEM_KEY: &str = "inputItem";
 /// The raw input item a record carries, if any (see the module docs of
 /// `llm`).
 pub fn raw_input_item(record: &ItemRecord) -> Option<&Value> {
-    record.envelope.provider_data.as_ref()?.get(INPUT_ITEM_KEY)
+    record
+        .envelope
+        .provider_data
+        .as_deref()?
+        .get(INPUT_ITEM_KEY)
 }
 
 /// Whether a record is part of the model's view at all: the model is in
@@ -91,7 +95,7 @@ pub(crate) fn convert(record: &ItemRecord, policy: ReasoningIdPolicy, out: &mut 
         out.push(raw_item(raw));
         return;
     }
-    let provider_data = record.envelope.provider_data.as_ref();
+    let provider_data = record.envelope.provider_data.as_deref();
     match &record.item {
         ThreadItem::UserMessage { content, .. } => user_message(content, out),
         ThreadItem::AgentMessage { text, .. } => {

@@ -47,7 +47,7 @@ pub(super) fn convert_tool(record: &ItemRecord, out: &mut Vec<ResponseItem>) {
             arguments: Some(arguments.clone()),
             freeform_input: None,
         },
-        item => provider::recorded_call(record.envelope.provider_data.as_ref())
+        item => provider::recorded_call(record.envelope.provider_data.as_deref())
             .unwrap_or_else(|| synthesized_call(item)),
     };
     let name = call.name.unwrap_or_else(|| synthesized_name(&record.item));
@@ -383,7 +383,7 @@ pub(super) fn image_view(record: &ItemRecord, path: &str, out: &mut Vec<Response
     if record.envelope.status == ItemStatus::InProgress {
         return;
     }
-    let data = record.envelope.provider_data.as_ref();
+    let data = record.envelope.provider_data.as_deref();
     let image_url = data
         .and_then(|d| d.get(IMAGE_URL_KEY))
         .and_then(Value::as_str);

@@ -25,7 +25,7 @@ pub fn record(turn: &str, ordinal: u64, item: ThreadItem) -> ItemRecord {
 }
 
 pub fn with_provider(mut record: ItemRecord, data: Value) -> ItemRecord {
-    record.envelope.provider_data = Some(data);
+    record.envelope.provider_data = Some(data.into());
     record
 }
 

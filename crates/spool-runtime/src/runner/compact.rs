@@ -195,7 +195,7 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
                 )),
                 replaces,
             };
-            open.envelope.provider_data = Some(json!({ COMPACTED_OUTPUT_KEY: items }));
+            open.envelope.provider_data = Some(Arc::new(json!({ COMPACTED_OUTPUT_KEY: items })));
         } else {
             let summary = match self.summarize_all(history).await {
                 Ok(summary) => summary,

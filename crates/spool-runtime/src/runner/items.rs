@@ -1,5 +1,7 @@
 //! Building the lifecycle events of the items a run files.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use spool_protocol::*;
 
@@ -47,7 +49,7 @@ impl ItemSink {
         envelope.provenance.parent_item_id = parent_item_id;
         envelope.provenance.phase = WorkPhase::Work;
         envelope.provenance.step_index = Some(self.step);
-        envelope.provider_data = provider_data;
+        envelope.provider_data = provider_data.map(Arc::new);
         let started = ServerNotification::ItemStarted(ItemStartedNotification {
             item: item.clone(),
             thread_id: self.thread_id.clone(),
@@ -84,7 +86,7 @@ impl ItemSink {
         provider_data: Option<Value>,
     ) -> Vec<ServerNotification> {
         let (mut open, started) = self.start(item, parent_item_id, None);
-        open.envelope.provider_data = provider_data;
+        open.envelope.provider_data = provider_data.map(Arc::new);
         vec![started, self.complete(open, ItemStatus::Completed)]
     }
 

@@ -132,10 +132,15 @@ pub(crate) async fn reopen<'r, S: Store + Clone + 'static>(
                 .retain(|i| i.request_id != interruption.request_id);
             continue;
         };
-        let raw = item.envelope.provider_data.clone().unwrap_or_else(|| {
-            serde_json::json!({"type": "function_call", "call_id": record.call_id,
+        let raw = item
+            .envelope
+            .provider_data
+            .as_deref()
+            .cloned()
+            .unwrap_or_else(|| {
+                serde_json::json!({"type": "function_call", "call_id": record.call_id,
                 "name": record.tool.name, "arguments": record.arguments})
-        });
+            });
         let call = ModelCall {
             call_id: record.call_id.clone(),
             name: record.tool.name.clone(),

@@ -27,6 +27,8 @@
 mod mapping;
 mod window;
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use serde_json::value::RawValue;
 use spool_core::ItemRecord;
@@ -171,7 +173,7 @@ fn turn_of(thread_id: &str, items: Vec<Value>, now_ms: i64) -> Vec<ServerNotific
         let completed = ItemEnvelope {
             status: ItemStatus::Completed,
             completed_at_ms: Some(now_ms),
-            provider_data: Some(Value::Object(provider_data)),
+            provider_data: Some(Arc::new(Value::Object(provider_data))),
             ..started.clone()
         };
         notifications.push(ServerNotification::ItemStarted(ItemStartedNotification {

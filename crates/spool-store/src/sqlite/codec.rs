@@ -2,6 +2,8 @@
 //! naming the table, thread, seq and item: a bad row is never skipped and
 //! never a panic.
 
+use std::sync::Arc;
+
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Row};
 use serde::Serialize;
@@ -391,14 +393,14 @@ pub(crate) fn encode_input_item(envelope: &ItemEnvelope) -> Result<Option<String
 /// column of its own, [`encode_input_item`]). Clones the provider's other
 /// data, never the raw item, which is most of a session item.
 pub(crate) fn encode_envelope_without_input(envelope: &ItemEnvelope) -> Result<String, StoreError> {
-    let provider_data = match &envelope.provider_data {
+    let provider_data = match envelope.provider_data.as_deref() {
         Some(Value::Object(data)) if data.contains_key(INPUT_ITEM_KEY) => {
             let rest: serde_json::Map<String, Value> = data
                 .iter()
                 .filter(|(key, _)| *key != INPUT_ITEM_KEY)
                 .map(|(key, value)| (key.clone(), value.clone()))
                 .collect();
-            (!rest.is_empty()).then_some(Value::Object(rest))
+            (!rest.is_empty()).then(|| Arc::new(Value::Object(rest)))
         }
         _ => return encode("item envelope", envelope),
     };
@@ -415,7 +417,7 @@ pub(crate) fn encode_envelope_without_input(envelope: &ItemEnvelope) -> Result<S
 
 /// Puts a raw input item read from its column back where it came from.
 fn join_input_item(envelope: &mut ItemEnvelope, input_item: Value) {
-    match &mut envelope.provider_data {
+    match envelope.provider_data.as_mut().map(Arc::make_mut) {
         Some(Value::Object(data)) => {
             data.insert(INPUT_ITEM_KEY.to_owned(), input_item);
         }
@@ -424,7 +426,7 @@ fn join_input_item(envelope: &mut ItemEnvelope, input_item: Value) {
         Some(_) | None => {
             let mut data = serde_json::Map::new();
             data.insert(INPUT_ITEM_KEY.to_owned(), input_item);
-            envelope.provider_data = Some(Value::Object(data));
+            envelope.provider_data = Some(Arc::new(Value::Object(data)));
         }
     }
 }
