@@ -8,6 +8,9 @@
 # Usage: bench/compare_codex.sh [--quick] [--save FILE] [-- ARGS for bench live]
 #   --quick      small sizes: checks the pipeline, numbers mean nothing
 #   --save FILE  also keep the JSON report
+# Each reply length is timed over 3 turns (the median rate, the mean CPU),
+# unless ARGS say `--runs`: a 2,000-delta turn streams for ~10 ms, which
+# one turn times too coarsely to compare.
 # Environment: CODEX_VERSION (default below), PYTHON (default python3).
 set -euo pipefail
 
@@ -64,6 +67,11 @@ spool="$target_dir/release/spool"
 report="$(mktemp "${TMPDIR:-/tmp}/spool-live.XXXXXX.json")"
 trap 'rm -f "$report"' EXIT
 echo "== spool bench live, spool and codex $CODEX_VERSION alternating" >&2
-"$spool" bench live --codex-bin "$codex" "${quick[@]}" "${extra[@]}" > "$report"
+runs=(--runs 3)
+if [[ ${#quick[@]} -gt 0 ]]; then runs=(); fi
+for arg in "${extra[@]}"; do
+    if [[ "$arg" == --runs* ]]; then runs=(); fi
+done
+"$spool" bench live --codex-bin "$codex" "${runs[@]}" "${quick[@]}" "${extra[@]}" > "$report"
 [[ -z "$save" ]] || cp "$report" "$save"
 "$PYTHON" "$here/live_table.py" "$report"

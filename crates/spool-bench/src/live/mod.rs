@@ -70,6 +70,10 @@ struct Throughput {
     /// server may send deltas that arrived together as one).
     notifications: usize,
     deltas_per_s: f64,
+    /// The server's CPU over all the runs of this length, per delta: a
+    /// mean, not a median, because `/proc` counts CPU in 10 ms ticks (a
+    /// 2,000-delta turn is a handful of them) and the runs together are
+    /// that many more ticks.
     cpu_us_per_delta: f64,
     turn_ms: f64,
 }
@@ -205,12 +209,15 @@ async fn run(
     let second = turns(&mut peer, std::slice::from_ref(&thread), epoch).await?;
     let later_turn_first_delta_ms = ms(first_delta(&second[0])?.duration_since(second[0].started));
 
+    // Work a server does once, after it starts (spool builds its token
+    // encoder on a background thread), is not CPU per delta.
+    settle(pid).await?;
     let mut throughput = Vec::new();
     for &size in &args.deltas {
         let size = size as usize;
         model.set_plan(fast(size));
         let mut rates = Vec::new();
-        let mut cpus = Vec::new();
+        let mut cpu_total = Duration::ZERO;
         let mut turn_ms = Vec::new();
         let mut notifications = 0;
         for _ in 0..args.runs {
@@ -221,7 +228,7 @@ async fn run(
             ensure!(seen.deltas == size, "{} deltas read of {size}", seen.deltas);
             let streaming = seen.completed.duration_since(first_delta(seen)?);
             rates.push(size as f64 / streaming.as_secs_f64().max(1e-9));
-            cpus.push(cpu.as_secs_f64() * 1e6 / size as f64);
+            cpu_total += cpu;
             turn_ms.push(ms(seen.completed.duration_since(seen.started)));
             notifications = seen.notifications;
         }
@@ -229,7 +236,10 @@ async fn run(
             deltas: size,
             notifications,
             deltas_per_s: median(&rates).round(),
-            cpu_us_per_delta: round(median(&cpus), 1),
+            cpu_us_per_delta: round(
+                cpu_total.as_secs_f64() * 1e6 / (size as f64 * f64::from(args.runs.max(1))),
+                1,
+            ),
             turn_ms: round(median(&turn_ms), 1),
         };
         eprintln!(
@@ -360,6 +370,27 @@ fn count(params: &Value, turn: &mut TurnSeen, at: Instant, epoch: Instant) {
         turn.deltas += text.len() / FAST_DELTA.len();
     }
 }
+
+/// Waits until the server uses no CPU for a while (no `/proc` tick in
+/// [`QUIET`]), at most [`SETTLE_LIMIT`]: a server idle between turns has
+/// finished whatever it started on its own.
+async fn settle(pid: u32) -> anyhow::Result<()> {
+    let deadline = Instant::now() + SETTLE_LIMIT;
+    let mut last = cpu_time(pid)?;
+    while Instant::now() < deadline {
+        tokio::time::sleep(QUIET).await;
+        let now = cpu_time(pid)?;
+        if now == last {
+            return Ok(());
+        }
+        last = now;
+    }
+    eprintln!("    (the server was still busy after {SETTLE_LIMIT:?} idle between turns)");
+    Ok(())
+}
+
+const QUIET: Duration = Duration::from_millis(300);
+const SETTLE_LIMIT: Duration = Duration::from_secs(10);
 
 fn first_delta(seen: &TurnSeen) -> anyhow::Result<Instant> {
     seen.first_delta.context("the turn streamed no delta")
