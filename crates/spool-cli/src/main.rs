@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use std::io::IsTerminal;
 
 use clap::{CommandFactory, FromArgMatches};
-use spool_store::{SqliteStore, StoreOptions};
+use spool_store::{AnyStore, SqliteStore, StoreOptions};
 
 use crate::cli::{Cli, Command, ThreadsCommand};
 
@@ -86,13 +86,15 @@ fn set_on_command_line(matches: &clap::ArgMatches) -> Vec<&'static str> {
 
 async fn dispatch(cli: Cli, on_command_line: &[&'static str]) -> anyhow::Result<i32> {
     // Opened only by the commands that use it: benchmarks make their own.
-    let open_store = || -> anyhow::Result<SqliteStore> {
+    // The one place that names a backend; every command takes an AnyStore.
+    let open_store = || -> anyhow::Result<AnyStore> {
         let store_path = home::store_path(cli.store.clone())?;
         let options = StoreOptions {
             accept_data_loss: cli.accept_data_loss,
             ..StoreOptions::default()
         };
         SqliteStore::open(&store_path, options)
+            .map(AnyStore::from)
             .map_err(|e| anyhow::anyhow!("cannot open the store {}: {e}", store_path.display()))
     };
     // spool.toml, home then project.

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use spool_model::ModelProvider;
 use spool_protocol::*;
 use spool_runtime::{Agent, ClientRequests, Review, RunStatus, Runner};
-use spool_store::{Appended, PendingRequest, SqliteStore, Store, StoreError};
+use spool_store::{AnyStore, Appended, PendingRequest, Store, StoreError};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::ceilings::{CeilingError, Ceilings, Fields};
@@ -108,7 +108,7 @@ pub struct ServerFacts {
 }
 
 pub struct Hub {
-    pub(crate) store: SqliteStore,
+    pub(crate) store: AnyStore,
     provider: Arc<dyn ModelProvider>,
     provider_name: String,
     /// Settings of threads that do not set their own.
@@ -167,12 +167,12 @@ pub enum HubError {
 
 impl Hub {
     pub fn new(
-        store: SqliteStore,
+        store: impl Into<AnyStore>,
         provider: Arc<dyn ModelProvider>,
         options: HubOptions,
     ) -> Arc<Hub> {
         Arc::new(Hub {
-            store,
+            store: store.into(),
             provider,
             provider_name: options.provider_name,
             defaults: options.defaults,
@@ -187,7 +187,7 @@ impl Hub {
         })
     }
 
-    pub fn store(&self) -> &SqliteStore {
+    pub fn store(&self) -> &AnyStore {
         &self.store
     }
 
@@ -618,7 +618,7 @@ impl Hub {
         self.drop_if_ephemeral(thread_id);
     }
 
-    fn runner(self: &Arc<Self>, thread_id: &str) -> Runner<SqliteStore> {
+    fn runner(self: &Arc<Self>, thread_id: &str) -> Runner<AnyStore> {
         let mut runner = Runner::new(self.store.clone(), self.provider.clone()).with_client(
             Arc::new(HubClient {
                 hub: self.clone(),
@@ -858,7 +858,7 @@ impl ClientRequests for HubClient {
 /// has room; answers the last seq sent. If the log cannot be read, the
 /// watcher is sent `thread/closed` (it resumes by cursor) and `None`.
 async fn replay(
-    store: &SqliteStore,
+    store: &AnyStore,
     thread_id: &str,
     after: u64,
     out: &mpsc::UnboundedSender<Delivery>,

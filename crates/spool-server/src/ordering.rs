@@ -3,7 +3,7 @@
 //! [`forward_in_order`]).
 
 use spool_protocol::{ServerNotification, ThreadClosedNotification};
-use spool_store::{Appended, SqliteStore, Store};
+use spool_store::{Appended, Store};
 use tokio::sync::mpsc;
 
 use crate::hub::Delivery;
@@ -20,7 +20,7 @@ use crate::outbox::{Room, max_live_backlog};
 /// than skip an event: the watcher is sent `thread/closed` (it resumes by
 /// cursor, from the last seq it got) and nothing more of the thread.
 pub(crate) async fn forward_in_order(
-    store: &SqliteStore,
+    store: &impl Store,
     thread_id: &str,
     mut last: Option<u64>,
     live: &mut mpsc::UnboundedReceiver<Delivery>,
@@ -113,7 +113,7 @@ async fn wait_for_room(
 mod tests {
     use super::*;
     use spool_protocol::*;
-    use spool_store::{NewThread, StoreOptions};
+    use spool_store::{NewThread, SqliteStore, StoreOptions};
 
     /// A store in a temporary folder holding one thread.
     async fn store_with_thread() -> (tempfile::TempDir, SqliteStore, String) {

@@ -1,8 +1,8 @@
 //! spool's durable store: the append-only log of every thread and the
 //! projections built from it (`docs/internals/log.md`).
 //!
-//! [`Store`] is the interface; [`SqliteStore`] the embedded implementation
-//! (PostgreSQL comes later behind the same trait).
+//! [`Store`] is the interface; [`SqliteStore`] the embedded implementation;
+//! [`AnyStore`] the one type the layers above hold, whatever the backend.
 //!
 //! # Guarantees
 //!
@@ -29,6 +29,7 @@
 // invariant that makes it safe, and is allowed where it stands.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+mod any;
 mod appender;
 mod born;
 mod error;
@@ -47,6 +48,7 @@ use spool_core::llm::{LlmView, LlmViewOptions};
 use spool_core::{ItemRecord, ThreadReducer, TurnRecord, View};
 use spool_protocol::{ServerNotification, ThreadEvent};
 
+pub use any::AnyStore;
 pub use appender::Appender;
 pub use error::{CorruptRow, DecodeCause, StoreError};
 pub use input_json::InputJson;

@@ -11,7 +11,7 @@ use std::pin::Pin;
 
 use spool_protocol::*;
 use spool_runtime::ClientRequests;
-use spool_store::{PendingRequest, SqliteStore, Store};
+use spool_store::{AnyStore, PendingRequest, Store};
 
 /// What the model is told of a client tool nobody is connected to run.
 const NO_CLIENT: &str = "no client is connected to run this tool";
@@ -19,7 +19,7 @@ const NO_CLIENT: &str = "no client is connected to run this tool";
 /// Asks on the terminal; reads the store for what a request is about
 /// (a patch's diff).
 pub struct TerminalApprover {
-    pub store: SqliteStore,
+    pub store: AnyStore,
 }
 
 impl ClientRequests for TerminalApprover {

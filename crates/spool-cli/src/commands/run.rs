@@ -13,7 +13,7 @@ use spool_protocol::{
 use spool_runtime::{
     Agent, Confinement, ModelSettings, RunResult, RunStatus, Runner, ShellTool, Tool,
 };
-use spool_store::{Appended, NewThread, SqliteStore, Store};
+use spool_store::{AnyStore, Appended, NewThread, Store};
 use tokio::sync::{mpsc, watch};
 
 use super::approve::TerminalApprover;
@@ -24,7 +24,7 @@ use crate::provider_choice::ChosenProvider;
 /// Exit code of an interrupted turn (as a shell reports SIGINT).
 const EXIT_INTERRUPTED: i32 = 130;
 
-pub async fn run(store: SqliteStore, chosen: ChosenProvider, args: RunArgs) -> anyhow::Result<i32> {
+pub async fn run(store: AnyStore, chosen: ChosenProvider, args: RunArgs) -> anyhow::Result<i32> {
     if chosen.fell_back_to_local {
         eprintln!(
             "spool: no provider configured and OPENAI_API_KEY is not set; using the local model server at {}",
@@ -105,7 +105,7 @@ pub async fn run(store: SqliteStore, chosen: ChosenProvider, args: RunArgs) -> a
 /// `spool resume`: picks up a run paused on an approval (asking again on
 /// the terminal), with the agent settings given.
 pub async fn resume(
-    store: SqliteStore,
+    store: AnyStore,
     chosen: ChosenProvider,
     args: ResumeArgs,
 ) -> anyhow::Result<i32> {
@@ -125,12 +125,12 @@ pub async fn resume(
 /// The runner and agent of `spool run` and `spool resume`: the chosen
 /// model, approvals asked on this terminal, rules kept in SPOOL_HOME.
 fn terminal_runner(
-    store: &SqliteStore,
+    store: &AnyStore,
     chosen: &ChosenProvider,
     args: &AgentArgs,
     instructions: Option<String>,
     max_output_tokens: Option<u32>,
-) -> anyhow::Result<(Runner<SqliteStore>, Arc<Agent>)> {
+) -> anyhow::Result<(Runner<AnyStore>, Arc<Agent>)> {
     let provider: Arc<dyn ModelProvider> = Arc::from(build_provider(chosen));
     let mut agent = agent_of(args, chosen)?;
     agent.instructions = instructions;

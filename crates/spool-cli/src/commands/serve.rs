@@ -25,7 +25,7 @@ use spool_server::{
     AccessRules, AuthToken, Ceilings, Hub, HubOptions, Limits, ListenUrl, Listeners, ServerFacts,
     Shutdown, ThreadSettings,
 };
-use spool_store::{SqliteStore, Store};
+use spool_store::{AnyStore, Store};
 
 use super::run::{agent_of, build_provider, rules_file};
 use crate::cli::{ServeArgs, ToolArg};
@@ -33,7 +33,7 @@ use crate::config::Requirements;
 use crate::provider_choice::ChosenProvider;
 
 pub async fn serve(
-    store: SqliteStore,
+    store: AnyStore,
     chosen: ChosenProvider,
     requirements: Requirements,
     mut args: ServeArgs,

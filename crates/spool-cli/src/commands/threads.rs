@@ -5,11 +5,11 @@ use std::io::Write;
 use anyhow::Context;
 use spool_core::View;
 use spool_core::llm::LlmViewOptions;
-use spool_store::{SqliteStore, Store, ThreadListQuery};
+use spool_store::{AnyStore, Store, ThreadListQuery};
 
 use crate::render;
 
-pub async fn list(store: &SqliteStore, limit: usize, json: bool) -> anyhow::Result<()> {
+pub async fn list(store: &AnyStore, limit: usize, json: bool) -> anyhow::Result<()> {
     let page = store
         .list_threads(ThreadListQuery {
             limit,
@@ -40,7 +40,7 @@ pub async fn list(store: &SqliteStore, limit: usize, json: bool) -> anyhow::Resu
 }
 
 pub async fn show(
-    store: &SqliteStore,
+    store: &AnyStore,
     id: &str,
     view: View,
     tokens: Option<usize>,
@@ -103,7 +103,7 @@ pub async fn show(
 }
 
 /// The thread's log as JSON Lines (`seq`, `atMs`, `method`, `params`).
-pub async fn events(store: &SqliteStore, id: &str, after: u64) -> anyhow::Result<()> {
+pub async fn events(store: &AnyStore, id: &str, after: u64) -> anyhow::Result<()> {
     store
         .thread(id)
         .await?
