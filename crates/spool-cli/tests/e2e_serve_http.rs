@@ -64,6 +64,38 @@ async fn threads_a_turn_as_sse_and_resumable_event_streams() {
     let bad = http(&addr, "GET", "/v1/threads?limit=many", &[], None).await;
     assert_eq!(bad.status, 400);
     assert!(bad.json()["error"]["message"].is_string());
+    // Bodies are read as the method's params, and say which when they
+    // do not fit; replies are JSON, as the method wrote them.
+    let content_type = |response: &serve_net::Response| {
+        response
+            .headers
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+            .map(|(_, value)| value.clone())
+    };
+    assert_eq!(content_type(&read).as_deref(), Some("application/json"));
+    let bad_start = http(
+        &addr,
+        "POST",
+        "/v1/threads",
+        &[],
+        Some(&json!({"model": 5})),
+    )
+    .await;
+    assert_eq!(bad_start.status, 400, "{}", bad_start.body);
+    let message = bad_start.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(message.contains("thread/start"), "{message}");
+    let path = format!("/v1/threads/{thread_id}/turns");
+    let bad_turn = http(&addr, "POST", &path, &[], Some(&json!({"input": "hi"}))).await;
+    assert_eq!(bad_turn.status, 400, "{}", bad_turn.body);
+    let message = bad_turn.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(message.contains("turn/start"), "{message}");
 
     // A turn: its response is the SSE stream, turn/started to turn/completed.
     let mut sse = turn(&addr, &thread_id, "hi").await;

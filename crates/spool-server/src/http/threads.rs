@@ -1,18 +1,23 @@
-//! The handlers of `/v1/threads…`. Thread and turn requests go through the
-//! JSON-RPC methods (same params, same results); errors are JSON with the
-//! status that fits.
+//! The handlers of `/v1/threads…`. Thread and turn requests are served by
+//! the JSON-RPC methods (same params, same results): each handler builds
+//! the typed request and answers with the reply's JSON as the method wrote
+//! it; errors are JSON with the status that fits.
 
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use spool_core::View;
 use spool_core::llm::LlmViewOptions;
-use spool_protocol::jsonrpc::{JsonRpcRequest, RequestId};
+use spool_protocol::{
+    ClientRequest, ClientRequestError, ThreadListParams, ThreadReadParams, ThreadStartParams,
+    TurnStartParams, TurnStartResponse,
+};
 use spool_store::Store;
 
 use super::App;
@@ -22,13 +27,13 @@ use crate::answers::answer_of;
 use crate::connection::ConnectionState;
 use crate::filter::Capabilities;
 use crate::hub::HubError;
-use crate::methods;
+use crate::methods::{self, Reply};
 
 type Result<T> = std::result::Result<T, ApiError>;
 
-/// Calls a JSON-RPC method as an initialized client that opted in to
-/// everything, and forgets the call's connection afterwards.
-async fn call(app: &App, method: &str, params: Map<String, Value>) -> Result<Value> {
+/// Serves a request as an initialized client that opted in to everything,
+/// and forgets the call's connection afterwards.
+async fn call(app: &App, request: ClientRequest) -> Result<Reply> {
     let mut state = ConnectionState::new();
     state.initialized = true;
     state.capabilities = Capabilities {
@@ -37,17 +42,39 @@ async fn call(app: &App, method: &str, params: Map<String, Value>) -> Result<Val
         opted_out: 0,
     };
     state.spool_additions = true;
-    let request = JsonRpcRequest {
-        jsonrpc: Default::default(),
-        id: RequestId::Integer(0),
-        method: method.to_owned(),
-        params: Some(Value::Object(params)),
-    };
-    let result = methods::call(&app.hub, &mut state, &request).await;
+    let result = methods::dispatch(&app.hub, &mut state, request).await;
     app.hub.unsubscribe_all(state.id);
-    result?
-        .to_value()
-        .map_err(|e| ApiError::internal(format!("cannot read the reply: {e}")))
+    Ok(result?)
+}
+
+/// A reply's JSON as the response body, as the method wrote it.
+fn respond_with(status: StatusCode, reply: Reply) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        reply.0,
+    )
+        .into_response()
+}
+
+/// A JSON object body read as the params of `method`, an empty body as
+/// `{}`; `thread_id`, from the path, is set as its `threadId` first.
+fn params_of<T: DeserializeOwned>(
+    method: &'static str,
+    body: &Bytes,
+    thread_id: Option<&str>,
+) -> Result<T> {
+    let mut params = object_body(body)?;
+    if let Some(thread_id) = thread_id {
+        params.insert("threadId".to_owned(), thread_id.into());
+    }
+    serde_json::from_value(Value::Object(params)).map_err(|e| {
+        let error = ClientRequestError::InvalidParams {
+            method,
+            message: e.to_string(),
+        };
+        ApiError::bad_request(error.to_string())
+    })
 }
 
 /// A JSON object body; an empty body is `{}`.
@@ -82,8 +109,9 @@ pub(crate) async fn create(State(app): State<App>, body: Bytes) -> Result<Respon
     if !app.shutdown.is_serving() {
         return Err(ApiError::shutting_down());
     }
-    let result = call(&app, "thread/start", object_body(&body)?).await?;
-    Ok((StatusCode::CREATED, Json(result)).into_response())
+    let params: ThreadStartParams = params_of("thread/start", &body, None)?;
+    let reply = call(&app, ClientRequest::ThreadStart(Box::new(params))).await?;
+    Ok(respond_with(StatusCode::CREATED, reply))
 }
 
 #[derive(Debug, Deserialize)]
@@ -96,29 +124,29 @@ pub(crate) struct ListQuery {
 pub(crate) async fn list(
     State(app): State<App>,
     q: std::result::Result<Query<ListQuery>, QueryRejection>,
-) -> Result<Json<Value>> {
+) -> Result<Response> {
     let q = query(q)?;
-    let mut params = Map::new();
-    if let Some(cursor) = q.cursor {
-        params.insert("cursor".to_owned(), cursor.into());
-    }
-    if let Some(limit) = q.limit {
-        params.insert("limit".to_owned(), limit.into());
-    }
-    Ok(Json(call(&app, "thread/list", params).await?))
+    let params = ThreadListParams {
+        cursor: q.cursor,
+        limit: q.limit,
+        ..ThreadListParams::default()
+    };
+    let reply = call(&app, ClientRequest::ThreadList(Box::new(params))).await?;
+    Ok(respond_with(StatusCode::OK, reply))
 }
 
 /// `GET /v1/threads/{id}`: `thread/read` with its turns.
 pub(crate) async fn read(
     State(app): State<App>,
     Path(thread_id): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Response> {
     ensure_thread(&app, &thread_id).await?;
-    let params = json!({"threadId": thread_id, "includeTurns": true});
-    let Value::Object(params) = params else {
-        unreachable!()
+    let params = ThreadReadParams {
+        thread_id,
+        include_turns: true,
     };
-    Ok(Json(call(&app, "thread/read", params).await?))
+    let reply = call(&app, ClientRequest::ThreadRead(params)).await?;
+    Ok(respond_with(StatusCode::OK, reply))
 }
 
 /// `POST /v1/threads/{id}/turns`: `turn/start` (without `threadId`); the
@@ -131,20 +159,17 @@ pub(crate) async fn start_turn(
     if !app.shutdown.is_serving() {
         return Err(ApiError::shutting_down());
     }
-    let mut params = object_body(&body)?;
-    params.insert("threadId".to_owned(), thread_id.clone().into());
     ensure_thread(&app, &thread_id).await?;
+    let params: TurnStartParams = params_of("turn/start", &body, Some(&thread_id))?;
     if app.hub.running_turns().iter().any(|(t, _)| *t == thread_id) {
         return Err(HubError::Busy(thread_id).into());
     }
     // Watch before the turn starts: nothing of it can be missed.
     let watch = Watch::start(&app.hub, &thread_id, None).await?;
-    let started = call(&app, "turn/start", params).await?;
-    let turn_id = started["turn"]["id"]
-        .as_str()
-        .ok_or_else(|| ApiError::internal("turn/start answered without a turn id"))?
-        .to_owned();
-    Ok(sse::respond(watch, Some(turn_id), app.shutdown.clone()).into_response())
+    let reply = call(&app, ClientRequest::TurnStart(Box::new(params))).await?;
+    let started: TurnStartResponse = serde_json::from_str(&reply.0)
+        .map_err(|e| ApiError::internal(format!("cannot read turn/start's reply: {e}")))?;
+    Ok(sse::respond(watch, Some(started.turn.id), app.shutdown.clone()).into_response())
 }
 
 #[derive(Debug, Deserialize)]

@@ -31,7 +31,6 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::Value;
 use spool_core::{ItemRecord, TurnRecord, View};
 use spool_protocol::jsonrpc::{JsonRpcRequest, RequestId, error_codes};
 use spool_protocol::*;
@@ -97,11 +96,6 @@ impl From<spool_store::StoreError> for MethodError {
 pub(crate) struct Reply(pub String);
 
 impl Reply {
-    /// The result as a `Value`, for callers that read it (the HTTP API).
-    pub fn to_value(&self) -> Result<Value, serde_json::Error> {
-        serde_json::from_str(&self.0)
-    }
-
     /// The JSON-RPC response line that carries it.
     pub fn to_line(&self, id: &RequestId) -> String {
         let id = serde_json::to_string(id).unwrap_or_else(|_| "null".to_owned());
@@ -118,6 +112,7 @@ fn reply<T: Serialize>(value: T) -> Result<Reply, MethodError> {
         })
 }
 
+/// Reads a JSON-RPC request's method and params, and serves it.
 pub(crate) async fn call(
     hub: &Arc<Hub>,
     state: &mut ConnectionState,
@@ -127,6 +122,16 @@ pub(crate) async fn call(
         code: error.code(),
         message: error.to_string(),
     })?;
+    dispatch(hub, state, call).await
+}
+
+/// Serves one typed request for the connection in `state` (the HTTP API
+/// builds its requests typed and comes in here).
+pub(crate) async fn dispatch(
+    hub: &Arc<Hub>,
+    state: &mut ConnectionState,
+    call: ClientRequest,
+) -> Result<Reply, MethodError> {
     match call {
         ClientRequest::Initialize(params) => initialize(state, params),
         ClientRequest::ThreadStart(params) => thread_start(hub, state, *params).await,
