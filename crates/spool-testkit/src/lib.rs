@@ -13,12 +13,15 @@
 //!   sent (stored responses, conversations), refuses what the real API
 //!   refuses (an item id twice, an output without its call), and records
 //!   every request with the whole history it added up to.
+//! - [`postgres::TestDatabase`]: a fresh database of its own on the real
+//!   PostgreSQL server `scripts/postgres.sh` runs.
 //!
 //! The HTTP handling is deliberately minimal and hand-written: one request
 //! per connection (`Connection: close`), bodies by `Content-Length` or
 //! chunked, responses always chunked unless a test sets `Content-Length`.
 
 mod http;
+pub mod postgres;
 mod proxy;
 pub mod responses_api;
 mod server;
