@@ -53,6 +53,30 @@ pub enum StoreError {
     },
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// The PostgreSQL store could not be reached or refused the login.
+    /// `database` names it without its URL, which may hold a password.
+    #[error("cannot connect to the PostgreSQL store {database}: {reason}")]
+    PgConnect { database: String, reason: String },
+    #[error(
+        "the PostgreSQL store {database} has schema version {found}, newer than the \
+         {supported} this build of spool knows; use a newer spool"
+    )]
+    PgSchemaTooNew {
+        database: String,
+        found: i64,
+        supported: i64,
+    },
+    #[error(
+        "migrating the PostgreSQL store {database} to schema version {version} failed: {source}"
+    )]
+    PgMigration {
+        database: String,
+        version: i64,
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    #[error("postgres: {0}")]
+    Postgres(#[from] tokio_postgres::Error),
     /// A commit failed. Every caller whose writes it covered gets this error
     /// (hence the `Arc`); none of those writes is stored, and deltas that
     /// were acknowledged but not yet committed are lost, as in a crash.

@@ -36,6 +36,7 @@ mod error;
 mod input_json;
 mod mark;
 mod options;
+pub mod postgres;
 pub mod processes;
 mod recovery;
 mod session;
