@@ -1,9 +1,11 @@
 //! The PostgreSQL backend (`docs/internals/replicas.md`).
 //!
 //! Built so far: connecting (a pool of connections, TLS by rustls with the
-//! platform's roots) and the schema with its migrations. The `Store`
-//! implementation is not built yet, so nothing selects this backend.
+//! platform's roots), the schema with its migrations, and the lease
+//! primitives (`lease.rs`). The `Store` implementation is not built yet, so
+//! nothing selects this backend.
 
+mod lease;
 mod schema;
 
 use std::sync::Arc;

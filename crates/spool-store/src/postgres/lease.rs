@@ -1,0 +1,256 @@
+//! Thread leases: which server may append to a thread, and the fence every
+//! append checks (`docs/internals/replicas.md`, "Leases").
+//!
+//! Expiry is always judged by the database's clock (`now()`), never by a
+//! server's: two servers whose clocks disagree still agree on who holds a
+//! thread. A released lease keeps its row, so that its generation only
+//! ever grows and its seq reservation (`upto`) survives for the next
+//! holder.
+
+// The PostgreSQL writer, which will fence its appends with these, is not
+// built yet; until then only the tests below call them.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use tokio_postgres::GenericClient;
+
+use super::PgError;
+
+/// A thread held by a server: what its appends present to the fence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Lease {
+    pub(crate) thread_id: String,
+    pub(crate) holder: String,
+    /// Raised by every grant to a new holder (or after an expiry): an
+    /// older generation is a holder that lost the thread.
+    pub(crate) generation: i64,
+    /// The thread's seq reservation (`log.md`, "Cursors across crashes").
+    pub(crate) upto: i64,
+}
+
+fn millis(ttl: Duration) -> i64 {
+    i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Grants the thread to `me` for `ttl` if nobody else holds it: it was
+/// never leased, its lease expired or was released, or `me` holds it
+/// already (then the grant renews it at the same generation). `None` when
+/// another server holds it.
+pub(crate) async fn acquire(
+    client: &impl GenericClient,
+    thread_id: &str,
+    me: &str,
+    ttl: Duration,
+) -> Result<Option<Lease>, PgError> {
+    let row = client
+        .query_opt(
+            "INSERT INTO thread_leases (thread_id, holder, generation, expires_at)
+             VALUES ($1, $2, 1, now() + $3::bigint * interval '1 millisecond')
+             ON CONFLICT (thread_id) DO UPDATE SET
+                 holder = excluded.holder,
+                 generation = CASE
+                     WHEN thread_leases.holder = excluded.holder
+                          AND thread_leases.expires_at > now()
+                     THEN thread_leases.generation
+                     ELSE thread_leases.generation + 1
+                 END,
+                 expires_at = excluded.expires_at
+             WHERE thread_leases.holder = excluded.holder
+                OR thread_leases.expires_at <= now()
+             RETURNING generation, upto",
+            &[&thread_id, &me, &millis(ttl)],
+        )
+        .await?;
+    Ok(row.map(|row| Lease {
+        thread_id: thread_id.to_owned(),
+        holder: me.to_owned(),
+        generation: row.get(0),
+        upto: row.get(1),
+    }))
+}
+
+/// Extends every unexpired lease `me` holds by `ttl`; how many. An expired
+/// lease is not renewed: another server may have taken it since, and its
+/// holder must acquire it again (and so learn its new generation).
+pub(crate) async fn renew_all(
+    client: &impl GenericClient,
+    me: &str,
+    ttl: Duration,
+) -> Result<u64, PgError> {
+    client
+        .execute(
+            "UPDATE thread_leases SET expires_at = now() + $2::bigint * interval '1 millisecond'
+             WHERE holder = $1 AND expires_at > now()",
+            &[&me, &millis(ttl)],
+        )
+        .await
+}
+
+/// The fence of an append: true when `lease` still holds, unexpired, at
+/// its generation. Called inside the appending transaction, it locks the
+/// lease row until that transaction ends, so a takeover waits for a
+/// commit in flight and then judges the expiry afresh.
+pub(crate) async fn fence(client: &impl GenericClient, lease: &Lease) -> Result<bool, PgError> {
+    let row = client
+        .query_opt(
+            "SELECT 1 FROM thread_leases
+             WHERE thread_id = $1 AND holder = $2 AND generation = $3 AND expires_at > now()
+             FOR UPDATE",
+            &[&lease.thread_id, &lease.holder, &lease.generation],
+        )
+        .await?;
+    Ok(row.is_some())
+}
+
+/// Gives the thread up (nothing of it is in flight): any server may take
+/// it at once. No-op when the lease was lost meanwhile.
+pub(crate) async fn release(client: &impl GenericClient, lease: &Lease) -> Result<(), PgError> {
+    client
+        .execute(
+            "UPDATE thread_leases SET expires_at = '-infinity'
+             WHERE thread_id = $1 AND holder = $2 AND generation = $3",
+            &[&lease.thread_id, &lease.holder, &lease.generation],
+        )
+        .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::postgres::PgDatabase;
+    use spool_testkit::postgres::TestDatabase;
+    use tokio_postgres::{Client, NoTls};
+
+    const TTL: Duration = Duration::from_secs(30);
+
+    /// A migrated database and a connection to it.
+    async fn connected() -> (TestDatabase, Client) {
+        let db = TestDatabase::create();
+        PgDatabase::connect(db.url()).await.unwrap();
+        let client = connect(&db).await;
+        (db, client)
+    }
+
+    async fn connect(db: &TestDatabase) -> Client {
+        let (client, connection) = tokio_postgres::connect(db.url(), NoTls).await.unwrap();
+        tokio::spawn(connection);
+        client
+    }
+
+    fn expire(db: &TestDatabase, thread_id: &str) {
+        db.query(&format!(
+            "UPDATE thread_leases SET expires_at = now() - interval '1 second' \
+             WHERE thread_id = '{thread_id}'"
+        ))
+        .unwrap();
+    }
+
+    #[tokio::test]
+    async fn one_server_holds_a_thread_until_its_lease_expires() {
+        let (db, client) = connected().await;
+        let a = acquire(&client, "t1", "server-a", TTL)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((a.generation, a.upto), (1, 0));
+        assert_eq!(acquire(&client, "t1", "server-b", TTL).await.unwrap(), None);
+        assert!(fence(&client, &a).await.unwrap());
+
+        expire(&db, "t1");
+        assert!(
+            !fence(&client, &a).await.unwrap(),
+            "an expired lease fences"
+        );
+        let b = acquire(&client, "t1", "server-b", TTL)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(b.generation, 2);
+        assert!(fence(&client, &b).await.unwrap());
+        assert!(
+            !fence(&client, &a).await.unwrap(),
+            "the old holder stays fenced"
+        );
+        assert_eq!(acquire(&client, "t1", "server-a", TTL).await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn renewal_keeps_a_lease_for_its_holder_only() {
+        let (db, client) = connected().await;
+        let a = acquire(&client, "t1", "server-a", TTL)
+            .await
+            .unwrap()
+            .unwrap();
+        acquire(&client, "t2", "server-a", TTL)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(renew_all(&client, "server-a", TTL).await.unwrap(), 2);
+        assert_eq!(renew_all(&client, "server-b", TTL).await.unwrap(), 0);
+        // Acquiring what one holds renews it at the same generation.
+        let again = acquire(&client, "t1", "server-a", TTL)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(again, a);
+        // An expired lease is not renewed; acquiring it again is a new
+        // generation, even for the same server.
+        expire(&db, "t2");
+        assert_eq!(renew_all(&client, "server-a", TTL).await.unwrap(), 1);
+        let t2 = acquire(&client, "t2", "server-a", TTL)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(t2.generation, 2);
+    }
+
+    #[tokio::test]
+    async fn a_released_thread_is_free_with_its_generation_and_reservation() {
+        let (db, client) = connected().await;
+        let a = acquire(&client, "t1", "server-a", TTL)
+            .await
+            .unwrap()
+            .unwrap();
+        db.query("UPDATE thread_leases SET upto = 4096 WHERE thread_id = 't1'")
+            .unwrap();
+        release(&client, &a).await.unwrap();
+        assert!(!fence(&client, &a).await.unwrap());
+        let b = acquire(&client, "t1", "server-b", TTL)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((b.generation, b.upto), (2, 4096));
+        // A release by a holder that lost the thread changes nothing.
+        release(&client, &a).await.unwrap();
+        assert!(fence(&client, &b).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_takeover_waits_for_the_commit_in_flight_then_judges_expiry() {
+        let (db, client) = connected().await;
+        let mut holder = connect(&db).await;
+        let a = acquire(&client, "t1", "server-a", Duration::from_millis(300))
+            .await
+            .unwrap()
+            .unwrap();
+        // Server A's append: fenced inside its transaction, still running
+        // when the lease runs out.
+        let append = holder.transaction().await.unwrap();
+        assert!(fence(&append, &a).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let taker = connect(&db).await;
+        let takeover =
+            tokio::spawn(async move { acquire(&taker, "t1", "server-b", TTL).await.unwrap() });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            !takeover.is_finished(),
+            "the takeover went ahead during the old holder's commit"
+        );
+        append.commit().await.unwrap();
+        let b = takeover.await.unwrap().unwrap();
+        assert_eq!(b.generation, 2);
+        assert!(!fence(&client, &a).await.unwrap());
+    }
+}
