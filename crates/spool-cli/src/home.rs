@@ -17,6 +17,20 @@ pub fn spool_home() -> anyhow::Result<PathBuf> {
 
 /// The store file: `--store`, or `$SPOOL_HOME/spool.db`. Creates its folder.
 pub fn store_path(flag: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    // A PostgreSQL URL would otherwise be taken for a file path and quietly
+    // become a SQLite store in a folder called `postgres:`.
+    if let Some(url) = flag.as_deref().and_then(|p| p.to_str())
+        && ["postgres://", "postgresql://"].iter().any(|scheme| {
+            url.len() >= scheme.len() && url[..scheme.len()].eq_ignore_ascii_case(scheme)
+        })
+    {
+        anyhow::bail!(
+            "--store {}://…: PostgreSQL stores cannot be used yet (this build has the \
+             backend's connection, schema and leases, not its store: \
+             docs/internals/replicas.md); give a SQLite file path",
+            url.split("://").next().unwrap_or("postgres")
+        );
+    }
     let path = match flag {
         Some(p) => p,
         None => spool_home()?.join("spool.db"),

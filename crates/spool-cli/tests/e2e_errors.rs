@@ -181,3 +181,36 @@ async fn sigint_interrupts_the_turn_and_keeps_what_streamed() {
     assert_eq!(completed.len(), 1);
     assert_eq!(completed[0]["params"]["turn"]["status"], "interrupted");
 }
+
+#[tokio::test]
+async fn a_postgres_url_as_the_store_is_refused_not_taken_for_a_file() {
+    let home = Home::new();
+    for url in [
+        "postgres://spool:secret@127.0.0.1:1/spool",
+        "PostgreSQL://spool@127.0.0.1:1/spool",
+    ] {
+        let out = home
+            .spool(
+                "http://127.0.0.1:1/v1",
+                &["--store", url, "threads", "list"],
+            )
+            .await;
+        assert!(!out.status.success(), "{url} was accepted");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("PostgreSQL stores cannot be used yet"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("secret"), "{stderr}");
+    }
+    let made: Vec<_> = std::fs::read_dir(home.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert!(
+        !made
+            .iter()
+            .any(|name| name.to_string_lossy().starts_with("postgres")),
+        "{made:?}"
+    );
+}
