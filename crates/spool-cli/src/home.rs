@@ -15,20 +15,31 @@ pub fn spool_home() -> anyhow::Result<PathBuf> {
     Ok(PathBuf::from(user_home).join(".spool"))
 }
 
+/// The scheme `store` starts with when it is a PostgreSQL URL (any case).
+fn postgres_scheme(store: &str) -> Option<&str> {
+    ["postgres://", "postgresql://"]
+        .into_iter()
+        .find_map(|scheme| {
+            // `get`, not indexing: the cut may fall inside a character.
+            store
+                .get(..scheme.len())
+                .filter(|start| start.eq_ignore_ascii_case(scheme))
+        })
+}
+
 /// The store file: `--store`, or `$SPOOL_HOME/spool.db`. Creates its folder.
 pub fn store_path(flag: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     // A PostgreSQL URL would otherwise be taken for a file path and quietly
     // become a SQLite store in a folder called `postgres:`.
-    if let Some(url) = flag.as_deref().and_then(|p| p.to_str())
-        && ["postgres://", "postgresql://"].iter().any(|scheme| {
-            url.len() >= scheme.len() && url[..scheme.len()].eq_ignore_ascii_case(scheme)
-        })
+    if let Some(scheme) = flag
+        .as_deref()
+        .and_then(|p| p.to_str())
+        .and_then(postgres_scheme)
     {
         anyhow::bail!(
-            "--store {}://…: PostgreSQL stores cannot be used yet (this build has the \
+            "--store {scheme}…: PostgreSQL stores cannot be used yet (this build has the \
              backend's connection, schema and leases, not its store: \
-             docs/internals/replicas.md); give a SQLite file path",
-            url.split("://").next().unwrap_or("postgres")
+             docs/internals/replicas.md); give a SQLite file path"
         );
     }
     let path = match flag {
@@ -39,4 +50,23 @@ pub fn store_path(flag: Option<PathBuf>) -> anyhow::Result<PathBuf> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::postgres_scheme;
+
+    #[test]
+    fn postgres_urls_are_told_from_file_paths() {
+        assert_eq!(postgres_scheme("postgres://u@h/db"), Some("postgres://"));
+        assert_eq!(
+            postgres_scheme("PostgreSQL://u@h/db"),
+            Some("PostgreSQL://")
+        );
+        assert_eq!(postgres_scheme("postgres.db"), None);
+        assert_eq!(postgres_scheme("/var/lib/spool/spool.db"), None);
+        // A multi-byte character across the cut is a path, not a panic.
+        assert_eq!(postgres_scheme("postgres:/é.db"), None);
+        assert_eq!(postgres_scheme("postgresql:/é"), None);
+    }
 }
