@@ -5,7 +5,7 @@
 # parallel test processes never share one.
 #
 #   scripts/postgres.sh start    start (initdb on the first start); prints the server's URL last
-#   scripts/postgres.sh stop     stop the server this script started and remove its cluster
+#   scripts/postgres.sh stop     stop the server and remove the cluster this script made
 #   scripts/postgres.sh status   print running/stopped and the URL (exit 3 when stopped)
 #
 # The binaries come from Debian's `postgresql` package; when they are missing and this runs as
@@ -97,7 +97,9 @@ stop() {
   if running; then
     as_owner "$(bindir)/pg_ctl" -D "$DATA" -m fast -w stop >&2
   fi
-  rm -rf "$HOME_DIR"
+  # Only what start made: SPOOL_POSTGRES_HOME may name a folder holding more.
+  rm -rf "$DATA" "$LOG" "$HOME_DIR/initdb.log"
+  rmdir "$HOME_DIR" 2>/dev/null || true
 }
 
 status() {
