@@ -91,7 +91,7 @@ impl PgDatabase {
             database: self.name.to_string(),
             reason: pool_error(&e),
         })?;
-        Ok(schema::schema_version(&client).await?)
+        Ok(schema::schema_version(&**client).await?)
     }
 }
 

@@ -12,7 +12,7 @@
 //! transaction under a transaction-scoped advisory lock, so that servers
 //! starting at once migrate once and the others wait, then see the result.
 
-use tokio_postgres::Client;
+use tokio_postgres::{Client, GenericClient};
 
 use super::PgError;
 use crate::error::StoreError;
@@ -176,7 +176,7 @@ CREATE TABLE running_processes (
 ";
 
 /// The database's schema version; 0 when it has none.
-pub(super) async fn schema_version(client: &Client) -> Result<i64, PgError> {
+pub(super) async fn schema_version(client: &impl GenericClient) -> Result<i64, PgError> {
     let table = client
         .query_one("SELECT to_regclass('schema_version') IS NOT NULL", &[])
         .await?;
@@ -212,11 +212,7 @@ pub(super) async fn migrate(client: &mut Client, database: &str) -> Result<(), S
     .await
     .map_err(failed(0))?;
     // Read under the lock: another server may have migrated meanwhile.
-    let found: i64 = tx
-        .query_one("SELECT coalesce(max(version), 0) FROM schema_version", &[])
-        .await
-        .map_err(failed(0))?
-        .get(0);
+    let found = schema_version(&tx).await.map_err(failed(0))?;
     if found > PG_SCHEMA_VERSION {
         return Err(StoreError::PgSchemaTooNew {
             database: database.to_owned(),
