@@ -41,15 +41,14 @@ pub async fn serve(
 ) -> anyhow::Result<i32> {
     // Token counts (a thread with a context window compacts by them; views
     // with a budget pack by them) need the o200k encoder, 100-200 ms of
-    // CPU to build: build it on a thread of its own at the lowest
-    // priority, so that it takes only CPU the first turns leave idle (a
-    // turn that needs no counts never waits for it).
+    // CPU to build: build it on a thread of its own as the server starts,
+    // off the first request's path. At normal priority: a turn that needs
+    // a count waits for this build to finish, and at nice 19 on a busy
+    // machine it got ~1.5% of a core, so a first `turn/start` waited over
+    // 30 s for its reply (seen with two busy loops on two cores).
     let _ = std::thread::Builder::new()
         .name("spool-warm".to_owned())
-        .spawn(|| {
-            lowest_priority();
-            spool_core::tokens::warm();
-        });
+        .spawn(spool_core::tokens::warm);
     args.agent.tools = served_tools(&args.agent.tools);
     let urls = args
         .listen
@@ -250,14 +249,4 @@ fn served_tools(asked: &[ToolArg]) -> Vec<ToolArg> {
         .copied()
         .filter(|tool| *tool != ToolArg::None)
         .collect()
-}
-
-/// Gives the calling thread the lowest scheduling priority (nice 19); on
-/// Linux a thread has a nice value of its own. A failure leaves it as it was.
-#[allow(unsafe_code)]
-fn lowest_priority() {
-    let tid = nix::unistd::gettid().as_raw();
-    // SAFETY: setpriority reads no memory of ours; `tid` is this thread's
-    // id, and raising one's own nice value needs no privilege.
-    let _ = unsafe { nix::libc::setpriority(nix::libc::PRIO_PROCESS, tid as nix::libc::id_t, 19) };
 }
