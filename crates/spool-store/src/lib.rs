@@ -32,6 +32,7 @@
 mod any;
 mod appender;
 mod born;
+mod codec;
 mod error;
 mod input_json;
 mod mark;
@@ -41,6 +42,7 @@ pub mod processes;
 mod recovery;
 mod session;
 mod sqlite;
+mod thread_state;
 mod types;
 
 use std::future::Future;

@@ -15,11 +15,11 @@ use spool_protocol::ItemStatus;
 
 use super::TokenCount;
 use super::rank::{TouchedTurns, update_view_ranks};
-use super::state::ThreadState;
 use crate::born::PROJECTED;
 use crate::error::StoreError;
 use crate::sqlite::codec::{encode, encode_envelope_without_input, encode_input_item, sql_int};
 use crate::sqlite::projected;
+use crate::thread_state::ThreadState;
 
 const INSERT_THREAD: &str = "INSERT INTO threads (id, name, preview, model_provider, model, \
      cwd, cli_version, history_mode, dev_mode, forked_from_id, archived, created_at_ms, \
@@ -59,6 +59,11 @@ const UPSERT_ITEM: &str = "INSERT INTO items (thread_id, item_id, turn_id, ordin
      ON CONFLICT (thread_id, item_id) DO UPDATE SET seq = excluded.seq, \
      status = excluded.status, item = excluded.item, envelope = excluded.envelope, \
      token_count = excluded.token_count, input_item = excluded.input_item, llm = excluded.llm";
+
+/// The thread's seq reservation (`thread_state::reserve`).
+const UPSERT_RESERVATION: &str = "INSERT INTO seq_reservations (thread_id, upto) VALUES (?1, ?2) \
+     ON CONFLICT (thread_id) DO UPDATE SET upto = excluded.upto";
+const DELETE_RESERVATION: &str = "DELETE FROM seq_reservations WHERE thread_id = ?1";
 
 const DELETE_ITEMS: &str = "DELETE FROM items WHERE thread_id = ?1";
 const DELETE_ITEM: &str = "DELETE FROM items WHERE thread_id = ?1 AND item_id = ?2";
@@ -256,7 +261,17 @@ pub(super) fn write_thread(
     }
     update_view_ranks(conn, thread_id, touched)?;
     let (last_seq, streaming) = (state.reducer.last_seq(), state.streaming());
-    state.seqs.write(conn, thread_id, last_seq, streaming)?;
+    match state.seqs.write(last_seq, streaming) {
+        None => {}
+        Some(0) => {
+            conn.prepare_cached(DELETE_RESERVATION)?
+                .execute((thread_id,))?;
+        }
+        Some(upto) => {
+            conn.prepare_cached(UPSERT_RESERVATION)?
+                .execute((thread_id, sql_int(upto)))?;
+        }
+    }
 
     write_thread_row(conn, thread_id, state)
 }

@@ -32,16 +32,12 @@
 mod batch;
 mod checkpoint;
 mod commit;
-mod dirty;
-mod fresh_ids;
 mod lend;
-mod pending;
 mod pop;
 mod processes;
 mod rank;
 mod requests;
-mod reserve;
-mod state;
+mod rows;
 #[cfg(test)]
 mod tests;
 mod thread_ops;
@@ -57,15 +53,16 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::thread_state::rows::Rows;
 use rusqlite::Connection;
 use spool_core::ItemRecord;
-use spool_protocol::ServerNotification;
 use tokio::sync::oneshot;
 
-use self::state::ThreadState;
 use super::reads::thread_exists;
 use crate::error::StoreError;
 use crate::options::StoreOptions;
+pub(crate) use crate::thread_state::Incoming;
+use crate::thread_state::ThreadState;
 use crate::types::{Appended, ThreadRecord};
 
 /// Where the writer sends its answer.
@@ -119,18 +116,6 @@ pub(crate) enum Request {
         conn: Box<Connection>,
         result: Result<(), rusqlite::Error>,
     },
-}
-
-/// A notification to append, with its JSON encoded by the caller (off the
-/// writer thread). `json` is `None` for what is never stored whatever the
-/// thread (status items), and empty for an item born complete: its start,
-/// whose row is the completion's (`born.rs`), and its completion, whose row
-/// usually leaves the body to the item's row. The writer encodes either
-/// only should it need the text after all (the pair does not fold, the
-/// completion is not what the item's row says).
-pub(crate) struct Incoming {
-    pub(crate) notification: ServerNotification,
-    pub(crate) json: Option<String>,
 }
 
 /// A token count computed for an item as of its `seq`.
@@ -419,7 +404,12 @@ impl Writer {
             return Err(StoreError::UnknownThread(thread_id)); // inserted just above
         };
         let was_clean = state.pending.is_empty();
-        match state.append(self.conn.as_ref(), &thread_id, events, now_ms()) {
+        match state.append(
+            self.conn.as_ref().map(|conn| conn as &dyn Rows),
+            &thread_id,
+            events,
+            now_ms(),
+        ) {
             Ok(accepted) => {
                 // A seq past the committed reservation must not reach a
                 // client before it is committed (see `reserve.rs`).

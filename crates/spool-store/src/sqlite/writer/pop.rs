@@ -20,6 +20,7 @@ use super::requests::fresh_state;
 use super::{Incoming, Writer, batch, held, now_ms};
 use crate::error::StoreError;
 use crate::sqlite::codec::{decode_item, encode, item_columns};
+use crate::thread_state::rows::Rows;
 
 /// The newest item in the model's view: what a session calls its newest
 /// item (items outside that view are not session items).
@@ -64,7 +65,7 @@ impl Writer {
             .get_mut(thread_id)
             .ok_or_else(|| StoreError::UnknownThread(thread_id.to_owned()))?;
         state
-            .append(Some(&tx), thread_id, incoming, now_ms())
+            .append(Some(&*tx as &dyn Rows), thread_id, incoming, now_ms())
             .map_err(|refusal| refusal.error)?;
         batch::write_thread(&tx, thread_id, state)?;
         tx.commit()?;

@@ -11,11 +11,12 @@ use serde_json::Value;
 use spool_protocol::jsonrpc::RequestId;
 use spool_protocol::{ServerNotification, ServerRequestResolvedNotification};
 
-use super::state::ThreadState;
 use super::{Incoming, Reply, Threads, Writer, batch, held, now_ms};
 use crate::error::StoreError;
 use crate::sqlite::codec::{encode, sql_int};
 use crate::sqlite::requests_read::decode_pending_request;
+use crate::thread_state::ThreadState;
+use crate::thread_state::rows::Rows;
 use crate::types::{Appended, PendingRequest, ResolvedRequest};
 
 /// What the writer is asked about requests and run states.
@@ -168,7 +169,7 @@ fn resolve(
     let state = fresh_state(tx, threads, thread_id)?;
     let accepted = state
         .append(
-            Some(tx),
+            Some(&**tx as &dyn Rows),
             thread_id,
             vec![Incoming {
                 notification,
@@ -208,7 +209,7 @@ pub(super) fn fresh_state<'a>(
         .get(thread_id)
         .map(|s| sql_int(s.reducer.last_seq()));
     if cached != Some(last_seq) {
-        let state = ThreadState::load(tx, thread_id)?
+        let state = ThreadState::load(&**tx, thread_id)?
             .ok_or_else(|| StoreError::UnknownThread(thread_id.to_owned()))?;
         threads.insert(thread_id.to_owned(), state);
     }

@@ -11,11 +11,11 @@ use spool_protocol::{
 };
 
 use super::batch;
-use super::state::ThreadState;
 use crate::options::StoreOptions;
 use crate::sqlite::reads::read_events_after;
 use crate::sqlite::thread_ops::new_thread_record;
 use crate::sqlite::{prepare_append, schema};
+use crate::thread_state::ThreadState;
 use crate::types::NewThread;
 
 fn born(thread: &str, turn: &str, id: &str) -> [ServerNotification; 2] {

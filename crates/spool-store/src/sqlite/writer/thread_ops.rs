@@ -26,11 +26,11 @@ use spool_protocol::{
 };
 
 use super::requests::fresh_state;
-use super::state::ThreadState;
 use super::{Incoming, Reply, Threads, Writer, batch, held, now_ms};
 use crate::error::StoreError;
 use crate::sqlite::codec::encode;
 use crate::sqlite::reads::{read_items, read_thread, read_turns, thread_exists};
+use crate::thread_state::ThreadState;
 use crate::types::{Appended, ThreadRecord};
 
 const SET_HISTORY: &str = "INSERT OR REPLACE INTO history_cursors \

@@ -1,5 +1,6 @@
 //! The writer's state of one thread: the reducer that validates its events
-//! and the changes not yet committed.
+//! and the changes not yet committed. The same for every backend; what it
+//! reads back of the committed tables it reads through [`Rows`].
 //!
 //! Memory stays bounded on long threads: after a commit the reducer keeps
 //! only open turns and items (plus a few recently closed ones), since those
@@ -8,63 +9,79 @@
 //! already stored is a duplicate, and an event for a stored, closed item or
 //! turn gets the precise "terminal" refusal rather than "unknown".
 
-use rusqlite::{Connection, OptionalExtension};
+pub(crate) mod dirty;
+mod fresh_ids;
+pub(crate) mod pending;
+pub(crate) mod reserve;
+pub(crate) mod rows;
+
 use spool_core::{ReduceError, ThreadReducer};
 use spool_protocol::{
     ItemStatus, ServerNotification, ThreadEvent, ThreadItem, TurnStatus, UserInput,
 };
 
-use super::Incoming;
-use super::dirty::{self, ApplyError, Dirty, Failed};
-use super::fresh_ids::{FreshIds, Kind};
-use super::pending::{Pending, PendingEvent};
-use super::reserve::Reservation;
+use self::dirty::{ApplyError, Dirty, Failed};
+use self::fresh_ids::FreshIds;
+use self::pending::{Pending, PendingEvent};
+use self::reserve::Reservation;
+use self::rows::{Kind, Rows, needs};
 use crate::born::{RECORDED, folds_into, projects, start_of};
+use crate::codec::{encode, parse_item_status, parse_turn_status};
 use crate::error::StoreError;
-use crate::sqlite::codec::{encode, parse_item_status, parse_turn_status};
-use crate::sqlite::reads::{read_items, read_thread, read_turns};
 use crate::types::{Appended, ThreadRecord};
+
+/// A notification to append, with its JSON encoded by the caller (off the
+/// writer thread). `json` is `None` for what is never stored whatever the
+/// thread (status items), and empty for an item born complete: its start,
+/// whose row is the completion's (`born.rs`), and its completion, whose row
+/// usually leaves the body to the item's row. The writer encodes either
+/// only should it need the text after all (the pair does not fold, the
+/// completion is not what the item's row says).
+pub(crate) struct Incoming {
+    pub(crate) notification: ServerNotification,
+    pub(crate) json: Option<String>,
+}
 
 /// Closed items and turns a reducer may hold before it is compacted: enough
 /// that a busy thread is not rebuilt after every commit.
 const KEEP_CLOSED: usize = 64;
 
-pub(super) struct ThreadState {
-    pub(super) reducer: ThreadReducer,
+pub(crate) struct ThreadState {
+    pub(crate) reducer: ThreadReducer,
     dev_mode: bool,
     has_preview: bool,
-    pub(super) pending: Pending,
+    pub(crate) pending: Pending,
     /// `at_ms` of the newest accepted event (`i64::MIN`: none since the
     /// state was loaded).
-    pub(super) updated_at_ms: i64,
+    pub(crate) updated_at_ms: i64,
     /// What `threads.updated_at_ms` holds as far as this writer knows
     /// (`i64::MIN`: unknown, so the next chance writes it).
-    pub(super) stored_updated_at_ms: i64,
+    pub(crate) stored_updated_at_ms: i64,
     /// Write `updated_at_ms` with the next commit however little it lags
     /// (the store closes, or the state is about to be dropped).
-    pub(super) flush_updated_at: bool,
+    pub(crate) flush_updated_at: bool,
     /// The seqs reserved for deltas answered before their commit
     /// (`reserve.rs`).
-    pub(super) seqs: Reservation,
+    pub(crate) seqs: Reservation,
     /// Bounds above which a started id needs no duplicate probe.
     fresh: FreshIds,
 }
 
 /// The result of an accepted append.
-pub(super) struct Accepted {
-    pub(super) appended: Vec<Appended>,
+pub(crate) struct Accepted {
+    pub(crate) appended: Vec<Appended>,
     /// Whether a lifecycle event was stored, so the caller waits for the
     /// commit (deltas alone are answered at once).
-    pub(super) lifecycle: bool,
+    pub(crate) lifecycle: bool,
     /// Events stored by this append.
-    pub(super) logged: usize,
+    pub(crate) logged: usize,
 }
 
 /// Why an append was refused, and whether the reducer must be rebuilt
 /// (events before the refused one had been applied to it).
-pub(super) struct Refusal {
-    pub(super) error: StoreError,
-    pub(super) reducer_dirty: bool,
+pub(crate) struct Refusal {
+    pub(crate) error: StoreError,
+    pub(crate) reducer_dirty: bool,
 }
 
 /// A checked event waiting for the rest of its append to be checked. Its
@@ -83,7 +100,7 @@ enum Staged {
 impl ThreadState {
     /// The state of a thread created in this batch: `thread/started` is its
     /// seq 1.
-    pub(super) fn created(record: ThreadRecord, started_json: String, at_ms: i64) -> Self {
+    pub(crate) fn created(record: ThreadRecord, started_json: String, at_ms: i64) -> Self {
         let reducer = ThreadReducer::from_parts(&record.thread.id, 1, Vec::new(), Vec::new());
         let pending = Pending {
             events: vec![PendingEvent {
@@ -117,12 +134,12 @@ impl ThreadState {
     }
 
     /// The state of a stored thread, from its open turns and items.
-    pub(super) fn load(conn: &Connection, thread_id: &str) -> Result<Option<Self>, StoreError> {
-        let Some(thread) = read_thread(conn, thread_id)? else {
+    pub(crate) fn load(rows: &dyn Rows, thread_id: &str) -> Result<Option<Self>, StoreError> {
+        let Some(thread) = rows.thread(thread_id)? else {
             return Ok(None);
         };
-        let items = read_items(conn, thread_id, true)?;
-        let turns = read_turns(conn, thread_id, true)?;
+        let items = rows.items(thread_id, true)?;
+        let turns = rows.turns(thread_id, true)?;
         Ok(Some(ThreadState {
             reducer: ThreadReducer::from_parts(thread_id, thread.last_seq, items, turns),
             dev_mode: thread.dev_mode,
@@ -131,14 +148,14 @@ impl ThreadState {
             updated_at_ms: i64::MIN,
             stored_updated_at_ms: i64::MIN,
             flush_updated_at: false,
-            seqs: Reservation::load(conn, thread_id, thread.last_seq)?,
+            seqs: Reservation::load(rows.reserved_upto(thread_id)?, thread.last_seq),
             fresh: FreshIds::default(),
         }))
     }
 
     /// Whether the thread has nothing in progress, so dropping its state
     /// loses nothing that reloading would not restore cheaply.
-    pub(super) fn is_idle(&self) -> bool {
+    pub(crate) fn is_idle(&self) -> bool {
         self.pending.is_empty()
             && self.reducer.active_turn().is_none()
             && !self.updated_at_stale()
@@ -147,7 +164,7 @@ impl ThreadState {
 
     /// Whether the thread can stream deltas: a turn or an item is in
     /// progress.
-    pub(super) fn streaming(&self) -> bool {
+    pub(crate) fn streaming(&self) -> bool {
         self.reducer.active_turn().is_some()
             || self
                 .reducer
@@ -157,7 +174,7 @@ impl ThreadState {
     }
 
     /// Whether `threads.updated_at_ms` is behind the newest event.
-    pub(super) fn updated_at_stale(&self) -> bool {
+    pub(crate) fn updated_at_stale(&self) -> bool {
         self.updated_at_ms > self.stored_updated_at_ms
     }
 
@@ -165,13 +182,13 @@ impl ThreadState {
     /// them for the next commit. All or nothing: on refusal nothing of the
     /// append is pending (the reducer may need [`Self::rebuild`]).
     ///
-    /// `conn` is `None` while a commit holds the connection: then only
+    /// `rows` is `None` while a commit holds the connection: then only
     /// appends that need no stored row may come here (deltas of items the
     /// reducer holds open, see `Writer::takes_while_lent`); a refusal is
     /// not refined from the tables.
-    pub(super) fn append(
+    pub(crate) fn append(
         &mut self,
-        conn: Option<&Connection>,
+        rows: Option<&dyn Rows>,
         thread_id: &str,
         incoming: Vec<Incoming>,
         at_ms: i64,
@@ -197,7 +214,7 @@ impl ThreadState {
                 payload: lost,
             };
             if let Err(Failed { error, .. }) =
-                dirty::apply(&mut self.reducer, &mut self.pending.dirty, conn, &event)
+                dirty::apply(&mut self.reducer, &mut self.pending.dirty, rows, &event)
             {
                 let error = match error {
                     ApplyError::Refused(source) => StoreError::StateLost {
@@ -240,7 +257,7 @@ impl ThreadState {
                 method,
                 source,
             };
-            match self.stored_duplicate(conn, &notification) {
+            match self.stored_duplicate(rows, &notification) {
                 Ok(None) => {}
                 Ok(Some(duplicate)) => return Err(refusal(refused(duplicate))),
                 Err(error) => return Err(refusal(error)),
@@ -251,7 +268,7 @@ impl ThreadState {
                 at_ms,
                 payload: notification,
             };
-            match dirty::apply(&mut self.reducer, &mut self.pending.dirty, conn, &event) {
+            match dirty::apply(&mut self.reducer, &mut self.pending.dirty, rows, &event) {
                 Ok(()) => {
                     let born_complete = completes_start(staged.last(), &event);
                     applied = true;
@@ -282,7 +299,7 @@ impl ThreadState {
                     reducer_changed,
                 }) => {
                     let error = match error {
-                        ApplyError::Refused(error) => refused(self.refine(conn, thread_id, error)),
+                        ApplyError::Refused(error) => refused(self.refine(rows, thread_id, error)),
                         ApplyError::Store(error) => error,
                     };
                     return Err(Refusal {
@@ -327,14 +344,15 @@ impl ThreadState {
     /// Rebuilds the reducer from the committed projection plus the pending
     /// events, undoing the events of a refused append that were applied
     /// before the refusal. Only refusals take this path.
-    pub(super) fn rebuild(&mut self, conn: &Connection, thread_id: &str) -> Result<(), StoreError> {
+    pub(crate) fn rebuild(&mut self, rows: &dyn Rows, thread_id: &str) -> Result<(), StoreError> {
         let mut reducer = if self.pending.created.is_some() {
             ThreadReducer::from_parts(thread_id, 1, Vec::new(), Vec::new())
         } else {
-            let thread = read_thread(conn, thread_id)?
+            let thread = rows
+                .thread(thread_id)?
                 .ok_or_else(|| StoreError::UnknownThread(thread_id.to_owned()))?;
-            let items = read_items(conn, thread_id, true)?;
-            let turns = read_turns(conn, thread_id, true)?;
+            let items = rows.items(thread_id, true)?;
+            let turns = rows.turns(thread_id, true)?;
             ThreadReducer::from_parts(thread_id, thread.last_seq, items, turns)
         };
         let mut dirty = Dirty::default();
@@ -376,7 +394,7 @@ impl ThreadState {
                 at_ms: pending.at_ms,
                 payload,
             };
-            if let Err(failed) = dirty::apply(&mut reducer, &mut dirty, Some(conn), &event) {
+            if let Err(failed) = dirty::apply(&mut reducer, &mut dirty, Some(rows), &event) {
                 return Err(match failed.error {
                     ApplyError::Refused(e) => lost(format!("pending seq {}: {e}", pending.seq)),
                     ApplyError::Store(error) => error,
@@ -390,14 +408,14 @@ impl ThreadState {
 
     /// After a commit: forget what was written and, if the reducer holds
     /// many closed items or turns, drop them (see the module docs).
-    pub(super) fn committed(&mut self) {
+    pub(crate) fn committed(&mut self) {
         self.written();
         self.settled();
     }
 
     /// The pending changes are written into a transaction: the next
     /// changes are the next commit's.
-    pub(super) fn written(&mut self) {
+    pub(crate) fn written(&mut self) {
         self.pending = Pending::default();
     }
 
@@ -405,7 +423,7 @@ impl ThreadState {
     /// committed. Changes accepted since (while that commit ran on the
     /// commit thread) note rows by reducer index, so the reducer is
     /// compacted only when there are none.
-    pub(super) fn settled(&mut self) {
+    pub(crate) fn settled(&mut self) {
         self.seqs.committed();
         if !self.pending.is_empty() {
             return;
@@ -450,7 +468,7 @@ impl ThreadState {
     /// The persistence policy (`docs/internals/log.md`): `status` items never, and
     /// `stateChange`/`resourceChange` only in dev mode. Events that are not
     /// about an item's content are always stored.
-    pub(super) fn persists(&self, notification: &ServerNotification) -> bool {
+    pub(crate) fn persists(&self, notification: &ServerNotification) -> bool {
         notification
             .carried_item_kind()
             .is_none_or(|kind| kind.is_persisted(self.dev_mode))
@@ -461,7 +479,7 @@ impl ThreadState {
     /// does not count).
     fn stored_duplicate(
         &mut self,
-        conn: Option<&Connection>,
+        rows: Option<&dyn Rows>,
         notification: &ServerNotification,
     ) -> Result<Option<ReduceError>, StoreError> {
         let thread_id = self.reducer.thread_id();
@@ -471,10 +489,10 @@ impl ThreadState {
                 if self.reducer.item(item_id).is_some() || self.pending.dirty.row_deleted(item_id) {
                     return Ok(None); // the reducer itself decides
                 }
-                if self.fresh.start(conn, thread_id, Kind::Item, item_id)? {
+                if self.fresh.start(rows, thread_id, Kind::Item, item_id)? {
                     return Ok(None); // no row can hold it
                 }
-                let stored = stored_status(needs(conn)?, STORED_ITEM_STATUS, thread_id, item_id)?;
+                let stored = needs(rows)?.status(thread_id, Kind::Item, item_id)?;
                 Ok(stored.map(|_| ReduceError::DuplicateItem {
                     item_id: item_id.to_owned(),
                 }))
@@ -483,11 +501,10 @@ impl ThreadState {
                 if self.reducer.turn(&n.turn.id).is_some() {
                     return Ok(None);
                 }
-                if self.fresh.start(conn, thread_id, Kind::Turn, &n.turn.id)? {
+                if self.fresh.start(rows, thread_id, Kind::Turn, &n.turn.id)? {
                     return Ok(None);
                 }
-                let stored =
-                    stored_status(needs(conn)?, STORED_TURN_STATUS, thread_id, &n.turn.id)?;
+                let stored = needs(rows)?.status(thread_id, Kind::Turn, &n.turn.id)?;
                 Ok(stored.map(|_| ReduceError::DuplicateTurn {
                     turn_id: n.turn.id.clone(),
                 }))
@@ -499,20 +516,15 @@ impl ThreadState {
 
     /// Turns "unknown item/turn" into the terminal-state refusal when the
     /// item or turn is stored but was dropped from the reducer as closed.
-    fn refine(
-        &self,
-        conn: Option<&Connection>,
-        thread_id: &str,
-        error: ReduceError,
-    ) -> ReduceError {
-        let Some(conn) = conn else {
+    fn refine(&self, rows: Option<&dyn Rows>, thread_id: &str, error: ReduceError) -> ReduceError {
+        let Some(rows) = rows else {
             return error;
         };
         let refined = match &error {
             ReduceError::UnknownItem { method, item_id }
                 if !self.pending.dirty.row_deleted(item_id) =>
             {
-                stored_status(conn, STORED_ITEM_STATUS, thread_id, item_id)
+                rows.status(thread_id, Kind::Item, item_id)
                     .ok()
                     .flatten()
                     .and_then(|status| parse_item_status(&status))
@@ -524,7 +536,7 @@ impl ThreadState {
                     })
             }
             ReduceError::UnknownTurn { turn_id, .. } => {
-                stored_turn_status(conn, thread_id, turn_id).map(|status| {
+                stored_turn_status(rows, thread_id, turn_id).map(|status| {
                     ReduceError::TurnNotActive {
                         turn_id: turn_id.clone(),
                         status,
@@ -532,7 +544,7 @@ impl ThreadState {
                 })
             }
             ReduceError::UnknownTurnEvent { turn_id, .. } => {
-                stored_turn_status(conn, thread_id, turn_id).map(|status| {
+                stored_turn_status(rows, thread_id, turn_id).map(|status| {
                     ReduceError::TurnAlreadyCompleted {
                         turn_id: turn_id.clone(),
                         status,
@@ -614,7 +626,7 @@ fn completes_start(previous: Option<&Staged>, event: &ThreadEvent) -> bool {
 }
 
 /// Encodes a staged start the caller left unencoded, expecting it to be
-/// folded into its completion (`sqlite::prepare_append`), when what
+/// folded into its completion (the store's `prepare_append`), when what
 /// follows it does not fold it after all. The caller applies the same
 /// rule to the same append, so this is a safeguard, not a path taken.
 fn encode_unfolded_start(last: Option<&mut Staged>) -> Result<(), StoreError> {
@@ -632,13 +644,6 @@ fn encode_unfolded_start(last: Option<&mut Staged>) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// The connection, for a check that reads the tables; `None` (lent to a
-/// commit) is an error, which the writer's admission rule keeps from
-/// happening.
-pub(super) fn needs(conn: Option<&Connection>) -> Result<&Connection, StoreError> {
-    conn.ok_or(StoreError::WriterBusy)
-}
-
 /// The first text of a user message: the thread's preview.
 fn user_text(item: &ThreadItem) -> Option<&str> {
     let ThreadItem::UserMessage { content, .. } = item else {
@@ -650,24 +655,9 @@ fn user_text(item: &ThreadItem) -> Option<&str> {
         .find(|text| !text.trim().is_empty())
 }
 
-const STORED_ITEM_STATUS: &str = "SELECT status FROM items WHERE thread_id = ?1 AND item_id = ?2";
-const STORED_TURN_STATUS: &str = "SELECT status FROM turns WHERE thread_id = ?1 AND turn_id = ?2";
-
-/// The stored status column of an item or turn, if it is stored.
-fn stored_status(
-    conn: &Connection,
-    sql: &'static str,
-    thread_id: &str,
-    id: &str,
-) -> Result<Option<String>, StoreError> {
-    let mut stmt = conn.prepare_cached(sql)?;
-    Ok(stmt
-        .query_row((thread_id, id), |row| row.get(0))
-        .optional()?)
-}
-
-fn stored_turn_status(conn: &Connection, thread_id: &str, turn_id: &str) -> Option<TurnStatus> {
-    stored_status(conn, STORED_TURN_STATUS, thread_id, turn_id)
+/// The status of a stored turn that is over.
+fn stored_turn_status(rows: &dyn Rows, thread_id: &str, turn_id: &str) -> Option<TurnStatus> {
+    rows.status(thread_id, Kind::Turn, turn_id)
         .ok()
         .flatten()
         .and_then(|status| parse_turn_status(&status))

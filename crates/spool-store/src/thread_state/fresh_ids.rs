@@ -14,36 +14,25 @@
 //! It is sound because every row of `items` and `turns` comes from a start
 //! the thread's state accepted, or was already there when the bound was
 //! read: item and turn rows are written only from this state's reducer
-//! (`batch.rs`), and a state that something else changed the rows under is
+//! (the backend's batch writer), and a state that something else changed the rows under is
 //! dropped and loaded again (with a bound not yet read). A bound that is
 //! too high (a start accepted and then refused with its append, a row
 //! deleted since) only costs probes.
 
-use rusqlite::Connection;
-
+use super::rows::{Kind, Rows, needs};
 use crate::error::StoreError;
-
-const MAX_ITEM_ID: &str = "SELECT max(item_id) FROM items WHERE thread_id = ?1";
-const MAX_TURN_ID: &str = "SELECT max(turn_id) FROM turns WHERE thread_id = ?1";
 
 /// The greatest item and turn ids the thread's rows can hold: `None` while
 /// not read yet, `Some(None)` when there are no rows.
 #[derive(Debug, Default)]
-pub(super) struct FreshIds {
+pub(crate) struct FreshIds {
     items: Option<Option<String>>,
     turns: Option<Option<String>>,
 }
 
-/// Which kind of id.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Kind {
-    Item,
-    Turn,
-}
-
 impl FreshIds {
     /// The bounds of a thread created in this batch: it has no rows.
-    pub(super) fn empty() -> Self {
+    pub(crate) fn empty() -> Self {
         FreshIds {
             items: Some(None),
             turns: Some(None),
@@ -52,27 +41,22 @@ impl FreshIds {
 
     /// Notes a start of `id` (whatever becomes of it) and says whether the
     /// id is above every id of its kind the thread's rows can hold, so no
-    /// row can hold it. Reads the bound on first use (`conn` is needed only
+    /// row can hold it. Reads the bound on first use (`rows` are needed only
     /// then).
-    pub(super) fn start(
+    pub(crate) fn start(
         &mut self,
-        conn: Option<&Connection>,
+        rows: Option<&dyn Rows>,
         thread_id: &str,
         kind: Kind,
         id: &str,
     ) -> Result<bool, StoreError> {
-        let (bound, sql) = match kind {
-            Kind::Item => (&mut self.items, MAX_ITEM_ID),
-            Kind::Turn => (&mut self.turns, MAX_TURN_ID),
+        let bound = match kind {
+            Kind::Item => &mut self.items,
+            Kind::Turn => &mut self.turns,
         };
         let max = match bound {
             Some(max) => max,
-            None => {
-                let read: Option<String> = super::state::needs(conn)?
-                    .prepare_cached(sql)?
-                    .query_row((thread_id,), |row| row.get(0))?;
-                bound.insert(read)
-            }
+            None => bound.insert(needs(rows)?.max_id(thread_id, kind)?),
         };
         let fresh = max.as_deref().is_none_or(|max| id > max);
         if fresh {

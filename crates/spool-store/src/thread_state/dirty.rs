@@ -14,38 +14,37 @@
 //! it would on a full reducer. An item whose row is already due for
 //! deletion in this batch is not read back: for the reducer it is gone.
 
-use rusqlite::{Connection, OptionalExtension};
 use spool_core::reducer::Change;
 use spool_core::{ItemRecord, ReduceError, ThreadReducer};
 use spool_protocol::{ServerNotification, ThreadEvent};
 
+use super::rows::{Rows, needs};
 use crate::error::StoreError;
-use crate::sqlite::codec::{decode_item, item_columns};
 
 /// The projection rows one thread's next commit writes or deletes.
 #[derive(Debug, Default)]
-pub(in crate::sqlite) struct Dirty {
+pub(crate) struct Dirty {
     /// Indices into the reducer's items whose rows changed (may repeat).
-    pub(in crate::sqlite) items: Vec<usize>,
+    pub(crate) items: Vec<usize>,
     /// Indices into the reducer's turns whose rows changed (may repeat).
-    pub(in crate::sqlite) turns: Vec<usize>,
+    pub(crate) turns: Vec<usize>,
     /// Items whose rows go (`item/removed`), in the order removed.
-    pub(in crate::sqlite) removed: Vec<RemovedItem>,
+    pub(crate) removed: Vec<RemovedItem>,
     /// `thread/cleared`: every item row of the thread goes, before the rows
     /// of items started after the clear are written.
-    pub(in crate::sqlite) cleared: bool,
+    pub(crate) cleared: bool,
 }
 
 #[derive(Debug)]
-pub(in crate::sqlite) struct RemovedItem {
-    pub(in crate::sqlite) item_id: String,
-    pub(in crate::sqlite) turn_id: String,
+pub(crate) struct RemovedItem {
+    pub(crate) item_id: String,
+    pub(crate) turn_id: String,
 }
 
 impl Dirty {
     /// Whether the stored row of this item is due for deletion, so the
     /// table no longer speaks for it.
-    pub(super) fn row_deleted(&self, item_id: &str) -> bool {
+    pub(crate) fn row_deleted(&self, item_id: &str) -> bool {
         self.cleared
             || self
                 .removed
@@ -96,7 +95,7 @@ impl Dirty {
 }
 
 /// Why an event could not be applied.
-pub(super) enum ApplyError {
+pub(crate) enum ApplyError {
     Refused(ReduceError),
     /// Reading a compacted item back failed.
     Store(StoreError),
@@ -105,16 +104,16 @@ pub(super) enum ApplyError {
 /// A failed apply, and whether the reducer changed anyway (an item was
 /// read back before the reducer refused the event), so the caller must
 /// rebuild it.
-pub(super) struct Failed {
-    pub(super) error: ApplyError,
-    pub(super) reducer_changed: bool,
+pub(crate) struct Failed {
+    pub(crate) error: ApplyError,
+    pub(crate) reducer_changed: bool,
 }
 
 /// Checks and applies one event, noting the rows it changed in `dirty`.
-pub(super) fn apply(
+pub(crate) fn apply(
     reducer: &mut ThreadReducer,
     dirty: &mut Dirty,
-    conn: Option<&Connection>,
+    rows: Option<&dyn Rows>,
     event: &ThreadEvent,
 ) -> Result<(), Failed> {
     let mut reducer_changed = false;
@@ -124,8 +123,8 @@ pub(super) fn apply(
     if let ServerNotification::ItemRemoved(n) = &event.payload {
         removed_turn.clone_from(&n.turn_id);
         if reducer.item(&n.item_id).is_none() && !dirty.row_deleted(&n.item_id) {
-            let restored = super::state::needs(conn)
-                .and_then(|conn| restore(reducer, conn, &n.item_id))
+            let restored = needs(rows)
+                .and_then(|rows| restore(reducer, rows, &n.item_id))
                 .map_err(|error| Failed {
                     error: ApplyError::Store(error),
                     reducer_changed: false,
@@ -172,28 +171,15 @@ fn position(reducer: &ThreadReducer, record: &ItemRecord) -> usize {
         .partition_point(|other| other.ordinal < record.ordinal)
 }
 
-const STORED_ITEM: &str = concat!(
-    "SELECT ",
-    item_columns!(),
-    " FROM items WHERE thread_id = ?1 AND item_id = ?2"
-);
-
 /// Reads a stored item back into the reducer, in its ordinal place;
 /// returns that index, or `None` if it is not stored.
 fn restore(
     reducer: &mut ThreadReducer,
-    conn: &Connection,
+    rows: &dyn Rows,
     item_id: &str,
 ) -> Result<Option<usize>, StoreError> {
     let thread_id = reducer.thread_id().to_owned();
-    let mut stmt = conn.prepare_cached(STORED_ITEM)?;
-    let record = stmt
-        .query_row((&thread_id, item_id), |row| {
-            Ok(decode_item(row, &thread_id))
-        })
-        .optional()?
-        .transpose()?;
-    let Some(record) = record else {
+    let Some(record) = rows.item(&thread_id, item_id)? else {
         return Ok(None);
     };
     let mut items = reducer.items().to_vec();

@@ -24,72 +24,55 @@
 //! so the log never gives those seqs to other events and a client resuming
 //! from any of them is told what was lost.
 
-use rusqlite::{Connection, OptionalExtension};
 use spool_protocol::{ServerNotification, ThreadEventsLostNotification};
-
-use crate::error::StoreError;
-use crate::sqlite::codec::sql_int;
 
 /// How far ahead of its last seq a streaming thread's reservation runs.
 /// Above twice the largest batch (`StoreOptions::max_batch_events` is 16,384
 /// by default, but deltas-only commits come every few ms, far below it),
 /// only a burst of more than `BLOCK / 2` deltas between two commits makes a
 /// delta wait.
-pub(super) const BLOCK: u64 = 4096;
-
-const READ: &str = "SELECT upto FROM seq_reservations WHERE thread_id = ?1";
-const UPSERT: &str = "INSERT INTO seq_reservations (thread_id, upto) VALUES (?1, ?2) \
-     ON CONFLICT (thread_id) DO UPDATE SET upto = excluded.upto";
-const DELETE: &str = "DELETE FROM seq_reservations WHERE thread_id = ?1";
+pub(crate) const BLOCK: u64 = 4096;
 
 /// A thread's reservation, as far as its writer knows.
 #[derive(Debug, Default)]
-pub(super) struct Reservation {
+pub(crate) struct Reservation {
     /// The committed `upto` (0: no row).
     committed: u64,
     /// What the commit in flight writes (`Some(0)`: it deletes the row).
     writing: Option<u64>,
     /// Seqs a crash voided, found when the thread was loaded: logged as
     /// `thread/eventsLost` before the thread's next event.
-    pub(super) lost: Option<(u64, u64)>,
+    pub(crate) lost: Option<(u64, u64)>,
     /// Drop the row with the next commit whatever the thread does: the
     /// writer is closing.
-    pub(super) release: bool,
+    pub(crate) release: bool,
 }
 
 impl Reservation {
     /// The reservation of a stored thread whose last committed seq is
     /// `last_seq`.
-    pub(super) fn load(
-        conn: &Connection,
-        thread_id: &str,
-        last_seq: u64,
-    ) -> Result<Reservation, StoreError> {
-        let upto: Option<i64> = conn
-            .prepare_cached(READ)?
-            .query_row((thread_id,), |row| row.get(0))
-            .optional()?;
-        let committed = upto.map_or(0, |upto| u64::try_from(upto).unwrap_or(0));
-        Ok(Reservation {
+    /// `committed` is the stored `upto` (0: none).
+    pub(crate) fn load(committed: u64, last_seq: u64) -> Reservation {
+        Reservation {
             committed,
             writing: None,
             lost: (committed > last_seq).then_some((last_seq + 1, committed)),
             release: false,
-        })
+        }
     }
 
     /// Whether a delta with `seq` may be answered before its commit.
-    pub(super) fn covers(&self, seq: u64) -> bool {
+    pub(crate) fn covers(&self, seq: u64) -> bool {
         seq <= self.committed
     }
 
     /// Whether there is a row to release.
-    pub(super) fn held(&self) -> bool {
+    pub(crate) fn held(&self) -> bool {
         self.committed > 0
     }
 
     /// The `thread/eventsLost` to log before anything else, if any.
-    pub(super) fn lost_event(&self, thread_id: &str) -> Option<ServerNotification> {
+    pub(crate) fn lost_event(&self, thread_id: &str) -> Option<ServerNotification> {
         self.lost.map(|(from_seq, to_seq)| {
             ServerNotification::ThreadEventsLost(ThreadEventsLostNotification {
                 thread_id: thread_id.to_owned(),
@@ -99,32 +82,23 @@ impl Reservation {
         })
     }
 
-    /// Inside the commit's transaction: raises the row while the thread
-    /// can stream (`streaming`), deletes it once it cannot.
-    pub(super) fn write(
-        &mut self,
-        conn: &Connection,
-        thread_id: &str,
-        last_seq: u64,
-        streaming: bool,
-    ) -> Result<(), StoreError> {
+    /// What the commit's transaction must write: a raised `upto` while the
+    /// thread can stream (`streaming`), `Some(0)` (drop the reservation)
+    /// once it cannot, `None` when it stays. Noted as the commit in flight.
+    pub(crate) fn write(&mut self, last_seq: u64, streaming: bool) -> Option<u64> {
         self.writing = None;
         if streaming && !self.release {
             if self.committed < last_seq.saturating_add(BLOCK / 2) {
-                let upto = last_seq.saturating_add(BLOCK);
-                conn.prepare_cached(UPSERT)?
-                    .execute((thread_id, sql_int(upto)))?;
-                self.writing = Some(upto);
+                self.writing = Some(last_seq.saturating_add(BLOCK));
             }
         } else if self.committed > 0 {
-            conn.prepare_cached(DELETE)?.execute((thread_id,))?;
             self.writing = Some(0);
         }
-        Ok(())
+        self.writing
     }
 
     /// The commit that wrote [`Reservation::write`]'s change succeeded.
-    pub(super) fn committed(&mut self) {
+    pub(crate) fn committed(&mut self) {
         if let Some(upto) = self.writing.take() {
             self.committed = upto;
         }
