@@ -14,6 +14,7 @@ use spool_protocol::{ServerNotification, ThreadEvent};
 use crate::Store;
 use crate::error::StoreError;
 use crate::input_json::InputJson;
+use crate::postgres::PgStore;
 use crate::sqlite::SqliteStore;
 use crate::types::{
     Appended, InputItems, NewThread, PendingRequest, ResolvedRequest, StoredHistory,
@@ -27,6 +28,15 @@ use crate::types::{
 pub enum AnyStore {
     /// The embedded store: one SQLite file, one writer thread.
     Sqlite(SqliteStore),
+    /// PostgreSQL, being built (see `crate::postgres`): nothing selects it
+    /// outside tests until it has every operation.
+    Postgres(PgStore),
+}
+
+impl From<PgStore> for AnyStore {
+    fn from(store: PgStore) -> Self {
+        AnyStore::Postgres(store)
+    }
 }
 
 impl From<SqliteStore> for AnyStore {
@@ -40,6 +50,7 @@ macro_rules! on_backend {
     ($self:ident, $store:ident => $call:expr) => {
         match $self {
             AnyStore::Sqlite($store) => $call,
+            AnyStore::Postgres($store) => $call,
         }
     };
 }

@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::backend::TestStore;
 use common::*;
 use spool_core::View;
 use spool_core::llm::LlmViewOptions;
@@ -12,10 +13,13 @@ use spool_protocol::{
 };
 use spool_store::{NewThread, Store, StoreError, ThreadListQuery, ThreadSortKey};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn threads_are_created_with_their_settings_and_thread_started_as_seq_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+on_every_backend!(
+    threads_are_created_with_their_settings_and_thread_started_as_seq_one,
+    threads_list_newest_first_in_pages_and_archived_apart,
+);
+
+async fn threads_are_created_with_their_settings_and_thread_started_as_seq_one(ts: TestStore) {
+    let store = &ts.store;
     let new = NewThread {
         id: Some("thread-a".to_owned()),
         name: Some("first".to_owned()),
@@ -50,17 +54,15 @@ async fn threads_are_created_with_their_settings_and_thread_started_as_seq_one()
     );
 
     // Generated ids are UUIDv7 strings.
-    let generated = new_thread(&store, false).await;
+    let generated = new_thread(store, false).await;
     assert_eq!(generated.len(), 36);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn threads_list_newest_first_in_pages_and_archived_apart() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+async fn threads_list_newest_first_in_pages_and_archived_apart(ts: TestStore) {
+    let store = &ts.store;
     let mut ids = Vec::new();
     for _ in 0..7 {
-        ids.push(new_thread(&store, false).await);
+        ids.push(new_thread(store, false).await);
     }
     let archived = ids.remove(3);
     store

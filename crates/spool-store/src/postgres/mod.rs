@@ -1,12 +1,20 @@
 //! The PostgreSQL backend (`docs/internals/replicas.md`).
 //!
 //! Built so far: connecting (a pool of connections, TLS by rustls with the
-//! platform's roots), the schema with its migrations, and the lease
-//! primitives (`lease.rs`). The `Store` implementation is not built yet, so
-//! nothing selects this backend.
+//! platform's roots), the schema with its migrations, the lease primitives
+//! (`lease.rs`), and [`PgStore`] with threads, appends, group commits and
+//! the reads of threads, turns, items, the log and reducers. The rest of
+//! the `Store` interface answers `StoreError::NotBuilt`, so nothing selects
+//! this backend yet.
 
+mod batch;
+mod codec;
 mod lease;
+mod query;
+mod reads;
 mod schema;
+mod store;
+mod writer;
 
 use std::sync::Arc;
 
@@ -17,6 +25,7 @@ use tokio_postgres::config::Host;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 pub use self::schema::PG_SCHEMA_VERSION;
+pub use self::store::PgStore;
 use crate::error::StoreError;
 
 pub(crate) type PgError = tokio_postgres::Error;
@@ -30,6 +39,9 @@ const POOL_SIZE: usize = 16;
 pub struct PgDatabase {
     pool: Pool,
     name: Arc<str>,
+    /// How to open a connection outside the pool (the writer's own).
+    config: tokio_postgres::Config,
+    tls: MakeRustlsConnect,
 }
 
 impl std::fmt::Debug for PgDatabase {
@@ -61,8 +73,8 @@ impl PgDatabase {
         };
         let tls = MakeRustlsConnect::new(tls_config().map_err(|e| connect_error(e.to_string()))?);
         let manager = Manager::from_config(
-            config,
-            tls,
+            config.clone(),
+            tls.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -76,7 +88,12 @@ impl PgDatabase {
             .await
             .map_err(|e| connect_error(pool_error(&e)))?;
         schema::migrate(&mut client, &name).await?;
-        Ok(PgDatabase { pool, name })
+        Ok(PgDatabase {
+            pool,
+            name,
+            config,
+            tls,
+        })
     }
 
     /// What the database is called in messages: user, host, port and
@@ -87,11 +104,16 @@ impl PgDatabase {
 
     /// The schema version the database is at.
     pub async fn schema_version(&self) -> Result<i64, StoreError> {
-        let client = self.pool.get().await.map_err(|e| StoreError::PgConnect {
+        let client = self.client().await?;
+        Ok(schema::schema_version(&**client).await?)
+    }
+
+    /// A connection of the pool.
+    pub(crate) async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
+        self.pool.get().await.map_err(|e| StoreError::PgConnect {
             database: self.name.to_string(),
             reason: pool_error(&e),
-        })?;
-        Ok(schema::schema_version(&**client).await?)
+        })
     }
 }
 

@@ -8,6 +8,10 @@
 //! reservation of a thread lives in its lease row (`upto`), and a running
 //! command's process group is recorded with the server that started it.
 //!
+//! Ids are compared byte by byte (`COLLATE "C"`), as SQLite and Rust
+//! compare them: page order, the ordering ties of `thread/list` and the
+//! writer's fresh-id bound must not depend on the database's locale.
+//!
 //! Versions are rows of `schema_version`. Migrations run in one
 //! transaction under a transaction-scoped advisory lock, so that servers
 //! starting at once migrate once and the others wait, then see the result.
@@ -36,9 +40,9 @@ const MIGRATIONS: &[Migration] = &[Migration {
 
 /// Version 1: the log and its projections as in SQLite's latest schema,
 /// plus the tables of several servers.
-const V1: &str = "
+const V1: &str = r#"
 CREATE TABLE threads (
-    id             text PRIMARY KEY,
+    id             text COLLATE "C" PRIMARY KEY,
     name           text,
     preview        text NOT NULL,
     model_provider text NOT NULL,
@@ -47,7 +51,7 @@ CREATE TABLE threads (
     cli_version    text NOT NULL,
     history_mode   text NOT NULL,
     dev_mode       boolean NOT NULL,
-    forked_from_id text,
+    forked_from_id text COLLATE "C",
     archived       boolean NOT NULL DEFAULT false,
     ephemeral      boolean NOT NULL DEFAULT false,
     created_at_ms  bigint NOT NULL,
@@ -57,18 +61,18 @@ CREATE INDEX threads_by_created ON threads (archived, created_at_ms DESC, id DES
 CREATE INDEX threads_by_updated ON threads (archived, updated_at_ms DESC, id DESC);
 
 CREATE TABLE events (
-    thread_id text NOT NULL REFERENCES threads (id),
+    thread_id text COLLATE "C" NOT NULL REFERENCES threads (id),
     seq       bigint NOT NULL,
     method    text NOT NULL,
-    item_id   text,
+    item_id   text COLLATE "C",
     at_ms     bigint NOT NULL,
     payload   text NOT NULL,
     PRIMARY KEY (thread_id, seq)
 );
 
 CREATE TABLE turns (
-    thread_id    text NOT NULL REFERENCES threads (id),
-    turn_id      text NOT NULL,
+    thread_id    text COLLATE "C" NOT NULL REFERENCES threads (id),
+    turn_id      text COLLATE "C" NOT NULL,
     ordinal      bigint NOT NULL,
     seq          bigint NOT NULL,
     status       text NOT NULL,
@@ -84,9 +88,9 @@ CREATE TABLE turns (
 CREATE INDEX turns_open ON turns (thread_id) WHERE status = 'inProgress';
 
 CREATE TABLE items (
-    thread_id   text NOT NULL,
-    item_id     text NOT NULL,
-    turn_id     text NOT NULL,
+    thread_id   text COLLATE "C" NOT NULL,
+    item_id     text COLLATE "C" NOT NULL,
+    turn_id     text COLLATE "C" NOT NULL,
     ordinal     bigint NOT NULL,
     seq         bigint NOT NULL,
     kind        text NOT NULL,
@@ -104,10 +108,10 @@ CREATE INDEX items_open ON items (thread_id) WHERE status = 'inProgress';
 CREATE INDEX items_compactions ON items (thread_id, ordinal) WHERE kind = 'contextCompaction';
 
 CREATE TABLE pending_requests (
-    request_id     text PRIMARY KEY,
-    thread_id      text NOT NULL REFERENCES threads (id),
-    turn_id        text NOT NULL,
-    item_id        text NOT NULL,
+    request_id     text COLLATE "C" PRIMARY KEY,
+    thread_id      text COLLATE "C" NOT NULL REFERENCES threads (id),
+    turn_id        text COLLATE "C" NOT NULL,
+    item_id        text COLLATE "C" NOT NULL,
     method         text NOT NULL,
     request        text NOT NULL,
     created_at_ms  bigint NOT NULL,
@@ -118,32 +122,32 @@ CREATE INDEX pending_requests_open ON pending_requests (thread_id, created_at_ms
     WHERE resolved_at_ms IS NULL;
 
 CREATE TABLE run_states (
-    thread_id     text NOT NULL REFERENCES threads (id),
-    turn_id       text NOT NULL,
+    thread_id     text COLLATE "C" NOT NULL REFERENCES threads (id),
+    turn_id       text COLLATE "C" NOT NULL,
     state         text NOT NULL,
     updated_at_ms bigint NOT NULL,
     PRIMARY KEY (thread_id, turn_id)
 );
 
 CREATE TABLE history_cursors (
-    thread_id       text PRIMARY KEY,
+    thread_id       text COLLATE "C" PRIMARY KEY,
     cursor          text NOT NULL,
     conversation_id text
 );
 
 CREATE TABLE deleted_threads (
-    id            text PRIMARY KEY,
+    id            text COLLATE "C" PRIMARY KEY,
     deleted_at_ms bigint NOT NULL
 );
 
 CREATE TABLE servers (
-    id           text PRIMARY KEY,
+    id           text COLLATE "C" PRIMARY KEY,
     started_at   timestamptz NOT NULL DEFAULT now(),
     heartbeat_at timestamptz NOT NULL DEFAULT now()
 );
 
 CREATE TABLE thread_leases (
-    thread_id  text PRIMARY KEY,
+    thread_id  text COLLATE "C" PRIMARY KEY,
     holder     text NOT NULL,
     generation bigint NOT NULL,
     expires_at timestamptz NOT NULL,
@@ -152,8 +156,8 @@ CREATE TABLE thread_leases (
 CREATE INDEX thread_leases_by_holder ON thread_leases (holder);
 
 CREATE TABLE commands (
-    id          text PRIMARY KEY,
-    thread_id   text NOT NULL,
+    id          text COLLATE "C" PRIMARY KEY,
+    thread_id   text COLLATE "C" NOT NULL,
     method      text NOT NULL,
     params      text NOT NULL,
     from_server text NOT NULL,
@@ -167,13 +171,13 @@ CREATE INDEX commands_waiting ON commands (thread_id, created_at) WHERE done_at 
 
 CREATE TABLE running_processes (
     server_id   text NOT NULL,
-    thread_id   text NOT NULL,
-    item_id     text NOT NULL,
+    thread_id   text COLLATE "C" NOT NULL,
+    item_id     text COLLATE "C" NOT NULL,
     pgid        bigint NOT NULL,
     start_ticks bigint NOT NULL,
     PRIMARY KEY (thread_id, item_id)
 );
-";
+"#;
 
 /// The database's schema version; 0 when it has none.
 pub(super) async fn schema_version(client: &impl GenericClient) -> Result<i64, PgError> {

@@ -25,14 +25,13 @@ use spool_protocol::{ServerNotification, ThreadEvent};
 use tokio::sync::oneshot;
 
 use self::reads::ReaderPool;
-use self::writer::{Incoming, Request, RequestOp};
+use self::writer::{Request, RequestOp};
 use crate::Store;
-use crate::born::folds_into;
 use crate::error::StoreError;
 use crate::input_json::InputJson;
 use crate::options::StoreOptions;
 use crate::recovery;
-use crate::sqlite::codec::encode;
+use crate::thread_state::prepare::{new_thread_record, prepare_append};
 use crate::types::{
     Appended, InputItems, NewThread, PendingRequest, ResolvedRequest, StoredHistory,
     StoredRunState, ThreadListQuery, ThreadPage, ThreadRecord,
@@ -193,64 +192,9 @@ impl SqliteStore {
     }
 }
 
-/// Checks an append before it goes to the writer and encodes its
-/// notifications here, on the caller's thread, to keep the writer's work
-/// to validation and I/O.
-fn prepare_append(
-    thread_id: &str,
-    notifications: Vec<ServerNotification>,
-) -> Result<Vec<Incoming>, StoreError> {
-    for (index, notification) in notifications.iter().enumerate() {
-        if let ServerNotification::ThreadStarted(_) = notification {
-            return Err(StoreError::ThreadStartedAppended { index });
-        }
-        if notification.thread_id() != thread_id {
-            return Err(StoreError::ThreadMismatch {
-                expected: thread_id.to_owned(),
-                got: notification.thread_id().to_owned(),
-                index,
-                method: notification.method(),
-            });
-        }
-    }
-    // Sized up front: collecting into a `Result` cannot know the length,
-    // and a burst of deltas is thousands of entries.
-    let mut incoming = Vec::with_capacity(notifications.len());
-    let mut notifications = notifications.into_iter().peekable();
-    let mut completes_fold = false;
-    while let Some(notification) = notifications.next() {
-        let folds = notifications
-            .peek()
-            .is_some_and(|next| folds_into(&notification, next));
-        let json = if never_stored(&notification) {
-            None
-        } else if folds || completes_fold {
-            // A start stored inside its completion's row, or that
-            // completion, whose row usually leaves the body to the item's
-            // row (`born.rs`): JSON made here would mostly be thrown away.
-            // An empty one tells the writer to encode it if it needs it
-            // (see `Incoming`).
-            Some(String::new())
-        } else {
-            Some(encode("notification", &notification)?)
-        };
-        completes_fold = folds;
-        incoming.push(Incoming { notification, json });
-    }
-    Ok(incoming)
-}
-
-/// Events about items that no thread stores (`status`); whether the others
-/// are stored depends on the thread and is decided by the writer.
-fn never_stored(notification: &ServerNotification) -> bool {
-    notification
-        .carried_item_kind()
-        .is_some_and(|kind| !kind.is_persisted(true))
-}
-
 impl Store for SqliteStore {
     async fn create_thread(&self, new: NewThread) -> Result<ThreadRecord, StoreError> {
-        let (record, started_json, created_at_ms) = thread_ops::new_thread_record(new)?;
+        let (record, started_json, created_at_ms) = new_thread_record(new)?;
         self.ask(|reply| Request::Create {
             record: Box::new(record),
             started_json,

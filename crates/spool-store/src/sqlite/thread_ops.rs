@@ -2,14 +2,13 @@
 //! The writer does the work in one transaction each
 //! (`writer/thread_ops.rs`); this side prepares the requests.
 
-use spool_protocol::{
-    ServerNotification, Thread, ThreadEvent, ThreadStartedNotification, ThreadStatus,
-};
+use spool_protocol::ThreadEvent;
 
 use super::SqliteStore;
 use super::codec::encode;
-use super::writer::{Request, ThreadOp, now_ms};
+use super::writer::{Request, ThreadOp};
 use crate::error::StoreError;
+use crate::thread_state::prepare::new_thread_record;
 use crate::types::{NewThread, StoredHistory, ThreadRecord};
 
 impl SqliteStore {
@@ -91,39 +90,4 @@ impl SqliteStore {
         })
         .await
     }
-}
-
-/// The record of a thread to create, its `thread/started` encoded, and
-/// its creation time.
-pub(super) fn new_thread_record(new: NewThread) -> Result<(ThreadRecord, String, i64), StoreError> {
-    let created_at_ms = now_ms();
-    let id = new.id.unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
-    let mut thread = Thread::new(
-        id,
-        new.model_provider,
-        new.cwd,
-        created_at_ms.div_euclid(1000),
-    );
-    thread.cli_version = new.cli_version;
-    thread.name = new.name;
-    thread.forked_from_id = new.forked_from_id;
-    thread.history_owner = Some(new.history_mode);
-    thread.model = new.model;
-    thread.ephemeral = new.ephemeral;
-    // The logged event shows the thread as its creator sees it: loaded
-    // and idle. Stored records say `notLoaded` (see `ThreadRecord`).
-    let started = ServerNotification::ThreadStarted(ThreadStartedNotification {
-        thread: Box::new(Thread {
-            status: ThreadStatus::Idle,
-            ..thread.clone()
-        }),
-    });
-    let started_json = encode("thread/started", &started)?;
-    let record = ThreadRecord {
-        thread,
-        dev_mode: new.dev_mode,
-        archived: false,
-        last_seq: 1,
-    };
-    Ok((record, started_json, created_at_ms))
 }

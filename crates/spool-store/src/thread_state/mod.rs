@@ -12,6 +12,7 @@
 pub(crate) mod dirty;
 mod fresh_ids;
 pub(crate) mod pending;
+pub(crate) mod prepare;
 pub(crate) mod reserve;
 pub(crate) mod rows;
 

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod backend;
+
 use std::path::{Path, PathBuf};
 
 use spool_protocol::{
@@ -53,7 +55,7 @@ pub fn committed_events(dir: &Path, thread_id: &str) -> u64 {
     count as u64
 }
 
-pub async fn new_thread(store: &SqliteStore, dev_mode: bool) -> String {
+pub async fn new_thread(store: &impl Store, dev_mode: bool) -> String {
     let new = NewThread {
         dev_mode,
         ..NewThread::new("openai", "/work")
@@ -149,7 +151,7 @@ pub fn state_change(id: &str) -> ThreadItem {
 }
 
 /// Starts turn `turn` and an empty agent message `item` in it, durably.
-pub async fn start_message(store: &SqliteStore, thread: &str, turn: &str, item: &str) {
+pub async fn start_message(store: &impl Store, thread: &str, turn: &str, item: &str) {
     spool_store::Store::append(
         store,
         thread,

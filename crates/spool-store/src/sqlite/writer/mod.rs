@@ -51,7 +51,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
+
+pub(crate) use crate::thread_state::prepare::now_ms;
 
 use crate::thread_state::rows::Rows;
 use rusqlite::Connection;
@@ -488,12 +490,4 @@ impl Writer {
 fn held(conn: &Option<Connection>) -> &Connection {
     conn.as_ref()
         .expect("requests that need the connection wait while it is lent (lend.rs)")
-}
-
-/// Now, in unix milliseconds.
-pub(crate) fn now_ms() -> i64 {
-    let since_epoch = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX)
 }

@@ -17,9 +17,10 @@ use spool_core::ItemRecord;
 use spool_protocol::{ItemRemovedNotification, ServerNotification};
 
 use super::requests::fresh_state;
-use super::{Incoming, Writer, batch, held, now_ms};
+use super::{Incoming, Writer, batch, held};
 use crate::error::StoreError;
 use crate::sqlite::codec::{decode_item, encode, item_columns};
+use crate::thread_state::prepare::now_ms;
 use crate::thread_state::rows::Rows;
 
 /// The newest item in the model's view: what a session calls its newest

@@ -11,11 +11,12 @@ use serde_json::Value;
 use spool_protocol::jsonrpc::RequestId;
 use spool_protocol::{ServerNotification, ServerRequestResolvedNotification};
 
-use super::{Incoming, Reply, Threads, Writer, batch, held, now_ms};
+use super::{Incoming, Reply, Threads, Writer, batch, held};
 use crate::error::StoreError;
 use crate::sqlite::codec::{encode, sql_int};
 use crate::sqlite::requests_read::decode_pending_request;
 use crate::thread_state::ThreadState;
+use crate::thread_state::prepare::now_ms;
 use crate::thread_state::rows::Rows;
 use crate::types::{Appended, PendingRequest, ResolvedRequest};
 

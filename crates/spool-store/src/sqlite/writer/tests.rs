@@ -13,9 +13,9 @@ use spool_protocol::{
 use super::batch;
 use crate::options::StoreOptions;
 use crate::sqlite::reads::read_events_after;
-use crate::sqlite::thread_ops::new_thread_record;
-use crate::sqlite::{prepare_append, schema};
+use crate::sqlite::schema;
 use crate::thread_state::ThreadState;
+use crate::thread_state::prepare::{new_thread_record, prepare_append};
 use crate::types::NewThread;
 
 fn born(thread: &str, turn: &str, id: &str) -> [ServerNotification; 2] {

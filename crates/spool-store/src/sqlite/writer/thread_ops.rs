@@ -26,11 +26,12 @@ use spool_protocol::{
 };
 
 use super::requests::fresh_state;
-use super::{Incoming, Reply, Threads, Writer, batch, held, now_ms};
+use super::{Incoming, Reply, Threads, Writer, batch, held};
 use crate::error::StoreError;
 use crate::sqlite::codec::encode;
 use crate::sqlite::reads::{read_items, read_thread, read_turns, thread_exists};
 use crate::thread_state::ThreadState;
+use crate::thread_state::prepare::now_ms;
 use crate::types::{Appended, ThreadRecord};
 
 const SET_HISTORY: &str = "INSERT OR REPLACE INTO history_cursors \

@@ -1,0 +1,333 @@
+//! The PostgreSQL store: a writer thread with a connection of its own
+//! (`writer.rs`) and the pool's connections for reads.
+
+use std::sync::Arc;
+use std::sync::mpsc::Sender;
+use std::thread::JoinHandle;
+
+use spool_core::llm::{LlmView, LlmViewOptions};
+use spool_core::{ItemRecord, ThreadReducer, TurnRecord, View};
+use spool_protocol::{ServerNotification, ThreadEvent};
+use tokio::sync::oneshot;
+
+use super::writer::{self, Request};
+use super::{PgDatabase, reads};
+use crate::Store;
+use crate::error::StoreError;
+use crate::input_json::InputJson;
+use crate::options::StoreOptions;
+use crate::thread_state::prepare::{new_thread_record, prepare_append};
+use crate::types::{
+    Appended, InputItems, NewThread, PendingRequest, ResolvedRequest, StoredHistory,
+    StoredRunState, ThreadListQuery, ThreadPage, ThreadRecord,
+};
+
+/// The PostgreSQL store. Cheap to clone: clones share the writer and the
+/// pool. The writer stops, after committing what it accepted, when
+/// [`Store::close`] is called or the last clone is dropped.
+#[derive(Clone)]
+pub struct PgStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: PgDatabase,
+    requests: Option<Sender<Request>>,
+    writer: Option<JoinHandle<()>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Ending the channel stops the writer once it has committed what
+        // it took; joined so that a reopen sees it all.
+        drop(self.requests.take());
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+    }
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("database", &self.inner.db.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgStore {
+    /// Connects to the database at `url` (see [`PgDatabase::connect`]),
+    /// migrates it and starts the writer.
+    pub async fn open(url: &str, options: StoreOptions) -> Result<PgStore, StoreError> {
+        let db = PgDatabase::connect(url).await?;
+        let (requests, writer) = writer::spawn(&db, &options).await?;
+        Ok(PgStore {
+            inner: Arc::new(Inner {
+                db,
+                requests: Some(requests),
+                writer: Some(writer),
+            }),
+        })
+    }
+
+    /// The database, as messages name it (never with a password).
+    pub fn database(&self) -> &str {
+        self.inner.db.name()
+    }
+
+    /// Sends a request to the writer and waits for its answer.
+    async fn ask<T>(
+        &self,
+        request: impl FnOnce(writer::Reply<T>) -> Request,
+    ) -> Result<T, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let requests = self.inner.requests.as_ref().ok_or(StoreError::Closed)?;
+        requests
+            .send(request(reply))
+            .map_err(|_| StoreError::Closed)?;
+        // A dropped reply means the writer stopped before answering.
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
+        self.inner.db.client().await
+    }
+
+    /// Reads the rows of a thread; an empty answer is checked against the
+    /// thread table so an unknown thread is an error, not an empty list.
+    async fn thread_rows<T>(&self, thread_id: &str, rows: Vec<T>) -> Result<Vec<T>, StoreError> {
+        if rows.is_empty() && !reads::thread_exists(&self.client().await?, thread_id).await? {
+            return Err(StoreError::UnknownThread(thread_id.to_owned()));
+        }
+        Ok(rows)
+    }
+}
+
+/// What the PostgreSQL store does not have yet.
+fn not_built<T>(operation: &'static str) -> Result<T, StoreError> {
+    Err(StoreError::NotBuilt { operation })
+}
+
+impl Store for PgStore {
+    async fn create_thread(&self, new: NewThread) -> Result<ThreadRecord, StoreError> {
+        let (record, started_json, created_at_ms) = new_thread_record(new)?;
+        self.ask(|reply| Request::Create {
+            record: Box::new(record),
+            started_json,
+            created_at_ms,
+            reply,
+        })
+        .await
+    }
+
+    async fn append(
+        &self,
+        thread_id: &str,
+        notifications: Vec<ServerNotification>,
+    ) -> Result<Vec<Appended>, StoreError> {
+        if notifications.is_empty() {
+            return Ok(Vec::new());
+        }
+        let events = prepare_append(thread_id, notifications)?;
+        let thread_id = thread_id.to_owned();
+        self.ask(|reply| Request::Append {
+            thread_id,
+            events,
+            reply,
+        })
+        .await
+    }
+
+    async fn flush(&self) -> Result<(), StoreError> {
+        self.ask(|reply| Request::Flush { reply }).await
+    }
+
+    async fn close(&self) -> Result<(), StoreError> {
+        self.ask(|reply| Request::Close { reply }).await
+    }
+
+    async fn thread(&self, thread_id: &str) -> Result<Option<ThreadRecord>, StoreError> {
+        reads::read_thread(&self.client().await?, thread_id).await
+    }
+
+    async fn list_threads(&self, query: ThreadListQuery) -> Result<ThreadPage, StoreError> {
+        reads::list_threads(&self.client().await?, &query).await
+    }
+
+    async fn turns(&self, thread_id: &str) -> Result<Vec<TurnRecord>, StoreError> {
+        let turns = reads::read_turns(&self.client().await?, thread_id, false).await?;
+        self.thread_rows(thread_id, turns).await
+    }
+
+    async fn items(&self, thread_id: &str, view: View) -> Result<Vec<ItemRecord>, StoreError> {
+        let records = reads::read_items(&self.client().await?, thread_id, false).await?;
+        let records = spool_core::views::keep(records, view);
+        self.thread_rows(thread_id, records).await
+    }
+
+    async fn llm_view(
+        &self,
+        _thread_id: &str,
+        _options: LlmViewOptions,
+    ) -> Result<LlmView, StoreError> {
+        not_built("llm_view")
+    }
+
+    async fn events_after(
+        &self,
+        thread_id: &str,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<ThreadEvent>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let events =
+            reads::read_events_after(&self.client().await?, thread_id, after_seq, limit).await?;
+        self.thread_rows(thread_id, events).await
+    }
+
+    async fn reducer(&self, thread_id: &str) -> Result<ThreadReducer, StoreError> {
+        let mut client = self.client().await?;
+        // One snapshot, so the items, turns and last seq are of one commit.
+        let tx = client
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await?;
+        let reducer = reads::read_reducer(&tx, thread_id).await?;
+        tx.commit().await?;
+        Ok(reducer)
+    }
+
+    async fn input_items<T: InputJson>(
+        &self,
+        _thread_id: &str,
+        _limit: Option<usize>,
+    ) -> Result<InputItems<T>, StoreError> {
+        not_built("input_items")
+    }
+
+    async fn pop_item(&self, _thread_id: &str) -> Result<Option<ItemRecord>, StoreError> {
+        not_built("pop_item")
+    }
+
+    async fn open_request(
+        &self,
+        _request: PendingRequest,
+        _run_state: Option<String>,
+    ) -> Result<(), StoreError> {
+        not_built("open_request")
+    }
+
+    async fn resolve_request(
+        &self,
+        _thread_id: &str,
+        _request_id: &str,
+        _answer: serde_json::Value,
+    ) -> Result<ResolvedRequest, StoreError> {
+        not_built("resolve_request")
+    }
+
+    async fn open_requests(&self, _thread_id: &str) -> Result<Vec<PendingRequest>, StoreError> {
+        not_built("open_requests")
+    }
+
+    async fn requests(&self, _thread_id: &str) -> Result<Vec<PendingRequest>, StoreError> {
+        not_built("requests")
+    }
+
+    async fn request(
+        &self,
+        _thread_id: &str,
+        _request_id: &str,
+    ) -> Result<Option<PendingRequest>, StoreError> {
+        not_built("request")
+    }
+
+    async fn save_run_state(
+        &self,
+        _thread_id: &str,
+        _turn_id: &str,
+        _state: String,
+    ) -> Result<(), StoreError> {
+        not_built("save_run_state")
+    }
+
+    async fn clear_run_state(&self, _thread_id: &str, _turn_id: &str) -> Result<(), StoreError> {
+        not_built("clear_run_state")
+    }
+
+    async fn run_states(&self, _thread_id: &str) -> Result<Vec<StoredRunState>, StoreError> {
+        not_built("run_states")
+    }
+
+    async fn set_archived(
+        &self,
+        _thread_id: &str,
+        _archived: bool,
+    ) -> Result<Vec<ThreadEvent>, StoreError> {
+        not_built("set_archived")
+    }
+
+    async fn revert_turns(
+        &self,
+        _thread_id: &str,
+        _first_turn_id: &str,
+    ) -> Result<Vec<ThreadEvent>, StoreError> {
+        not_built("revert_turns")
+    }
+
+    async fn delete_thread(&self, _thread_id: &str) -> Result<(), StoreError> {
+        not_built("delete_thread")
+    }
+
+    async fn process_started(
+        &self,
+        _thread_id: &str,
+        _item_id: &str,
+        _pgid: u32,
+        _start_ticks: u64,
+    ) -> Result<(), StoreError> {
+        not_built("process_started")
+    }
+
+    async fn process_ended(&self, _thread_id: &str, _item_id: &str) -> Result<(), StoreError> {
+        not_built("process_ended")
+    }
+
+    async fn deleted_at(&self, _thread_id: &str) -> Result<Option<i64>, StoreError> {
+        not_built("deleted_at")
+    }
+
+    async fn llm_records_after(
+        &self,
+        _thread_id: &str,
+        _after_ordinal: u64,
+        _item_ids: &[String],
+    ) -> Result<Vec<ItemRecord>, StoreError> {
+        not_built("llm_records_after")
+    }
+
+    async fn history(&self, _thread_id: &str) -> Result<Option<StoredHistory>, StoreError> {
+        not_built("history")
+    }
+
+    async fn set_history(
+        &self,
+        _thread_id: &str,
+        _history: &StoredHistory,
+    ) -> Result<(), StoreError> {
+        not_built("set_history")
+    }
+
+    async fn fork_thread(
+        &self,
+        _new: NewThread,
+        _source_id: &str,
+        _before_turn: Option<&str>,
+    ) -> Result<ThreadRecord, StoreError> {
+        not_built("fork_thread")
+    }
+}
