@@ -5,6 +5,7 @@ mod common;
 
 use std::collections::BTreeSet;
 
+use common::backend::TestStore;
 use common::*;
 use spool_core::{ThreadReducer, View};
 use spool_store::{Durability, Store, StoreOptions};
@@ -13,15 +14,18 @@ const THREADS: usize = 4;
 const TASKS_PER_THREAD: usize = 6;
 const ITEMS_PER_TASK: usize = 15;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_appenders_get_gap_free_seqs_per_thread() {
-    let dir = tempfile::tempdir().unwrap();
-    let options = StoreOptions {
+on_every_backend!(concurrent_appenders_get_gap_free_seqs_per_thread with fast_commits);
+
+fn fast_commits() -> StoreOptions {
+    StoreOptions {
         // fsyncs would only slow the test; ordering is what is checked.
         durability: Durability::Normal,
         ..StoreOptions::default()
-    };
-    let store = open_with(dir.path(), options);
+    }
+}
+
+async fn concurrent_appenders_get_gap_free_seqs_per_thread(ts: TestStore) {
+    let store = ts.store.clone();
     let mut threads = Vec::new();
     for _ in 0..THREADS {
         let t = new_thread(&store, false).await;

@@ -2,15 +2,19 @@
 
 mod common;
 
+use common::backend::TestStore;
 use common::*;
 use spool_store::{Store, StoreError};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn events_after_a_cursor_are_exactly_the_missing_ones_in_pages() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let t = new_thread(&store, false).await;
-    let other = new_thread(&store, false).await;
+on_every_backend!(
+    events_after_a_cursor_are_exactly_the_missing_ones_in_pages,
+    an_unknown_thread_is_an_error_not_an_empty_log,
+);
+
+async fn events_after_a_cursor_are_exactly_the_missing_ones_in_pages(ts: TestStore) {
+    let store = &ts.store;
+    let t = new_thread(store, false).await;
+    let other = new_thread(store, false).await;
     store
         .append(&t, vec![turn_started(&t, "turn-1")])
         .await
@@ -72,10 +76,8 @@ async fn events_after_a_cursor_are_exactly_the_missing_ones_in_pages() {
     assert!(store.events_after(&t, 0, 0).await.unwrap().is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unknown_thread_is_an_error_not_an_empty_log() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+async fn an_unknown_thread_is_an_error_not_an_empty_log(ts: TestStore) {
+    let store = &ts.store;
     let error = store.events_after("nope", 0, 10).await.unwrap_err();
     assert!(
         matches!(error, StoreError::UnknownThread(ref id) if id == "nope"),

@@ -3,16 +3,17 @@
 
 mod common;
 
+use common::backend::TestStore;
 use common::*;
 use spool_core::View;
 use spool_store::{Appended, Store};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn status_items_are_never_stored_and_take_no_seq() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+on_every_backend!(status_items_are_never_stored_and_take_no_seq,);
+
+async fn status_items_are_never_stored_and_take_no_seq(ts: TestStore) {
+    let store = &ts.store;
     for dev_mode in [false, true] {
-        let t = new_thread(&store, dev_mode).await;
+        let t = new_thread(store, dev_mode).await;
         let appended = store
             .append(
                 &t,

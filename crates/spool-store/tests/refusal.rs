@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::backend::TestStore;
 use common::*;
 use spool_core::{ReduceError, View};
 use spool_protocol::ServerNotification;
@@ -15,11 +16,16 @@ fn reduce_error(error: &StoreError) -> &ReduceError {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_delta_after_completion_and_a_second_completion_are_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let t = new_thread(&store, false).await;
+on_every_backend!(
+    a_delta_after_completion_and_a_second_completion_are_refused,
+    other_appends_in_the_same_batch_are_unaffected,
+    starts_of_stored_ids_are_refused_after_the_writer_dropped_them,
+    appends_that_are_not_the_threads_are_refused_before_the_writer,
+);
+
+async fn a_delta_after_completion_and_a_second_completion_are_refused(ts: TestStore) {
+    let store = &ts.store;
+    let t = new_thread(store, false).await;
     store
         .append(&t, vec![turn_started(&t, "turn-1")])
         .await
@@ -141,12 +147,10 @@ async fn a_refused_append_stores_none_of_its_events() {
     assert_eq!(seqs(&appended), vec![5, 6]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn other_appends_in_the_same_batch_are_unaffected() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let good = new_thread(&store, false).await;
-    let bad = new_thread(&store, false).await;
+async fn other_appends_in_the_same_batch_are_unaffected(ts: TestStore) {
+    let store = &ts.store;
+    let good = new_thread(store, false).await;
+    let bad = new_thread(store, false).await;
     for t in [&good, &bad] {
         store
             .append(t, vec![turn_started(t, "turn-1")])
@@ -182,10 +186,8 @@ async fn other_appends_in_the_same_batch_are_unaffected() {
 /// Which refusal an append must get.
 type Expect = fn(&ReduceError) -> bool;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn starts_of_stored_ids_are_refused_after_the_writer_dropped_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+async fn starts_of_stored_ids_are_refused_after_the_writer_dropped_them(ts: TestStore) {
+    let store = ts.store.clone();
     let t = new_thread(&store, false).await;
     store
         .append(&t, vec![turn_started(&t, "turn-1")])
@@ -259,7 +261,7 @@ async fn starts_of_stored_ids_are_refused_after_the_writer_dropped_them() {
     }
     store.close().await.unwrap();
     drop(store);
-    let store = open(dir.path());
+    let store = ts.reopen(StoreOptions::default()).await;
     for (events, id) in greatest() {
         let error = store.append(&t, events).await.unwrap_err();
         assert!(
@@ -277,11 +279,9 @@ fn is_duplicate(error: &ReduceError) -> bool {
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn appends_that_are_not_the_threads_are_refused_before_the_writer() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let t = new_thread(&store, false).await;
+async fn appends_that_are_not_the_threads_are_refused_before_the_writer(ts: TestStore) {
+    let store = &ts.store;
+    let t = new_thread(store, false).await;
     let error = store
         .append(&t, vec![turn_started("someone-else", "turn-1")])
         .await

@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::backend::TestStore;
 use common::*;
 use spool_core::View;
 use spool_protocol::{ServerNotification, ThreadNameUpdatedNotification, ThreadStatus, TurnStatus};
@@ -91,11 +92,11 @@ async fn archiving_is_logged_and_unarchiving_brings_the_thread_back() {
     assert!(matches!(error, StoreError::UnknownThread(_)), "{error}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_rename_updates_the_thread_row() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let thread = new_thread(&store, false).await;
+on_every_backend!(a_rename_updates_the_thread_row,);
+
+async fn a_rename_updates_the_thread_row(ts: TestStore) {
+    let store = &ts.store;
+    let thread = new_thread(store, false).await;
     let renamed = ServerNotification::ThreadNameUpdated(ThreadNameUpdatedNotification {
         thread_id: thread.clone(),
         thread_name: Some("named".to_owned()),

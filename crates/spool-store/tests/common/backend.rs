@@ -67,7 +67,7 @@ impl TestStore {
 /// `StoreOptions::default()`, or with what `name with options_fn` says.
 #[macro_export]
 macro_rules! on_every_backend {
-    ($($name:ident $(with $options:path)?),* $(,)?) => {$(
+    ($($name:ident $(with $options:ident)?),* $(,)?) => {$(
         mod $name {
             fn options() -> spool_store::StoreOptions {
                 #[allow(unused_mut, unused_assignments)]
