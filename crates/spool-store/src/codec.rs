@@ -22,7 +22,7 @@ use spool_protocol::{
 use crate::born::{PROJECTED, RECORDED, start_of};
 use crate::error::{CorruptRow, DecodeCause, StoreError};
 use crate::input_json::InputJson;
-use crate::types::ThreadRecord;
+use crate::types::{PendingRequest, ThreadRecord};
 
 /// One row of a backend's result, read by column index.
 pub(crate) trait Cells {
@@ -367,6 +367,37 @@ fn corrupt_event(thread_id: &str, event: &ThreadEvent, cause: String) -> StoreEr
         column: "payload",
         cause: cause.into(),
     }))
+}
+
+/// A `pending_requests` row: request id, thread id, turn id, item id,
+/// request, created at, answer, resolved at.
+pub(crate) fn decode_pending_request<R: Cells + ?Sized>(
+    row: &R,
+) -> Result<PendingRequest, StoreError> {
+    let mut cx = RowContext {
+        table: "pending_requests",
+        thread_id: "(unreadable id)",
+        seq: None,
+        item_id: None,
+    };
+    let thread_id = cx.text(row, 1, "thread_id")?;
+    cx.thread_id = thread_id;
+    let request_id = cx.text(row, 0, "request_id")?;
+    cx.item_id = Some(request_id);
+    let mut request: spool_protocol::ServerRequest = cx.json(row, 4, "request")?;
+    let created_at_ms = cx.int(row, 5, "created_at_ms")?;
+    // Rows written before approvals carried their start time.
+    request.stamp_started_at(created_at_ms);
+    Ok(PendingRequest {
+        request_id: request_id.to_owned(),
+        thread_id: thread_id.to_owned(),
+        turn_id: cx.text(row, 2, "turn_id")?.to_owned(),
+        item_id: cx.text(row, 3, "item_id")?.to_owned(),
+        request,
+        created_at_ms,
+        answer: cx.opt_json(row, 6, "answer")?,
+        resolved_at_ms: cx.opt_int(row, 7, "resolved_at_ms")?,
+    })
 }
 
 /// The JSON of an envelope's raw input item (`providerData.inputItem`),

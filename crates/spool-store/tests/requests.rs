@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::backend::TestStore;
 use common::*;
 use serde_json::json;
 use spool_protocol::*;
@@ -38,11 +39,11 @@ fn approval_request(thread: &str, turn: &str, item: &str, request_id: &str) -> P
     }
 }
 
-#[tokio::test]
-async fn a_request_is_answered_once_and_its_resolution_is_logged() {
-    let dir = tempdir().unwrap();
-    let store = open(dir.path());
-    let thread = new_thread(&store, false).await;
+on_every_backend!(a_request_is_answered_once_and_its_resolution_is_logged,);
+
+async fn a_request_is_answered_once_and_its_resolution_is_logged(ts: TestStore) {
+    let store = &ts.store;
+    let thread = new_thread(store, false).await;
     store
         .append(&thread, vec![turn_started(&thread, "turn-1")])
         .await

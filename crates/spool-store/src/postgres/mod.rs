@@ -12,6 +12,7 @@ mod codec;
 mod lease;
 mod query;
 mod reads;
+mod requests;
 mod schema;
 mod store;
 mod writer;

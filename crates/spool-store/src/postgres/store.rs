@@ -10,6 +10,7 @@ use spool_core::{ItemRecord, ThreadReducer, TurnRecord, View};
 use spool_protocol::{ServerNotification, ThreadEvent};
 use tokio::sync::oneshot;
 
+use super::requests::{self, RequestOp};
 use super::writer::{self, Request};
 use super::{PgDatabase, reads};
 use crate::Store;
@@ -215,52 +216,85 @@ impl Store for PgStore {
 
     async fn open_request(
         &self,
-        _request: PendingRequest,
-        _run_state: Option<String>,
+        request: PendingRequest,
+        run_state: Option<String>,
     ) -> Result<(), StoreError> {
-        not_built("open_request")
+        self.ask(|reply| {
+            Request::Requests(RequestOp::Open {
+                request: Box::new(request),
+                run_state,
+                reply,
+            })
+        })
+        .await
     }
 
     async fn resolve_request(
         &self,
-        _thread_id: &str,
-        _request_id: &str,
-        _answer: serde_json::Value,
+        thread_id: &str,
+        request_id: &str,
+        answer: serde_json::Value,
     ) -> Result<ResolvedRequest, StoreError> {
-        not_built("resolve_request")
+        let (thread_id, request_id) = (thread_id.to_owned(), request_id.to_owned());
+        self.ask(|reply| {
+            Request::Requests(RequestOp::Resolve {
+                thread_id,
+                request_id,
+                answer,
+                reply,
+            })
+        })
+        .await
     }
 
-    async fn open_requests(&self, _thread_id: &str) -> Result<Vec<PendingRequest>, StoreError> {
-        not_built("open_requests")
+    async fn open_requests(&self, thread_id: &str) -> Result<Vec<PendingRequest>, StoreError> {
+        requests::open_requests(&self.client().await?, thread_id).await
     }
 
-    async fn requests(&self, _thread_id: &str) -> Result<Vec<PendingRequest>, StoreError> {
-        not_built("requests")
+    async fn requests(&self, thread_id: &str) -> Result<Vec<PendingRequest>, StoreError> {
+        requests::all_requests(&self.client().await?, thread_id).await
     }
 
     async fn request(
         &self,
-        _thread_id: &str,
-        _request_id: &str,
+        thread_id: &str,
+        request_id: &str,
     ) -> Result<Option<PendingRequest>, StoreError> {
-        not_built("request")
+        requests::request(&self.client().await?, thread_id, request_id).await
     }
 
     async fn save_run_state(
         &self,
-        _thread_id: &str,
-        _turn_id: &str,
-        _state: String,
+        thread_id: &str,
+        turn_id: &str,
+        state: String,
     ) -> Result<(), StoreError> {
-        not_built("save_run_state")
+        let (thread_id, turn_id) = (thread_id.to_owned(), turn_id.to_owned());
+        self.ask(|reply| {
+            Request::Requests(RequestOp::SaveRunState {
+                thread_id,
+                turn_id,
+                state,
+                reply,
+            })
+        })
+        .await
     }
 
-    async fn clear_run_state(&self, _thread_id: &str, _turn_id: &str) -> Result<(), StoreError> {
-        not_built("clear_run_state")
+    async fn clear_run_state(&self, thread_id: &str, turn_id: &str) -> Result<(), StoreError> {
+        let (thread_id, turn_id) = (thread_id.to_owned(), turn_id.to_owned());
+        self.ask(|reply| {
+            Request::Requests(RequestOp::ClearRunState {
+                thread_id,
+                turn_id,
+                reply,
+            })
+        })
+        .await
     }
 
-    async fn run_states(&self, _thread_id: &str) -> Result<Vec<StoredRunState>, StoreError> {
-        not_built("run_states")
+    async fn run_states(&self, thread_id: &str) -> Result<Vec<StoredRunState>, StoreError> {
+        requests::run_states(&self.client().await?, thread_id).await
     }
 
     async fn set_archived(

@@ -27,6 +27,7 @@ use tokio_postgres::Config;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::query::CachedClient;
+use super::requests::{RequestOp, StateSource};
 use super::{PgDatabase, batch, reads};
 use crate::error::StoreError;
 use crate::options::StoreOptions;
@@ -56,16 +57,18 @@ pub(super) enum Request {
     Close {
         reply: Reply<()>,
     },
+    /// Pending requests and run states (`requests.rs`).
+    Requests(RequestOp),
 }
 
 /// The writer's connection and the runtime that drives it.
-struct Conn {
+pub(super) struct Conn {
     runtime: Runtime,
-    client: CachedClient,
+    pub(super) client: CachedClient,
 }
 
 impl Conn {
-    fn block_on<T>(&self, future: impl Future<Output = T>) -> T {
+    pub(super) fn block_on<T>(&self, future: impl Future<Output = T>) -> T {
         self.runtime.block_on(future)
     }
 }
@@ -171,9 +174,9 @@ impl Conn {
     }
 }
 
-struct Writer {
-    conn: Conn,
-    threads: HashMap<String, ThreadState>,
+pub(super) struct Writer {
+    pub(super) conn: Conn,
+    pub(super) threads: HashMap<String, ThreadState>,
     cached_threads: usize,
     max_batch_events: usize,
 }
@@ -187,7 +190,7 @@ enum Waiter {
 
 /// One group commit in the making.
 #[derive(Default)]
-struct Batch {
+pub(super) struct Batch {
     dirty: Vec<String>,
     waiters: Vec<Waiter>,
     events: usize,
@@ -197,8 +200,7 @@ struct Batch {
 impl Writer {
     fn run(mut self, inbox: Receiver<Request>) {
         tracing::debug!("PostgreSQL store writer started");
-        let mut open = true;
-        while open {
+        loop {
             let Ok(first) = inbox.recv() else {
                 break; // every handle is gone, and with it every request
             };
@@ -210,27 +212,38 @@ impl Writer {
                     Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
                 }
             }
-            let result = self.commit(&batch.dirty);
-            for waiter in batch.waiters {
-                match waiter {
-                    Waiter::Append(reply, appended) => {
-                        let _ = reply.send(outcome(&result, appended));
-                    }
-                    Waiter::Create(reply, record) => {
-                        let _ = reply.send(outcome(&result, *record));
-                    }
-                    Waiter::Flush(reply) => {
-                        let _ = reply.send(outcome(&result, ()));
-                    }
-                }
-            }
-            if let Some(reply) = batch.close {
-                let _ = reply.send(result.map_err(StoreError::Commit));
-                open = false;
+            if self.finish(&mut batch) {
+                break;
             }
             self.evict();
         }
         tracing::debug!("PostgreSQL store writer stopped");
+    }
+
+    /// Commits the batch and answers its callers; whether the store closed.
+    pub(super) fn finish(&mut self, batch: &mut Batch) -> bool {
+        let result = self.commit(&std::mem::take(&mut batch.dirty));
+        for waiter in batch.waiters.drain(..) {
+            match waiter {
+                Waiter::Append(reply, appended) => {
+                    let _ = reply.send(outcome(&result, appended));
+                }
+                Waiter::Create(reply, record) => {
+                    let _ = reply.send(outcome(&result, *record));
+                }
+                Waiter::Flush(reply) => {
+                    let _ = reply.send(outcome(&result, ()));
+                }
+            }
+        }
+        batch.events = 0;
+        match batch.close.take() {
+            Some(reply) => {
+                let _ = reply.send(result.map_err(StoreError::Commit));
+                true
+            }
+            None => false,
+        }
     }
 
     fn take(&mut self, request: Request, batch: &mut Batch) {
@@ -276,6 +289,11 @@ impl Writer {
                 }
             },
             Request::Flush { reply } => batch.waiters.push(Waiter::Flush(reply)),
+            Request::Requests(op) => {
+                // Its own transaction, after what came before it.
+                self.finish(batch);
+                self.handle_request_op(op);
+            }
             Request::Close { reply } => {
                 // Every thread's row gets its newest event's time.
                 for (thread_id, state) in &mut self.threads {
@@ -368,6 +386,49 @@ impl Writer {
                 }
                 tracing::error!(%error, "a PostgreSQL group commit failed");
                 Err(Arc::new(error))
+            }
+        }
+    }
+
+    /// Runs `work` in a transaction of its own and commits it (the caller
+    /// committed what was pending before). `work` runs each statement
+    /// with [`Conn::block_on`]: a thread's state reads rows that way too,
+    /// and `block_on`s do not nest. States it wrote are marked committed,
+    /// or dropped if the transaction fails.
+    pub(super) fn in_own_transaction<T>(
+        &mut self,
+        work: impl FnOnce(&Conn, StateSource<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut touched = Vec::new();
+        let conn = &self.conn;
+        let result = conn
+            .block_on(conn.client.simple("BEGIN"))
+            .map_err(StoreError::from)
+            .and_then(|()| {
+                let source = StateSource {
+                    threads: &mut self.threads,
+                    rows: conn,
+                    touched: &mut touched,
+                };
+                let value = work(conn, source)?;
+                conn.block_on(conn.client.simple("COMMIT"))?;
+                Ok(value)
+            });
+        match result {
+            Ok(value) => {
+                for thread_id in &touched {
+                    if let Some(state) = self.threads.get_mut(thread_id) {
+                        state.committed();
+                    }
+                }
+                Ok(value)
+            }
+            Err(error) => {
+                let _ = conn.block_on(conn.client.simple("ROLLBACK"));
+                for thread_id in &touched {
+                    self.threads.remove(thread_id);
+                }
+                Err(error)
             }
         }
     }

@@ -1,51 +1,14 @@
 //! Reads of pending requests and run states (tables of schema v3).
 
-use rusqlite::{Connection, OptionalExtension, Row};
+use rusqlite::{Connection, OptionalExtension};
 
-use crate::error::{CorruptRow, DecodeCause, StoreError};
+pub(crate) use crate::codec::decode_pending_request;
+use crate::error::StoreError;
 use crate::types::{PendingRequest, StoredRunState};
 
-/// Columns [`decode_pending_request`] reads, in order.
+/// Columns `codec::decode_pending_request` reads, in order.
 const REQUEST_COLUMNS: &str = "request_id, thread_id, turn_id, item_id, request, \
     created_at_ms, answer, resolved_at_ms";
-
-/// A `pending_requests` row (columns as in [`REQUEST_COLUMNS`]).
-pub(crate) fn decode_pending_request(row: &Row<'_>) -> Result<PendingRequest, StoreError> {
-    let thread_id: String = row.get(1)?;
-    let request_id: String = row.get(0)?;
-    let corrupt = |column: &'static str, cause: DecodeCause| {
-        StoreError::CorruptRow(Box::new(CorruptRow {
-            table: "pending_requests",
-            thread_id: thread_id.clone(),
-            seq: None,
-            item_id: Some(request_id.clone()),
-            column,
-            cause,
-        }))
-    };
-    let request_json: String = row.get(4)?;
-    let mut request: spool_protocol::ServerRequest =
-        serde_json::from_str(&request_json).map_err(|e| corrupt("request", Box::new(e)))?;
-    let created_at_ms: i64 = row.get(5)?;
-    // Rows written before approvals carried their start time.
-    request.stamp_started_at(created_at_ms);
-    let answer = match row.get::<_, Option<String>>(6)? {
-        Some(json) => {
-            Some(serde_json::from_str(&json).map_err(|e| corrupt("answer", Box::new(e)))?)
-        }
-        None => None,
-    };
-    Ok(PendingRequest {
-        request_id: request_id.clone(),
-        thread_id: thread_id.clone(),
-        turn_id: row.get(2)?,
-        item_id: row.get(3)?,
-        request,
-        created_at_ms,
-        answer,
-        resolved_at_ms: row.get(7)?,
-    })
-}
 
 /// The thread's requests still waiting for an answer, oldest first.
 pub(crate) fn open_requests(
