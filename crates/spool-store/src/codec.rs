@@ -22,7 +22,7 @@ use spool_protocol::{
 use crate::born::{PROJECTED, RECORDED, start_of};
 use crate::error::{CorruptRow, DecodeCause, StoreError};
 use crate::input_json::InputJson;
-use crate::types::{PendingRequest, ThreadRecord};
+use crate::types::{PendingRequest, StoredHistory, ThreadRecord};
 
 /// One row of a backend's result, read by column index.
 pub(crate) trait Cells {
@@ -397,6 +397,23 @@ pub(crate) fn decode_pending_request<R: Cells + ?Sized>(
         created_at_ms,
         answer: cx.opt_json(row, 6, "answer")?,
         resolved_at_ms: cx.opt_int(row, 7, "resolved_at_ms")?,
+    })
+}
+
+/// A `history_cursors` row of `thread_id`: cursor, conversation id.
+pub(crate) fn decode_history<R: Cells + ?Sized>(
+    row: &R,
+    thread_id: &str,
+) -> Result<StoredHistory, StoreError> {
+    let cx = RowContext {
+        table: "history_cursors",
+        thread_id,
+        seq: None,
+        item_id: None,
+    };
+    Ok(StoredHistory {
+        cursor: cx.json(row, 0, "cursor")?,
+        conversation_id: cx.opt_text(row, 1, "conversation_id")?.map(str::to_owned),
     })
 }
 

@@ -6,13 +6,14 @@
 mod common;
 
 use common::backend::TestStore;
+use common::backend::quote;
 use common::*;
 use spool_core::View;
 use spool_protocol::{ServerNotification, ThreadNameUpdatedNotification, ThreadStatus, TurnStatus};
-use spool_store::{NewThread, SqliteStore, Store, StoreError, ThreadListQuery};
+use spool_store::{NewThread, Store, StoreError, ThreadListQuery};
 
 /// Appends one finished turn: a user message and an agent reply.
-async fn exchange(store: &SqliteStore, thread: &str, turn: &str, text: &str) {
+async fn exchange(store: &impl Store, thread: &str, turn: &str, text: &str) {
     let user = user_message(&format!("{turn}-u"), text);
     let agent = agent_message(&format!("{turn}-a"), &format!("re: {text}"));
     store
@@ -35,7 +36,7 @@ fn item_ids(records: &[spool_core::ItemRecord]) -> Vec<String> {
     records.iter().map(|r| r.item.id().to_owned()).collect()
 }
 
-async fn listed(store: &SqliteStore, archived: bool) -> Vec<String> {
+async fn listed(store: &impl Store, archived: bool) -> Vec<String> {
     store
         .list_threads(ThreadListQuery {
             archived,
@@ -49,12 +50,20 @@ async fn listed(store: &SqliteStore, archived: bool) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn archiving_is_logged_and_unarchiving_brings_the_thread_back() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let thread = new_thread(&store, false).await;
-    assert_eq!(listed(&store, false).await, vec![thread.clone()]);
+on_every_backend!(
+    archiving_is_logged_and_unarchiving_brings_the_thread_back,
+    a_revert_logs_item_removed_for_every_item_of_the_reverted_turns,
+    a_revert_is_refused_while_a_turn_is_in_progress,
+    a_fork_copies_finished_turns_into_the_new_threads_own_log,
+    a_fork_leaves_out_a_turn_in_progress_and_reverted_turns,
+    deleting_a_thread_removes_every_row_of_it_and_records_the_deletion,
+    a_thread_with_a_turn_in_progress_is_not_deleted,
+);
+
+async fn archiving_is_logged_and_unarchiving_brings_the_thread_back(ts: TestStore) {
+    let store = &ts.store;
+    let thread = new_thread(store, false).await;
+    assert_eq!(listed(store, false).await, vec![thread.clone()]);
 
     let events = store.set_archived(&thread, true).await.unwrap();
     assert!(matches!(
@@ -67,11 +76,11 @@ async fn archiving_is_logged_and_unarchiving_brings_the_thread_back() {
     ));
     assert_eq!(events[0].seq, 2);
     assert!(store.thread(&thread).await.unwrap().unwrap().archived);
-    assert!(listed(&store, false).await.is_empty());
-    assert_eq!(listed(&store, true).await, vec![thread.clone()]);
+    assert!(listed(store, false).await.is_empty());
+    assert_eq!(listed(store, true).await, vec![thread.clone()]);
     // Already archived: nothing more is logged.
     assert!(store.set_archived(&thread, true).await.unwrap().is_empty());
-    assert_eq!(committed_events(dir.path(), &thread), 3);
+    assert_eq!(ts.committed_events(&thread), 3);
 
     let events = store.set_archived(&thread, false).await.unwrap();
     assert!(matches!(
@@ -81,8 +90,8 @@ async fn archiving_is_logged_and_unarchiving_brings_the_thread_back() {
     assert_eq!(events[0].seq, 4, "unarchiving is logged too");
     assert!(store.set_archived(&thread, false).await.unwrap().is_empty());
     assert!(!store.thread(&thread).await.unwrap().unwrap().archived);
-    assert_eq!(listed(&store, false).await, vec![thread.clone()]);
-    assert!(listed(&store, true).await.is_empty());
+    assert_eq!(listed(store, false).await, vec![thread.clone()]);
+    assert!(listed(store, true).await.is_empty());
 
     // And again, through the cached state of the writer.
     assert_eq!(store.set_archived(&thread, true).await.unwrap().len(), 2);
@@ -106,15 +115,13 @@ async fn a_rename_updates_the_thread_row(ts: TestStore) {
     assert_eq!(record.thread.name.as_deref(), Some("named"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_revert_logs_item_removed_for_every_item_of_the_reverted_turns() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let thread = new_thread(&store, false).await;
-    exchange(&store, &thread, "t1", "one").await;
-    exchange(&store, &thread, "t2", "two").await;
-    exchange(&store, &thread, "t3", "three").await;
-    let before = committed_events(dir.path(), &thread);
+async fn a_revert_logs_item_removed_for_every_item_of_the_reverted_turns(ts: TestStore) {
+    let store = &ts.store;
+    let thread = new_thread(store, false).await;
+    exchange(store, &thread, "t1", "one").await;
+    exchange(store, &thread, "t2", "two").await;
+    exchange(store, &thread, "t3", "three").await;
+    let before = ts.committed_events(&thread);
 
     let mut removed = store.revert_turns(&thread, "t2").await.unwrap();
     let reverted = removed.pop().expect("events");
@@ -137,7 +144,7 @@ async fn a_revert_logs_item_removed_for_every_item_of_the_reverted_turns() {
     assert_eq!(item_ids(&items), ["t1-u", "t1-a"]);
     let llm = store.items(&thread, View::Llm).await.unwrap();
     assert_eq!(item_ids(&llm), ["t1-u", "t1-a"]);
-    assert_eq!(committed_events(dir.path(), &thread), before + 5);
+    assert_eq!(ts.committed_events(&thread), before + 5);
     let log = store.events_after(&thread, 0, 1000).await.unwrap();
     assert!(log.iter().any(|e| e.payload.item_id() == Some("t3-a")
         && matches!(e.payload, ServerNotification::ItemCompleted(_))));
@@ -147,7 +154,7 @@ async fn a_revert_logs_item_removed_for_every_item_of_the_reverted_turns() {
     assert_eq!(turns.len(), 3);
 
     // The next turn goes on after the kept history.
-    exchange(&store, &thread, "t4", "four").await;
+    exchange(store, &thread, "t4", "four").await;
     let items = store.items(&thread, View::All).await.unwrap();
     assert_eq!(item_ids(&items), ["t1-u", "t1-a", "t4-u", "t4-a"]);
 
@@ -161,32 +168,28 @@ async fn a_revert_logs_item_removed_for_every_item_of_the_reverted_turns() {
     assert!(matches!(error, StoreError::Refused { .. }), "{error}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_revert_is_refused_while_a_turn_is_in_progress() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let thread = new_thread(&store, false).await;
-    exchange(&store, &thread, "t1", "one").await;
+async fn a_revert_is_refused_while_a_turn_is_in_progress(ts: TestStore) {
+    let store = &ts.store;
+    let thread = new_thread(store, false).await;
+    exchange(store, &thread, "t1", "one").await;
     store
         .append(&thread, vec![turn_started(&thread, "t2")])
         .await
         .unwrap();
-    let before = committed_events(dir.path(), &thread);
+    let before = ts.committed_events(&thread);
     let error = store.revert_turns(&thread, "t1").await.unwrap_err();
     assert!(matches!(error, StoreError::Refused { .. }), "{error}");
-    assert_eq!(committed_events(dir.path(), &thread), before);
+    assert_eq!(ts.committed_events(&thread), before);
     assert_eq!(store.items(&thread, View::All).await.unwrap().len(), 2);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fork_copies_finished_turns_into_the_new_threads_own_log() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let source = new_thread(&store, false).await;
-    exchange(&store, &source, "t1", "one").await;
-    exchange(&store, &source, "t2", "two").await;
-    exchange(&store, &source, "t3", "three").await;
-    let source_events = committed_events(dir.path(), &source);
+async fn a_fork_copies_finished_turns_into_the_new_threads_own_log(ts: TestStore) {
+    let store = &ts.store;
+    let source = new_thread(store, false).await;
+    exchange(store, &source, "t1", "one").await;
+    exchange(store, &source, "t2", "two").await;
+    exchange(store, &source, "t3", "three").await;
+    let source_events = ts.committed_events(&source);
 
     let new = NewThread {
         forked_from_id: Some(source.clone()),
@@ -216,7 +219,7 @@ async fn a_fork_copies_finished_turns_into_the_new_threads_own_log() {
     let log = store.events_after(&fork_id, 0, 100).await.unwrap();
     assert_eq!(log.len() as u64, fork.last_seq);
     // The source is untouched.
-    assert_eq!(committed_events(dir.path(), &source), source_events);
+    assert_eq!(ts.committed_events(&source), source_events);
 
     // Without a turn: every finished turn; the fork goes on by itself.
     let all = store
@@ -225,20 +228,18 @@ async fn a_fork_copies_finished_turns_into_the_new_threads_own_log() {
         .unwrap();
     let items = store.items(&all.thread.id, View::All).await.unwrap();
     assert_eq!(items.len(), 6);
-    exchange(&store, &all.thread.id, "t4", "four").await;
+    exchange(store, &all.thread.id, "t4", "four").await;
     assert_eq!(store.items(&source, View::All).await.unwrap().len(), 6);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fork_leaves_out_a_turn_in_progress_and_reverted_turns() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let source = new_thread(&store, false).await;
-    exchange(&store, &source, "t1", "one").await;
-    exchange(&store, &source, "t2", "two").await;
-    exchange(&store, &source, "t3", "three").await;
+async fn a_fork_leaves_out_a_turn_in_progress_and_reverted_turns(ts: TestStore) {
+    let store = &ts.store;
+    let source = new_thread(store, false).await;
+    exchange(store, &source, "t1", "one").await;
+    exchange(store, &source, "t2", "two").await;
+    exchange(store, &source, "t3", "three").await;
     store.revert_turns(&source, "t2").await.unwrap();
-    exchange(&store, &source, "t4", "four").await;
+    exchange(store, &source, "t4", "four").await;
     store
         .append(&source, vec![turn_started(&source, "t5")])
         .await
@@ -270,52 +271,41 @@ async fn a_fork_leaves_out_a_turn_in_progress_and_reverted_turns() {
     assert!(matches!(error, StoreError::Refused { .. }), "{error}");
 }
 
-#[tokio::test]
-async fn deleting_a_thread_removes_every_row_of_it_and_records_the_deletion() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let doomed = new_thread(&store, false).await;
-    let kept = new_thread(&store, false).await;
-    exchange(&store, &doomed, "t1", "one").await;
-    exchange(&store, &kept, "k1", "kept").await;
-    let kept_events = committed_events(dir.path(), &kept);
+async fn deleting_a_thread_removes_every_row_of_it_and_records_the_deletion(ts: TestStore) {
+    let store = &ts.store;
+    let doomed = new_thread(store, false).await;
+    let kept = new_thread(store, false).await;
+    exchange(store, &doomed, "t1", "one").await;
+    exchange(store, &kept, "k1", "kept").await;
+    let kept_events = ts.committed_events(&kept);
 
     store.delete_thread(&doomed).await.unwrap();
     assert!(store.thread(&doomed).await.unwrap().is_none());
     assert!(store.deleted_at(&doomed).await.unwrap().is_some());
-    assert_eq!(listed(&store, false).await, vec![kept.clone()]);
-    let raw = raw(dir.path());
+    assert_eq!(listed(store, false).await, vec![kept.clone()]);
     for table in ["events", "turns", "items", "pending_requests", "run_states"] {
-        let left: i64 = raw
-            .query_row(
-                &format!("SELECT count(*) FROM {table} WHERE thread_id = ?1"),
-                [&doomed],
-                |row| row.get(0),
-            )
-            .unwrap();
+        let left = ts.count(&format!(
+            "SELECT count(*) FROM {table} WHERE thread_id = {}",
+            quote(&doomed)
+        ));
         assert_eq!(left, 0, "{table} keeps nothing of the deleted thread");
     }
-    let threads: i64 = raw
-        .query_row(
-            "SELECT count(*) FROM threads WHERE id = ?1",
-            [&doomed],
-            |row| row.get(0),
-        )
-        .unwrap();
+    let threads = ts.count(&format!(
+        "SELECT count(*) FROM threads WHERE id = {}",
+        quote(&doomed)
+    ));
     assert_eq!(threads, 0);
     // The other thread is untouched.
-    assert_eq!(committed_events(dir.path(), &kept), kept_events);
+    assert_eq!(ts.committed_events(&kept), kept_events);
     assert!(store.deleted_at(&kept).await.unwrap().is_none());
 
     let again = store.delete_thread(&doomed).await.unwrap_err();
     assert!(matches!(again, StoreError::UnknownThread(_)), "{again}");
 }
 
-#[tokio::test]
-async fn a_thread_with_a_turn_in_progress_is_not_deleted() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let thread = new_thread(&store, false).await;
+async fn a_thread_with_a_turn_in_progress_is_not_deleted(ts: TestStore) {
+    let store = &ts.store;
+    let thread = new_thread(store, false).await;
     store
         .append(&thread, vec![turn_started(&thread, "t1")])
         .await

@@ -15,6 +15,7 @@ mod reads;
 mod requests;
 mod schema;
 mod store;
+mod thread_ops;
 mod writer;
 
 use std::sync::Arc;

@@ -254,3 +254,37 @@ pub(super) async fn read_reducer(
         turns,
     ))
 }
+
+/// The thread's records in the model's view after `after_ordinal`, in
+/// ordinal order.
+pub(super) async fn read_after_ordinal(
+    q: &impl Query,
+    thread_id: &str,
+    after_ordinal: u64,
+) -> Result<Vec<ItemRecord>, StoreError> {
+    const SQL: &str = select!(
+        items,
+        "FROM items WHERE thread_id = $1 AND llm AND ordinal > $2 ORDER BY ordinal"
+    );
+    q.rows(SQL, &[&thread_id, &sql_int(after_ordinal)])
+        .await?
+        .iter()
+        .map(|row| decode_item(row, thread_id))
+        .collect()
+}
+
+/// One item, if it is stored and in the model's view.
+pub(super) async fn read_item_in_view(
+    q: &impl Query,
+    thread_id: &str,
+    item_id: &str,
+) -> Result<Option<ItemRecord>, StoreError> {
+    const SQL: &str = select!(
+        items,
+        "FROM items WHERE thread_id = $1 AND item_id = $2 AND llm"
+    );
+    match q.opt_row(SQL, &[&thread_id, &item_id]).await? {
+        Some(row) => decode_item(&row, thread_id).map(Some),
+        None => Ok(None),
+    }
+}

@@ -11,9 +11,11 @@ use spool_protocol::{ServerNotification, ThreadEvent};
 use tokio::sync::oneshot;
 
 use super::requests::{self, RequestOp};
+use super::thread_ops::{self, ThreadOp};
 use super::writer::{self, Request};
 use super::{PgDatabase, reads};
 use crate::Store;
+use crate::codec::encode;
 use crate::error::StoreError;
 use crate::input_json::InputJson;
 use crate::options::StoreOptions;
@@ -299,22 +301,40 @@ impl Store for PgStore {
 
     async fn set_archived(
         &self,
-        _thread_id: &str,
-        _archived: bool,
+        thread_id: &str,
+        archived: bool,
     ) -> Result<Vec<ThreadEvent>, StoreError> {
-        not_built("set_archived")
+        let thread_id = thread_id.to_owned();
+        self.ask(|reply| {
+            Request::Threads(ThreadOp::SetArchived {
+                thread_id,
+                archived,
+                reply,
+            })
+        })
+        .await
     }
 
     async fn revert_turns(
         &self,
-        _thread_id: &str,
-        _first_turn_id: &str,
+        thread_id: &str,
+        first_turn_id: &str,
     ) -> Result<Vec<ThreadEvent>, StoreError> {
-        not_built("revert_turns")
+        let (thread_id, first_turn_id) = (thread_id.to_owned(), first_turn_id.to_owned());
+        self.ask(|reply| {
+            Request::Threads(ThreadOp::Revert {
+                thread_id,
+                first_turn_id,
+                reply,
+            })
+        })
+        .await
     }
 
-    async fn delete_thread(&self, _thread_id: &str) -> Result<(), StoreError> {
-        not_built("delete_thread")
+    async fn delete_thread(&self, thread_id: &str) -> Result<(), StoreError> {
+        let thread_id = thread_id.to_owned();
+        self.ask(|reply| Request::Threads(ThreadOp::Delete { thread_id, reply }))
+            .await
     }
 
     async fn process_started(
@@ -331,37 +351,70 @@ impl Store for PgStore {
         not_built("process_ended")
     }
 
-    async fn deleted_at(&self, _thread_id: &str) -> Result<Option<i64>, StoreError> {
-        not_built("deleted_at")
+    async fn deleted_at(&self, thread_id: &str) -> Result<Option<i64>, StoreError> {
+        thread_ops::deleted_at(&self.client().await?, thread_id).await
     }
 
     async fn llm_records_after(
         &self,
-        _thread_id: &str,
-        _after_ordinal: u64,
-        _item_ids: &[String],
+        thread_id: &str,
+        after_ordinal: u64,
+        item_ids: &[String],
     ) -> Result<Vec<ItemRecord>, StoreError> {
-        not_built("llm_records_after")
+        let mut client = self.client().await?;
+        // Several reads: one snapshot.
+        let tx = client
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await?;
+        let records = thread_ops::records_after(&tx, thread_id, after_ordinal, item_ids).await?;
+        tx.commit().await?;
+        Ok(records)
     }
 
-    async fn history(&self, _thread_id: &str) -> Result<Option<StoredHistory>, StoreError> {
-        not_built("history")
+    async fn history(&self, thread_id: &str) -> Result<Option<StoredHistory>, StoreError> {
+        thread_ops::read_history(&self.client().await?, thread_id).await
     }
 
     async fn set_history(
         &self,
-        _thread_id: &str,
-        _history: &StoredHistory,
+        thread_id: &str,
+        history: &StoredHistory,
     ) -> Result<(), StoreError> {
-        not_built("set_history")
+        let thread_id = thread_id.to_owned();
+        let cursor_json = encode("history cursor", &history.cursor)?;
+        let conversation_id = history.conversation_id.clone();
+        self.ask(|reply| {
+            Request::Threads(ThreadOp::SetHistory {
+                thread_id,
+                cursor_json,
+                conversation_id,
+                reply,
+            })
+        })
+        .await
     }
 
     async fn fork_thread(
         &self,
-        _new: NewThread,
-        _source_id: &str,
-        _before_turn: Option<&str>,
+        new: NewThread,
+        source_id: &str,
+        before_turn: Option<&str>,
     ) -> Result<ThreadRecord, StoreError> {
-        not_built("fork_thread")
+        let (record, started_json, created_at_ms) = new_thread_record(new)?;
+        let (source_id, before_turn) = (source_id.to_owned(), before_turn.map(str::to_owned));
+        self.ask(|reply| {
+            Request::Threads(ThreadOp::Fork {
+                record: Box::new(record),
+                started_json,
+                created_at_ms,
+                source_id,
+                before_turn,
+                reply,
+            })
+        })
+        .await
     }
 }

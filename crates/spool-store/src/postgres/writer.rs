@@ -28,6 +28,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::query::CachedClient;
 use super::requests::{RequestOp, StateSource};
+use super::thread_ops::ThreadOp;
 use super::{PgDatabase, batch, reads};
 use crate::error::StoreError;
 use crate::options::StoreOptions;
@@ -59,6 +60,8 @@ pub(super) enum Request {
     },
     /// Pending requests and run states (`requests.rs`).
     Requests(RequestOp),
+    /// Archive, revert, fork, delete, history (`thread_ops.rs`).
+    Threads(ThreadOp),
 }
 
 /// The writer's connection and the runtime that drives it.
@@ -293,6 +296,10 @@ impl Writer {
                 // Its own transaction, after what came before it.
                 self.finish(batch);
                 self.handle_request_op(op);
+            }
+            Request::Threads(op) => {
+                self.finish(batch);
+                self.handle_thread_op(op);
             }
             Request::Close { reply } => {
                 // Every thread's row gets its newest event's time.

@@ -1,14 +1,15 @@
 //! Reads for server-managed histories: the records a request is prepared
 //! from, and what the provider holds (`history_cursors`).
 
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 use spool_core::ItemRecord;
 use spool_protocol::ItemStatus;
 
 use super::catch_up::catch_up;
 use super::codec::{decode_item, item_columns, sql_int};
 use super::reads::thread_exists;
-use crate::error::{CorruptRow, DecodeCause, StoreError};
+use crate::codec::decode_history;
+use crate::error::StoreError;
 use crate::types::StoredHistory;
 
 const AFTER: &str = concat!(
@@ -96,26 +97,10 @@ pub(crate) fn read_cursor(
     conn: &Connection,
     thread_id: &str,
 ) -> Result<Option<StoredHistory>, StoreError> {
-    let row: Option<(String, Option<String>)> = conn
-        .prepare_cached(CURSOR)?
-        .query_row((thread_id,), |row| Ok((row.get(0)?, row.get(1)?)))
-        .optional()?;
-    let Some((cursor, conversation_id)) = row else {
-        return Ok(None);
-    };
-    let cursor = serde_json::from_str(&cursor).map_err(|e| {
-        let cause: DecodeCause = Box::new(e);
-        StoreError::CorruptRow(Box::new(CorruptRow {
-            table: "history_cursors",
-            thread_id: thread_id.to_owned(),
-            seq: None,
-            item_id: None,
-            column: "cursor",
-            cause,
-        }))
-    })?;
-    Ok(Some(StoredHistory {
-        cursor,
-        conversation_id,
-    }))
+    let mut stmt = conn.prepare_cached(CURSOR)?;
+    let mut rows = stmt.query((thread_id,))?;
+    match rows.next()? {
+        Some(row) => decode_history(row, thread_id).map(Some),
+        None => Ok(None),
+    }
 }

@@ -11,6 +11,7 @@
 
 pub(crate) mod dirty;
 mod fresh_ids;
+pub(crate) mod ops;
 pub(crate) mod pending;
 pub(crate) mod prepare;
 pub(crate) mod reserve;

@@ -54,12 +54,45 @@ impl TestStore {
         }
     }
 
+    /// The one number `sql` answers, read outside the store (so it sees
+    /// only what is committed). `sql` must mean the same in both
+    /// dialects; values are quoted with [`quote`].
+    pub fn count(&self, sql: &str) -> i64 {
+        match &self.storage {
+            Storage::Sqlite(dir) => super::raw(dir.path())
+                .query_row(sql, [], |row| row.get(0))
+                .unwrap_or_else(|e| panic!("{sql}: {e}")),
+            Storage::Postgres(db) => db
+                .query(sql)
+                .unwrap_or_else(|e| panic!("{sql}: {e}"))
+                .trim()
+                .parse()
+                .unwrap_or_else(|e| panic!("{sql}: {e}")),
+        }
+    }
+
+    /// Committed events of a thread (a row of an item born complete stands
+    /// for its start and its completion).
+    pub fn committed_events(&self, thread_id: &str) -> u64 {
+        let sql = format!(
+            "SELECT coalesce(sum(CASE WHEN method IN ('item/recorded', 'item/projected') \
+             THEN 2 ELSE 1 END), 0) FROM events WHERE thread_id = {}",
+            quote(thread_id)
+        );
+        u64::try_from(self.count(&sql)).expect("a count")
+    }
+
     pub fn backend(&self) -> &'static str {
         match self.storage {
             Storage::Sqlite(_) => "sqlite",
             Storage::Postgres(_) => "postgres",
         }
     }
+}
+
+/// `value` as an SQL string literal.
+pub fn quote(value: &str) -> String {
+    format!("'{}'", value.replace('\'', "''"))
 }
 
 /// Runs each `async fn name(ts: TestStore)` once per backend, as the tests
