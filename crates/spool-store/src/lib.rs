@@ -44,6 +44,7 @@ mod session;
 mod sqlite;
 mod thread_state;
 mod types;
+mod view_read;
 
 use std::future::Future;
 

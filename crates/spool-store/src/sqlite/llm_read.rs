@@ -1,36 +1,15 @@
-//! The model view of a thread, read newest-first and only as far as the
-//! budget reaches.
-//!
-//! Item rows in the view (`items.llm = 1`) are read in pages, newest
-//! first, grouped into turns and offered to [`Packer`] one turn at a time;
-//! reading stops as soon as the packer has what it needs. Packing uses the
-//! cached token counts, so on a long thread with counts cached the cost is
-//! the rows that fit plus one turn, whatever the thread's length.
-//!
-//! The turns left out beyond the first that did not fit are counted with
-//! `turns.view_rank` (see `writer/rank.rs`): the rank of that turn, minus
-//! the rank of the turn before the latest finished compaction older than
-//! it (where the view starts), or minus nothing when there is none.
-//!
-//! Everything is read in one read transaction: one committed state.
-
-use std::collections::HashMap;
+//! SQLite's reads of a thread's model view (the algorithm is
+//! `crate::view_read`'s), all in one read transaction: one committed state.
 
 use rusqlite::{Connection, OptionalExtension};
 use spool_core::ItemRecord;
-use spool_core::llm::{LlmView, LlmViewOptions, Offered, Packer, is_cut_point};
+use spool_core::llm::{LlmView, LlmViewOptions, is_cut_point};
 
 use super::catch_up::catch_up;
 use super::codec::{decode_item, item_columns, sql_int};
 use super::reads::thread_exists;
-use super::writer::TokenCount;
 use crate::error::StoreError;
-
-/// Rows of the first page; each next page is twice as large, up to
-/// [`MAX_PAGE`]. A 20,000-token budget over short messages fits a few
-/// hundred rows: two or three pages.
-const FIRST_PAGE: usize = 128;
-const MAX_PAGE: usize = 4_096;
+use crate::view_read::{TokenCount, ViewRead};
 
 const PAGE: &str = concat!(
     "SELECT ",
@@ -55,76 +34,31 @@ pub(crate) fn read_llm_view(
     if !thread_exists(&tx, thread_id)? {
         return Err(StoreError::UnknownThread(thread_id.to_owned()));
     }
-    let mut packer = Packer::new(options);
-    // Seqs of the records read without a cached count, by item id: a
-    // computed count is cached only for the item as it was read.
-    let mut uncached: HashMap<String, u64> = HashMap::new();
-    // The turn being gathered, newest record first.
-    let mut turn: Vec<ItemRecord> = Vec::new();
-    let mut before = i64::MAX;
-    let mut page_size = FIRST_PAGE;
-    let stop = 'read: loop {
-        let page = read_page(&tx, thread_id, before, page_size)?;
-        let full_page = page.len() == page_size;
-        for record in page {
-            before = sql_int(record.ordinal);
-            if turn
-                .last()
-                .is_some_and(|last| last.turn_id != record.turn_id)
-                && let Some(stop) = offer(&mut packer, &mut turn)
-            {
-                break 'read Some(stop);
-            }
-            if record.token_count.is_none() {
-                uncached.insert(record.item.id().to_owned(), record.seq);
-            }
-            turn.push(record);
-        }
-        if !full_page {
-            break 'read offer(&mut packer, &mut turn);
-        }
-        page_size = (page_size * 2).min(MAX_PAGE);
-    };
-    if let Some(Stop::Full { turn_id, oldest }) = stop {
-        packer.add_omitted(older_turns_in_view(&tx, thread_id, &turn_id, oldest)?);
+    let mut read = ViewRead::new(options);
+    while let Some((before, limit)) = read.next_page() {
+        read.take_page(read_page(&tx, thread_id, sql_int(before), limit)?);
     }
+    let ranks = match read.left_out() {
+        Some((turn_id, oldest)) => {
+            let cut_rank = match latest_cut_before(&tx, thread_id, oldest)? {
+                Some(cut_turn) => Some(rank(&tx, thread_id, &cut_turn)?),
+                None => None,
+            };
+            Some((rank(&tx, thread_id, turn_id)?, cut_rank))
+        }
+        None => None,
+    };
     tx.finish()?;
-    let view = packer.finish();
-    let counts = view
-        .computed_token_counts
-        .iter()
-        .filter_map(|(item_id, token_count)| {
-            uncached.get(item_id).map(|&seq| TokenCount {
-                item_id: item_id.clone(),
-                seq,
-                token_count: *token_count,
-            })
-        })
-        .collect();
-    Ok((view, counts))
+    Ok(read.finish(ranks))
 }
 
-/// Why reading stopped before the oldest row.
-enum Stop {
-    /// The view starts at a compaction in the last turn offered.
-    Cut,
-    /// This turn did not fit; the older turns in the view, back to where
-    /// the view starts, are left out too and must be counted.
-    Full { turn_id: String, oldest: u64 },
-}
-
-/// Offers the gathered turn (emptying it); `Some` when reading can stop.
-fn offer(packer: &mut Packer<ItemRecord>, turn: &mut Vec<ItemRecord>) -> Option<Stop> {
-    let (turn_id, oldest) = match turn.last() {
-        Some(oldest) => (oldest.turn_id.clone(), oldest.ordinal),
-        None => return None,
-    };
-    match packer.offer(turn.drain(..).rev()) {
-        Offered::Taken => None,
-        Offered::Cut => Some(Stop::Cut),
-        Offered::Full { count_older: true } => Some(Stop::Full { turn_id, oldest }),
-        Offered::Full { count_older: false } => Some(Stop::Cut),
-    }
+/// A turn's view rank (0 if it has none).
+fn rank(conn: &Connection, thread_id: &str, turn_id: &str) -> Result<i64, StoreError> {
+    let rank: Option<i64> = conn
+        .prepare_cached(VIEW_RANK)?
+        .query_row((thread_id, turn_id), |row| row.get(0))
+        .optional()?;
+    Ok(rank.unwrap_or(0))
 }
 
 fn read_page(
@@ -144,33 +78,6 @@ fn read_page(
         catch_up(conn, record)?;
     }
     Ok(records)
-}
-
-/// The turns in the view older than `turn_id` (whose oldest record in the
-/// view has ordinal `oldest`), back to and including the turn of the latest
-/// finished compaction before it.
-fn older_turns_in_view(
-    conn: &Connection,
-    thread_id: &str,
-    turn_id: &str,
-    oldest: u64,
-) -> Result<usize, StoreError> {
-    let rank = |turn_id: &str| -> Result<i64, StoreError> {
-        let rank: Option<i64> = conn
-            .prepare_cached(VIEW_RANK)?
-            .query_row((thread_id, turn_id), |row| row.get(0))
-            .optional()?;
-        Ok(rank.unwrap_or(0))
-    };
-    // The turn that did not fit is in the view: the turns before it in the
-    // view are one fewer than its rank.
-    let before_stop = rank(turn_id)? - 1;
-    let start = match latest_cut_before(conn, thread_id, oldest)? {
-        // The compaction's turn counts; the turns before it do not.
-        Some(cut_turn) => rank(&cut_turn)? - 1,
-        None => 0,
-    };
-    Ok(usize::try_from(before_stop - start).unwrap_or(0))
 }
 
 /// The turn of the latest finished compaction in the view older than

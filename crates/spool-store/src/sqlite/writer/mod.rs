@@ -120,12 +120,7 @@ pub(crate) enum Request {
     },
 }
 
-/// A token count computed for an item as of its `seq`.
-pub(crate) struct TokenCount {
-    pub(crate) item_id: String,
-    pub(crate) seq: u64,
-    pub(crate) token_count: u32,
-}
+pub(crate) use crate::view_read::TokenCount;
 
 /// Starts the writer thread on `conn`.
 pub(crate) fn spawn(

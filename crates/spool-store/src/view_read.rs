@@ -1,0 +1,162 @@
+//! Reading a thread's model view newest-first, only as far as the budget
+//! reaches, whatever the backend.
+//!
+//! Item rows in the view (`items.llm`) are read in pages, newest first,
+//! grouped into turns and offered to [`Packer`] one turn at a time;
+//! reading stops as soon as the packer has what it needs. Packing uses the
+//! cached token counts, so on a long thread with counts cached the cost is
+//! the rows that fit plus one turn, whatever the thread's length.
+//!
+//! The turns left out beyond the first that did not fit are counted with
+//! `turns.view_rank` (how many turns up to a turn have an item in the
+//! view): the rank of that turn, minus the rank of the turn before the
+//! latest finished compaction older than it (where the view starts), or
+//! minus nothing when there is none.
+//!
+//! [`ViewRead`] is the algorithm; a backend drives it with its reads, in
+//! one snapshot: [`ViewRead::next_page`] says which rows to read next,
+//! [`ViewRead::take_page`] takes them, and [`ViewRead::left_out`] what to
+//! count once reading stopped.
+
+use std::collections::HashMap;
+
+use spool_core::ItemRecord;
+use spool_core::llm::{LlmView, LlmViewOptions, Offered, Packer};
+
+/// Rows of the first page; each next page is twice as large, up to
+/// [`MAX_PAGE`]. A 20,000-token budget over short messages fits a few
+/// hundred rows: two or three pages.
+const FIRST_PAGE: usize = 128;
+const MAX_PAGE: usize = 4_096;
+
+/// A token count computed for an item as of its `seq`.
+pub(crate) struct TokenCount {
+    pub(crate) item_id: String,
+    pub(crate) seq: u64,
+    pub(crate) token_count: u32,
+}
+
+/// One model view being read (see the module docs).
+pub(crate) struct ViewRead {
+    packer: Packer<ItemRecord>,
+    /// Seqs of the records read without a cached count, by item id: a
+    /// computed count is cached only for the item as it was read.
+    uncached: HashMap<String, u64>,
+    /// The turn being gathered, newest record first.
+    turn: Vec<ItemRecord>,
+    /// Ordinal below which the next page starts.
+    before: u64,
+    page_size: usize,
+    stop: Option<Stop>,
+}
+
+/// Why reading stopped.
+enum Stop {
+    /// The oldest row was read, or the view starts at a compaction in the
+    /// last turn offered.
+    Done,
+    /// This turn did not fit; the older turns in the view, back to where
+    /// the view starts, are left out too and must be counted.
+    Full { turn_id: String, oldest: u64 },
+}
+
+impl ViewRead {
+    pub(crate) fn new(options: LlmViewOptions) -> Self {
+        ViewRead {
+            packer: Packer::new(options),
+            uncached: HashMap::new(),
+            turn: Vec::new(),
+            before: u64::MAX,
+            page_size: FIRST_PAGE,
+            stop: None,
+        }
+    }
+
+    /// The next page to read: at most `limit` rows in the view with an
+    /// ordinal below `before`, newest first; `None` once reading stopped.
+    pub(crate) fn next_page(&self) -> Option<(u64, usize)> {
+        self.stop.is_none().then_some((self.before, self.page_size))
+    }
+
+    /// Takes the page [`Self::next_page`] asked for.
+    pub(crate) fn take_page(&mut self, page: Vec<ItemRecord>) {
+        let full_page = page.len() == self.page_size;
+        for record in page {
+            self.before = record.ordinal;
+            if self
+                .turn
+                .last()
+                .is_some_and(|last| last.turn_id != record.turn_id)
+                && let Some(stop) = self.offer()
+            {
+                self.stop = Some(stop);
+                return;
+            }
+            if record.token_count.is_none() {
+                self.uncached
+                    .insert(record.item.id().to_owned(), record.seq);
+            }
+            self.turn.push(record);
+        }
+        if full_page {
+            self.page_size = (self.page_size * 2).min(MAX_PAGE);
+        } else {
+            self.stop = Some(self.offer().unwrap_or(Stop::Done));
+        }
+    }
+
+    /// Offers the gathered turn (emptying it); `Some` when reading can stop.
+    fn offer(&mut self) -> Option<Stop> {
+        let (turn_id, oldest) = match self.turn.last() {
+            Some(oldest) => (oldest.turn_id.clone(), oldest.ordinal),
+            None => return None,
+        };
+        match self.packer.offer(self.turn.drain(..).rev()) {
+            Offered::Taken => None,
+            Offered::Cut | Offered::Full { count_older: false } => Some(Stop::Done),
+            Offered::Full { count_older: true } => Some(Stop::Full { turn_id, oldest }),
+        }
+    }
+
+    /// When a turn did not fit: that turn, and the ordinal of its oldest
+    /// record in the view. The caller reads its view rank and that of the
+    /// turn of the latest finished compaction older than the ordinal, and
+    /// gives them to [`Self::finish`].
+    pub(crate) fn left_out(&self) -> Option<(&str, u64)> {
+        match &self.stop {
+            Some(Stop::Full { turn_id, oldest }) => Some((turn_id, *oldest)),
+            Some(Stop::Done) | None => None,
+        }
+    }
+
+    /// The view, and the token counts it computed, to cache. `ranks`: the
+    /// view ranks [`Self::left_out`] asked for (the compaction's `None`
+    /// when there is none).
+    pub(crate) fn finish(
+        mut self,
+        ranks: Option<(i64, Option<i64>)>,
+    ) -> (LlmView, Vec<TokenCount>) {
+        if let Some((stop_rank, cut_rank)) = ranks {
+            // The turn that did not fit is in the view: the turns before it
+            // in the view are one fewer than its rank; the compaction's turn
+            // counts, the turns before it do not.
+            let before_stop = stop_rank - 1;
+            let start = cut_rank.map_or(0, |rank| rank - 1);
+            self.packer
+                .add_omitted(usize::try_from(before_stop - start).unwrap_or(0));
+        }
+        let view = self.packer.finish();
+        let counts = view
+            .computed_token_counts
+            .iter()
+            .filter_map(|(item_id, token_count)| {
+                self.uncached.get(item_id).map(|&seq| TokenCount {
+                    item_id: item_id.clone(),
+                    seq,
+                    token_count: *token_count,
+                })
+            })
+            .collect();
+        (view, counts)
+    }
+}
