@@ -16,6 +16,7 @@ use spool_store::{NewThread, Store, StoreError, ThreadListQuery, ThreadSortKey};
 on_every_backend!(
     threads_are_created_with_their_settings_and_thread_started_as_seq_one,
     threads_list_newest_first_in_pages_and_archived_apart,
+    views_select_items_and_the_model_view_caches_token_counts,
 );
 
 async fn threads_are_created_with_their_settings_and_thread_started_as_seq_one(ts: TestStore) {
@@ -134,11 +135,9 @@ async fn threads_list_newest_first_in_pages_and_archived_apart(ts: TestStore) {
     assert!(matches!(error, StoreError::BadCursor(_)), "{error}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn views_select_items_and_the_model_view_caches_token_counts() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let t = new_thread(&store, false).await;
+async fn views_select_items_and_the_model_view_caches_token_counts(ts: TestStore) {
+    let store = &ts.store;
+    let t = new_thread(store, false).await;
     let hidden = ThreadItem::Context {
         id: "ctx".to_owned(),
         text: "the user prefers short answers".to_owned(),

@@ -10,6 +10,7 @@
 mod batch;
 mod codec;
 mod lease;
+mod llm_read;
 mod query;
 mod reads;
 mod requests;

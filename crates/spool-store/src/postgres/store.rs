@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 use super::requests::{self, RequestOp};
 use super::thread_ops::{self, ThreadOp};
 use super::writer::{self, Request};
-use super::{PgDatabase, reads};
+use super::{PgDatabase, llm_read, reads};
 use crate::Store;
 use crate::codec::encode;
 use crate::error::StoreError;
@@ -170,10 +170,27 @@ impl Store for PgStore {
 
     async fn llm_view(
         &self,
-        _thread_id: &str,
-        _options: LlmViewOptions,
+        thread_id: &str,
+        options: LlmViewOptions,
     ) -> Result<LlmView, StoreError> {
-        not_built("llm_view")
+        let (view, counts) = {
+            let mut client = self.client().await?;
+            let tx = client
+                .build_transaction()
+                .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()
+                .await?;
+            let read = llm_read::read_llm_view(&tx, thread_id, options).await?;
+            tx.commit().await?;
+            read
+        };
+        if !counts.is_empty() {
+            // A cache: written outside the writer, since only rows at the
+            // seq the counts were computed for take them.
+            llm_read::cache_token_counts(&self.client().await?, thread_id, &counts).await?;
+        }
+        Ok(view)
     }
 
     async fn events_after(
