@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use spool_core::llm::INPUT_ITEM_KEY;
+use spool_core::llm::{INPUT_ITEM_KEY, ReasoningIdPolicy, input_items, is_cut_point};
 use spool_core::{ItemRecord, TurnRecord};
 use spool_protocol::{
     HistoryMode, ItemCompletedNotification, ItemEnvelope, ItemStatus, ServerNotification, Thread,
@@ -415,6 +415,38 @@ pub(crate) fn decode_history<R: Cells + ?Sized>(
         cursor: cx.json(row, 0, "cursor")?,
         conversation_id: cx.opt_text(row, 1, "conversation_id")?.map(str::to_owned),
     })
+}
+
+/// The input items of an item row, oldest first: its raw input item (the
+/// Session API's), or the record converted as the model view converts it. True when the row is a
+/// finished compaction: nothing older is in the view.
+pub(crate) fn push_input_items<T: InputJson, R: Cells + ?Sized>(
+    row: &R,
+    thread_id: &str,
+    out: &mut Vec<T>,
+) -> Result<bool, StoreError> {
+    if let Some(raw) = decode_input_item(row, thread_id)? {
+        out.push(raw);
+        return Ok(false);
+    }
+    push_converted(row, thread_id, out)
+}
+
+/// The input items of a row without a raw item: the record, converted.
+fn push_converted<T: InputJson, R: Cells + ?Sized>(
+    row: &R,
+    thread_id: &str,
+    out: &mut Vec<T>,
+) -> Result<bool, StoreError> {
+    let record = decode_item(row, thread_id)?;
+    for item in input_items(&record, ReasoningIdPolicy::Preserve) {
+        let value = T::from_item(&item).map_err(|source| StoreError::Encode {
+            what: "input item",
+            source,
+        })?;
+        out.push(value);
+    }
+    Ok(is_cut_point(&record))
 }
 
 /// The JSON of an envelope's raw input item (`providerData.inputItem`),

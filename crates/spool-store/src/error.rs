@@ -77,10 +77,6 @@ pub enum StoreError {
     },
     #[error("postgres: {0}")]
     Postgres(#[from] tokio_postgres::Error),
-    /// An operation the PostgreSQL store does not have yet (the backend is
-    /// being built; nothing selects it until it has them all).
-    #[error("{operation} is not built for the PostgreSQL store yet")]
-    NotBuilt { operation: &'static str },
     /// A commit failed. Every caller whose writes it covered gets this error
     /// (hence the `Arc`); none of those writes is stored, and deltas that
     /// were acknowledged but not yet committed are lost, as in a crash.

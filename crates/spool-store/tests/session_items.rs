@@ -4,16 +4,17 @@
 mod common;
 mod session_support;
 
+use common::backend::TestStore;
 use common::*;
 use serde_json::{Value, json};
 use session_support::*;
 use spool_core::View;
 use spool_protocol::{ItemKind, ServerNotification, ThreadItem, UserInput};
-use spool_store::{Session, SqliteStore, Store};
+use spool_store::{AnyStore, Session, Store};
 
 /// `get_items(limit)`, checked against `get_items_raw(limit)`: the raw
 /// form gives the same items, as JSON text.
-async fn both(s: &Session, limit: Option<usize>) -> Vec<Value> {
+async fn both(s: &Session<AnyStore>, limit: Option<usize>) -> Vec<Value> {
     let items = s.get_items(limit).await.unwrap();
     let raw: Vec<Value> = s
         .get_items_raw(limit)
@@ -29,7 +30,7 @@ async fn both(s: &Session, limit: Option<usize>) -> Vec<Value> {
     items
 }
 
-async fn session(store: &SqliteStore, id: &str) -> Session {
+async fn session(store: &AnyStore, id: &str) -> Session<AnyStore> {
     Session::open(store.clone(), id)
         .await
         .expect("open session")
@@ -38,7 +39,7 @@ async fn session(store: &SqliteStore, id: &str) -> Session {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_shape_comes_back_exactly_as_added() {
     let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+    let store = AnyStore::from(open(dir.path()));
     let s = session(&store, "conv-1").await;
     assert_eq!(s.id(), "conv-1");
     assert_eq!(s.get_items(None).await.unwrap(), Vec::<Value>::new());
@@ -63,15 +64,21 @@ async fn every_shape_comes_back_exactly_as_added() {
     let again = session(&store, "conv-1").await;
     assert_eq!(again.get_items(None).await.unwrap(), expected);
     drop((s, again, store));
-    let store = open(dir.path());
+    let store = AnyStore::from(open(dir.path()));
     let s = session(&store, "conv-1").await;
     assert_eq!(s.get_items(None).await.unwrap(), expected);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn each_add_is_one_turn_of_started_and_completed_items() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+on_every_backend!(
+    each_add_is_one_turn_of_started_and_completed_items,
+    items_are_filed_as_the_closest_spool_kind,
+    limits_are_none_all_zero_none_and_n_the_newest_n,
+    a_window_never_holds_an_output_whose_call_it_left_out,
+    sessions_are_apart_and_an_existing_thread_opens_as_a_session,
+);
+
+async fn each_add_is_one_turn_of_started_and_completed_items(ts: TestStore) {
+    let store = ts.store.clone();
     let s = session(&store, "conv-turns").await;
     s.add_items(vec![user("one"), assistant("msg_1", "two")])
         .await
@@ -119,10 +126,8 @@ async fn each_add_is_one_turn_of_started_and_completed_items() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn items_are_filed_as_the_closest_spool_kind() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+async fn items_are_filed_as_the_closest_spool_kind(ts: TestStore) {
+    let store = ts.store.clone();
     let s = session(&store, "conv-kinds").await;
     s.add_items(every_shape()).await.unwrap();
     let records = store.items("conv-kinds", View::All).await.unwrap();
@@ -171,10 +176,8 @@ async fn items_are_filed_as_the_closest_spool_kind() {
     assert!(records.iter().all(|r| r.item.id().len() == 36));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn limits_are_none_all_zero_none_and_n_the_newest_n() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+async fn limits_are_none_all_zero_none_and_n_the_newest_n(ts: TestStore) {
+    let store = ts.store.clone();
     let s = session(&store, "conv-limits").await;
     let items: Vec<Value> = (0..25).map(sdk_item).collect();
     for chunk in items.chunks(7) {
@@ -188,10 +191,8 @@ async fn limits_are_none_all_zero_none_and_n_the_newest_n() {
     assert_eq!(both(&s, Some(1_000)).await, items);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_window_never_holds_an_output_whose_call_it_left_out() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+async fn a_window_never_holds_an_output_whose_call_it_left_out(ts: TestStore) {
+    let store = ts.store.clone();
     let s = session(&store, "conv-window").await;
     let items = vec![
         user("weather?"),
@@ -218,10 +219,8 @@ async fn a_window_never_holds_an_output_whose_call_it_left_out() {
     assert_eq!(both(&s, Some(2)).await, [assistant("msg_1", "sunny")]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sessions_are_apart_and_an_existing_thread_opens_as_a_session() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+async fn sessions_are_apart_and_an_existing_thread_opens_as_a_session(ts: TestStore) {
+    let store = ts.store.clone();
     let a = session(&store, "a").await;
     let b = session(&store, "b").await;
     a.add_items(vec![user("for a")]).await.unwrap();
@@ -261,7 +260,7 @@ async fn sessions_are_apart_and_an_existing_thread_opens_as_a_session() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_corrupt_raw_item_is_an_error_naming_its_row() {
     let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+    let store = AnyStore::from(open(dir.path()));
     let s = session(&store, "conv-corrupt").await;
     s.add_items(vec![user("fine")]).await.unwrap();
     raw(dir.path())

@@ -7,15 +7,16 @@
 mod common;
 mod session_support;
 
+use common::backend::TestStore;
 use common::*;
 use serde_json::Value;
 use session_support::*;
 use spool_core::View;
 use spool_core::llm::{LlmView, LlmViewOptions, ReasoningIdPolicy, llm_view};
 use spool_protocol::{ItemRemovedNotification, ServerNotification, ThreadItem};
-use spool_store::{Session, SqliteStore, Store};
+use spool_store::{AnyStore, Session, Store};
 
-async fn session(store: &SqliteStore, id: &str) -> Session {
+async fn session(store: &AnyStore, id: &str) -> Session<AnyStore> {
     Session::open(store.clone(), id)
         .await
         .expect("open session")
@@ -36,7 +37,7 @@ fn budget(tokens: usize) -> LlmViewOptions {
 }
 
 /// The store's view equals the in-memory view over every record.
-async fn assert_same_view(store: &SqliteStore, thread_id: &str, options: LlmViewOptions) {
+async fn assert_same_view(store: &AnyStore, thread_id: &str, options: LlmViewOptions) {
     let records = store.items(thread_id, View::All).await.unwrap();
     let expected = llm_view(&records, &options);
     let got = store.llm_view(thread_id, options.clone()).await.unwrap();
@@ -52,10 +53,14 @@ async fn assert_same_view(store: &SqliteStore, thread_id: &str, options: LlmView
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_model_gets_the_raw_items_paired() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+on_every_backend!(
+    the_model_gets_the_raw_items_paired,
+    newest_first_reading_matches_the_whole_thread_view,
+    the_view_starts_at_the_latest_compaction,
+);
+
+async fn the_model_gets_the_raw_items_paired(ts: TestStore) {
+    let store = ts.store.clone();
     let s = session(&store, "conv-llm").await;
     let items = every_shape();
     s.add_items(items.clone()).await.unwrap();
@@ -94,10 +99,8 @@ async fn the_model_gets_the_raw_items_paired() {
     assert!(reasoning.get("id").is_some());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn newest_first_reading_matches_the_whole_thread_view() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+async fn newest_first_reading_matches_the_whole_thread_view(ts: TestStore) {
+    let store = ts.store.clone();
     let s = session(&store, "conv-budget").await;
     // Turns of different sizes, some with tool exchanges.
     for n in 0..60 {
@@ -151,10 +154,8 @@ async fn newest_first_reading_matches_the_whole_thread_view() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_view_starts_at_the_latest_compaction() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+async fn the_view_starts_at_the_latest_compaction(ts: TestStore) {
+    let store = ts.store.clone();
     let t = new_thread(&store, false).await;
     let s = session(&store, &t).await;
     for n in 0..20 {
@@ -195,7 +196,7 @@ async fn the_view_starts_at_the_latest_compaction() {
 async fn a_version_1_file_migrates_with_its_view_columns_filled() {
     let dir = tempfile::tempdir().unwrap();
     let t = {
-        let store = open(dir.path());
+        let store = AnyStore::from(open(dir.path()));
         let t = new_thread(&store, false).await;
         for n in 0..30 {
             let turn = format!("turn-{n}");
@@ -214,7 +215,7 @@ async fn a_version_1_file_migrates_with_its_view_columns_filled() {
         t
     };
     let expected = {
-        let store = open(dir.path());
+        let store = AnyStore::from(open(dir.path()));
         let view = store.llm_view(&t, budget(60)).await.unwrap();
         assert!(view.turns_omitted > 0);
         view
@@ -243,7 +244,7 @@ async fn a_version_1_file_migrates_with_its_view_columns_filled() {
              PRAGMA user_version = 1;",
         )
         .unwrap();
-    let store = open(dir.path());
+    let store = AnyStore::from(open(dir.path()));
     let view = store.llm_view(&t, budget(60)).await.unwrap();
     assert_eq!(
         (view.input, view.turns_included, view.turns_omitted),

@@ -7,15 +7,16 @@ mod session_support;
 
 use std::collections::HashSet;
 
+use common::backend::TestStore;
 use common::*;
 use serde_json::Value;
 use session_support::*;
 use spool_core::View;
 use spool_core::llm::LlmViewOptions;
 use spool_protocol::{ItemRemovedNotification, ServerNotification};
-use spool_store::{Session, SqliteStore, Store, StoreError};
+use spool_store::{AnyStore, Session, Store, StoreError};
 
-async fn session(store: &SqliteStore, id: &str) -> Session {
+async fn session(store: &AnyStore, id: &str) -> Session<AnyStore> {
     Session::open(store.clone(), id)
         .await
         .expect("open session")
@@ -50,7 +51,7 @@ async fn pop_returns_the_newest_and_removes_it_also_after_reopening() {
     let dir = tempfile::tempdir().unwrap();
     let items: Vec<Value> = (0..6).map(sdk_item).collect();
     {
-        let store = open(dir.path());
+        let store = AnyStore::from(open(dir.path()));
         let s = session(&store, "conv-pop").await;
         assert_eq!(s.pop_item().await.unwrap(), None);
         s.add_items(items[..3].to_vec()).await.unwrap();
@@ -59,7 +60,7 @@ async fn pop_returns_the_newest_and_removes_it_also_after_reopening() {
         assert_eq!(s.get_items(None).await.unwrap(), items[..5]);
         assert_eq!(s.pop_item().await.unwrap(), Some(items[4].clone()));
     }
-    let store = open(dir.path());
+    let store = AnyStore::from(open(dir.path()));
     let s = session(&store, "conv-pop").await;
     assert_eq!(s.get_items(None).await.unwrap(), items[..4]);
     assert_eq!(s.pop_item().await.unwrap(), Some(items[3].clone()));
@@ -80,7 +81,7 @@ async fn pop_returns_the_newest_and_removes_it_also_after_reopening() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn projection_rows_go_while_the_log_keeps_the_history() {
     let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+    let store = AnyStore::from(open(dir.path()));
     let s = session(&store, "conv-rows").await;
     s.add_items((0..4).map(sdk_item).collect()).await.unwrap();
     assert_eq!(item_rows(dir.path(), "conv-rows"), 4);
@@ -107,7 +108,7 @@ async fn projection_rows_go_while_the_log_keeps_the_history() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clear_then_add_starts_afresh() {
     let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+    let store = AnyStore::from(open(dir.path()));
     let s = session(&store, "conv-clear").await;
     s.clear().await.unwrap(); // clearing an empty session is fine
     s.add_items((0..10).map(sdk_item).collect()).await.unwrap();
@@ -126,7 +127,7 @@ async fn clear_then_add_starts_afresh() {
         [assistant("msg_9", "start")]
     );
     drop((s, store));
-    let store = open(dir.path());
+    let store = AnyStore::from(open(dir.path()));
     let s = session(&store, "conv-clear").await;
     assert_eq!(
         s.get_items(None).await.unwrap(),
@@ -134,10 +135,13 @@ async fn clear_then_add_starts_afresh() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn views_follow_removals() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+on_every_backend!(
+    views_follow_removals,
+    an_item_in_progress_is_not_popped_and_a_turn_in_progress_is_not_cleared,
+);
+
+async fn views_follow_removals(ts: TestStore) {
+    let store = ts.store.clone();
     let s = session(&store, "conv-views").await;
     s.add_items(vec![user("q1"), assistant("msg_1", "a1")])
         .await
@@ -185,7 +189,7 @@ async fn views_follow_removals() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_pops_never_return_the_same_item() {
     let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+    let store = AnyStore::from(open(dir.path()));
     let items: Vec<Value> = (0..60).map(sdk_item).collect();
     let writer = session(&store, "conv-race").await;
     writer.add_items(items.clone()).await.unwrap();
@@ -233,8 +237,8 @@ async fn concurrent_pops_never_return_the_same_item() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pops_through_two_stores_on_one_file_never_collide() {
     let dir = tempfile::tempdir().unwrap();
-    let first = open(dir.path());
-    let second = open(dir.path());
+    let first = AnyStore::from(open(dir.path()));
+    let second = AnyStore::from(open(dir.path()));
     let items: Vec<Value> = (0..40).map(sdk_item).collect();
     session(&first, "conv-two")
         .await
@@ -280,7 +284,7 @@ async fn a_removed_item_compacted_out_of_the_writer_is_read_back() {
     // 100 one-item turns: the writer's reducer long dropped the early,
     // closed items; removing one by id goes through the table.
     let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+    let store = AnyStore::from(open(dir.path()));
     let s = session(&store, "conv-old").await;
     for n in 0..100 {
         s.add_items(vec![sdk_item(n)]).await.unwrap();
@@ -322,10 +326,8 @@ async fn a_removed_item_compacted_out_of_the_writer_is_read_back() {
     assert_eq!(s.pop_item().await.unwrap(), Some(user("after")));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_item_in_progress_is_not_popped_and_a_turn_in_progress_is_not_cleared() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+async fn an_item_in_progress_is_not_popped_and_a_turn_in_progress_is_not_cleared(ts: TestStore) {
+    let store = ts.store.clone();
     let s = session(&store, "conv-open").await;
     s.add_items(vec![user("before")]).await.unwrap();
     // The runtime is streaming an answer into the same thread.

@@ -15,6 +15,7 @@ mod query;
 mod reads;
 mod requests;
 mod schema;
+mod session;
 mod store;
 mod thread_ops;
 mod writer;

@@ -10,12 +10,13 @@ use spool_core::{ItemRecord, ThreadReducer, TurnRecord, View};
 use spool_protocol::{ServerNotification, ThreadEvent};
 use tokio::sync::oneshot;
 
+use super::query::Query;
 use super::requests::{self, RequestOp};
 use super::thread_ops::{self, ThreadOp};
 use super::writer::{self, Request};
-use super::{PgDatabase, llm_read, reads};
+use super::{PgDatabase, llm_read, reads, session};
 use crate::Store;
-use crate::codec::encode;
+use crate::codec::{encode, sql_int};
 use crate::error::StoreError;
 use crate::input_json::InputJson;
 use crate::options::StoreOptions;
@@ -35,6 +36,8 @@ pub struct PgStore {
 
 struct Inner {
     db: PgDatabase,
+    /// This store's name among the servers on the database.
+    server_id: String,
     requests: Option<Sender<Request>>,
     writer: Option<JoinHandle<()>>,
 }
@@ -67,6 +70,7 @@ impl PgStore {
         Ok(PgStore {
             inner: Arc::new(Inner {
                 db,
+                server_id: uuid::Uuid::now_v7().to_string(),
                 requests: Some(requests),
                 writer: Some(writer),
             }),
@@ -96,6 +100,24 @@ impl PgStore {
         self.inner.db.client().await
     }
 
+    /// Runs `read` in a read-only repeatable-read transaction: several
+    /// reads of one committed state.
+    async fn snapshot<T>(
+        &self,
+        read: impl AsyncFnOnce(&deadpool_postgres::Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await?;
+        let value = read(&tx).await?;
+        tx.commit().await?;
+        Ok(value)
+    }
+
     /// Reads the rows of a thread; an empty answer is checked against the
     /// thread table so an unknown thread is an error, not an empty list.
     async fn thread_rows<T>(&self, thread_id: &str, rows: Vec<T>) -> Result<Vec<T>, StoreError> {
@@ -106,10 +128,6 @@ impl PgStore {
     }
 }
 
-/// What the PostgreSQL store does not have yet.
-fn not_built<T>(operation: &'static str) -> Result<T, StoreError> {
-    Err(StoreError::NotBuilt { operation })
-}
 
 impl Store for PgStore {
     async fn create_thread(&self, new: NewThread) -> Result<ThreadRecord, StoreError> {
@@ -173,18 +191,9 @@ impl Store for PgStore {
         thread_id: &str,
         options: LlmViewOptions,
     ) -> Result<LlmView, StoreError> {
-        let (view, counts) = {
-            let mut client = self.client().await?;
-            let tx = client
-                .build_transaction()
-                .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-                .read_only(true)
-                .start()
-                .await?;
-            let read = llm_read::read_llm_view(&tx, thread_id, options).await?;
-            tx.commit().await?;
-            read
-        };
+        let (view, counts) = self
+            .snapshot(async |tx| llm_read::read_llm_view(tx, thread_id, options).await)
+            .await?;
         if !counts.is_empty() {
             // A cache: written outside the writer, since only rows at the
             // seq the counts were computed for take them.
@@ -208,29 +217,23 @@ impl Store for PgStore {
     }
 
     async fn reducer(&self, thread_id: &str) -> Result<ThreadReducer, StoreError> {
-        let mut client = self.client().await?;
-        // One snapshot, so the items, turns and last seq are of one commit.
-        let tx = client
-            .build_transaction()
-            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .await?;
-        let reducer = reads::read_reducer(&tx, thread_id).await?;
-        tx.commit().await?;
-        Ok(reducer)
+        self.snapshot(async |tx| reads::read_reducer(tx, thread_id).await)
+            .await
     }
 
     async fn input_items<T: InputJson>(
         &self,
-        _thread_id: &str,
-        _limit: Option<usize>,
+        thread_id: &str,
+        limit: Option<usize>,
     ) -> Result<InputItems<T>, StoreError> {
-        not_built("input_items")
+        self.snapshot(async |tx| session::read_input_items(tx, thread_id, limit).await)
+            .await
     }
 
-    async fn pop_item(&self, _thread_id: &str) -> Result<Option<ItemRecord>, StoreError> {
-        not_built("pop_item")
+    async fn pop_item(&self, thread_id: &str) -> Result<Option<ItemRecord>, StoreError> {
+        let thread_id = thread_id.to_owned();
+        self.ask(|reply| Request::PopNewest { thread_id, reply })
+            .await
     }
 
     async fn open_request(
@@ -356,16 +359,40 @@ impl Store for PgStore {
 
     async fn process_started(
         &self,
-        _thread_id: &str,
-        _item_id: &str,
-        _pgid: u32,
-        _start_ticks: u64,
+        thread_id: &str,
+        item_id: &str,
+        pgid: u32,
+        start_ticks: u64,
     ) -> Result<(), StoreError> {
-        not_built("process_started")
+        // One statement, committed on its own: durable when answered. The
+        // row names this server: only it can find the group on its machine.
+        const SQL: &str = "INSERT INTO running_processes \
+             (server_id, thread_id, item_id, pgid, start_ticks) VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (thread_id, item_id) DO UPDATE SET server_id = excluded.server_id, \
+             pgid = excluded.pgid, start_ticks = excluded.start_ticks";
+        self.client()
+            .await?
+            .exec(
+                SQL,
+                &[
+                    &&*self.inner.server_id,
+                    &thread_id,
+                    &item_id,
+                    &i64::from(pgid),
+                    &sql_int(start_ticks),
+                ],
+            )
+            .await?;
+        Ok(())
     }
 
-    async fn process_ended(&self, _thread_id: &str, _item_id: &str) -> Result<(), StoreError> {
-        not_built("process_ended")
+    async fn process_ended(&self, thread_id: &str, item_id: &str) -> Result<(), StoreError> {
+        const SQL: &str = "DELETE FROM running_processes WHERE thread_id = $1 AND item_id = $2";
+        self.client()
+            .await?
+            .exec(SQL, &[&thread_id, &item_id])
+            .await?;
+        Ok(())
     }
 
     async fn deleted_at(&self, thread_id: &str) -> Result<Option<i64>, StoreError> {
@@ -378,17 +405,10 @@ impl Store for PgStore {
         after_ordinal: u64,
         item_ids: &[String],
     ) -> Result<Vec<ItemRecord>, StoreError> {
-        let mut client = self.client().await?;
-        // Several reads: one snapshot.
-        let tx = client
-            .build_transaction()
-            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .await?;
-        let records = thread_ops::records_after(&tx, thread_id, after_ordinal, item_ids).await?;
-        tx.commit().await?;
-        Ok(records)
+        self.snapshot(async |tx| {
+            thread_ops::records_after(tx, thread_id, after_ordinal, item_ids).await
+        })
+        .await
     }
 
     async fn history(&self, thread_id: &str) -> Result<Option<StoredHistory>, StoreError> {

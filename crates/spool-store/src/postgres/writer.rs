@@ -62,6 +62,12 @@ pub(super) enum Request {
     Requests(RequestOp),
     /// Archive, revert, fork, delete, history (`thread_ops.rs`).
     Threads(ThreadOp),
+    /// Removes the newest item in the model's view of the thread and
+    /// answers with it (`session.rs`).
+    PopNewest {
+        thread_id: String,
+        reply: Reply<Option<ItemRecord>>,
+    },
 }
 
 /// The writer's connection and the runtime that drives it.
@@ -300,6 +306,10 @@ impl Writer {
             Request::Threads(op) => {
                 self.finish(batch);
                 self.handle_thread_op(op);
+            }
+            Request::PopNewest { thread_id, reply } => {
+                self.finish(batch);
+                let _ = reply.send(self.pop_newest(&thread_id));
             }
             Request::Close { reply } => {
                 // Every thread's row gets its newest event's time.

@@ -10,11 +10,11 @@
 //! decoded whole and converted as the model view converts it, which may
 //! give it more than one input item (a tool call and its output) or none.
 
-use rusqlite::{Connection, Row};
-use spool_core::llm::{ReasoningIdPolicy, input_items, is_cut_point};
+use rusqlite::Connection;
 
-use super::codec::{decode_input_item, decode_item, item_columns};
+use super::codec::item_columns;
 use super::reads::thread_exists;
+use crate::codec::push_input_items as push_row;
 use crate::error::StoreError;
 use crate::input_json::InputJson;
 use crate::types::InputItems;
@@ -81,35 +81,4 @@ fn read_newest<T: InputJson>(
         items: newest_first,
         complete,
     })
-}
-
-/// The input items of one row, oldest first. True when the row is a
-/// finished compaction: nothing older is in the view.
-fn push_row<T: InputJson>(
-    row: &Row<'_>,
-    thread_id: &str,
-    out: &mut Vec<T>,
-) -> Result<bool, StoreError> {
-    if let Some(raw) = decode_input_item(row, thread_id)? {
-        out.push(raw);
-        return Ok(false);
-    }
-    push_converted(row, thread_id, out)
-}
-
-/// The input items of a row without a raw item: the record, converted.
-fn push_converted<T: InputJson>(
-    row: &Row<'_>,
-    thread_id: &str,
-    out: &mut Vec<T>,
-) -> Result<bool, StoreError> {
-    let record = decode_item(row, thread_id)?;
-    for item in input_items(&record, ReasoningIdPolicy::Preserve) {
-        let value = T::from_item(&item).map_err(|source| StoreError::Encode {
-            what: "input item",
-            source,
-        })?;
-        out.push(value);
-    }
-    Ok(is_cut_point(&record))
 }
