@@ -77,6 +77,16 @@ pub enum StoreError {
     },
     #[error("postgres: {0}")]
     Postgres(#[from] tokio_postgres::Error),
+    /// Another server holds the thread (PostgreSQL): it alone appends to it
+    /// until its lease ends.
+    #[error("thread {thread_id} is held by server {holder}")]
+    HeldElsewhere { thread_id: String, holder: String },
+    /// This server held the thread but its lease ran out (it was paused or
+    /// cut off past the lease's end) and its append was refused: another
+    /// server may have taken the thread over. Nothing of the append is
+    /// stored.
+    #[error("this server lost its lease on thread {thread_id}; nothing of the append is stored")]
+    LeaseLost { thread_id: String },
     /// A commit failed. Every caller whose writes it covered gets this error
     /// (hence the `Arc`); none of those writes is stored, and deltas that
     /// were acknowledged but not yet committed are lost, as in a crash.

@@ -23,7 +23,8 @@ impl Durability {
     }
 }
 
-/// Settings of [`crate::SqliteStore::open`].
+/// Settings of a store's open ([`crate::SqliteStore::open`],
+/// [`crate::postgres::PgStore::open`]).
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
     pub durability: Durability,
@@ -44,6 +45,11 @@ pub struct StoreOptions {
     /// Open a store that lost committed data (see `mark.rs`) instead of
     /// refusing it.
     pub accept_data_loss: bool,
+    /// PostgreSQL only: how long a server's hold on a thread lasts unless
+    /// renewed (every fifth of it). A server that stops renewing (it died,
+    /// or was paused) loses its threads this long after its last renewal,
+    /// and another server takes them over (`docs/internals/replicas.md`).
+    pub lease_ttl: Duration,
 }
 
 impl Default for StoreOptions {
@@ -56,6 +62,7 @@ impl Default for StoreOptions {
             max_idle_readers: 4,
             cached_threads: 1_024,
             accept_data_loss: false,
+            lease_ttl: Duration::from_secs(5),
         }
     }
 }

@@ -71,7 +71,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::ffi;
-use spool_protocol::{ServerNotification, TurnStatus};
+use spool_protocol::ServerNotification;
 use tokio::task::JoinSet;
 
 use crate::Store;
@@ -79,6 +79,7 @@ use crate::error::StoreError;
 use crate::options::StoreOptions;
 use crate::sqlite::SqliteStore;
 use crate::sqlite::schema::open_reader;
+use crate::thread_state::ops::interrupt_abandoned;
 
 /// The threads with a turn in progress. The `WHERE` clause is the partial
 /// index's own, so SQLite scans `turns_open` alone.
@@ -293,12 +294,7 @@ async fn close_open_turns(
         .into_iter()
         .map(|state| state.turn_id)
         .collect();
-    let closing: Vec<ServerNotification> = reducer
-        .turns()
-        .iter()
-        .filter(|turn| !turn.status.is_terminal() && !resumable.contains(&turn.id))
-        .flat_map(|turn| reducer.closing_events(&turn.id, TurnStatus::Interrupted, None, at_ms))
-        .collect();
+    let closing = interrupt_abandoned(&reducer, &resumable, at_ms);
     let items = closing
         .iter()
         .filter(|event| matches!(event, ServerNotification::ItemCompleted(_)))

@@ -7,10 +7,6 @@
 //! ever grows and its seq reservation (`upto`) survives for the next
 //! holder.
 
-// The PostgreSQL writer, which will fence its appends with these, is not
-// built yet; until then only the tests below call them.
-#![allow(dead_code)]
-
 use std::time::Duration;
 
 use tokio_postgres::GenericClient;
@@ -87,20 +83,29 @@ pub(crate) async fn renew_all(
         .await
 }
 
-/// The fence of an append: true when `lease` still holds, unexpired, at
-/// its generation. Called inside the appending transaction, it locks the
-/// lease row until that transaction ends, so a takeover waits for a
-/// commit in flight and then judges the expiry afresh.
-pub(crate) async fn fence(client: &impl GenericClient, lease: &Lease) -> Result<bool, PgError> {
-    let row = client
-        .query_opt(
-            "SELECT 1 FROM thread_leases
-             WHERE thread_id = $1 AND holder = $2 AND generation = $3 AND expires_at > now()
-             FOR UPDATE",
-            &[&lease.thread_id, &lease.holder, &lease.generation],
+/// The fence of an append: of `threads` (held by `me` at `generations`),
+/// those whose lease still holds, unexpired, at its generation. Called
+/// inside the appending transaction, it locks those lease rows until the
+/// transaction ends (in id order, so two servers' batches never
+/// deadlock): a takeover waits for a commit in flight and then judges the
+/// expiry afresh.
+pub(crate) async fn fence_all(
+    client: &impl GenericClient,
+    me: &str,
+    threads: &[String],
+    generations: &[i64],
+) -> Result<Vec<String>, PgError> {
+    let rows = client
+        .query(
+            "SELECT l.thread_id FROM thread_leases l
+             JOIN unnest($1::text[], $2::bigint[]) AS m(thread_id, generation)
+               ON l.thread_id = m.thread_id AND l.generation = m.generation
+             WHERE l.holder = $3 AND l.expires_at > now()
+             ORDER BY l.thread_id FOR UPDATE OF l",
+            &[&threads, &generations, &me],
         )
         .await?;
-    Ok(row.is_some())
+    rows.iter().map(|row| row.try_get(0)).collect()
 }
 
 /// Gives the thread up (nothing of it is in flight): any server may take
@@ -124,6 +129,13 @@ mod tests {
     use tokio_postgres::{Client, NoTls};
 
     const TTL: Duration = Duration::from_secs(30);
+
+    /// Whether `lease` passes the fence.
+    async fn fence(client: &impl GenericClient, lease: &Lease) -> Result<bool, PgError> {
+        let threads = [lease.thread_id.clone()];
+        let held = fence_all(client, &lease.holder, &threads, &[lease.generation]).await?;
+        Ok(held == threads)
+    }
 
     /// A migrated database and a connection to it.
     async fn connected() -> (TestDatabase, Client) {

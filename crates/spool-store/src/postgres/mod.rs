@@ -9,6 +9,8 @@
 
 mod batch;
 mod codec;
+mod conn;
+mod holder;
 mod lease;
 mod llm_read;
 mod query;

@@ -113,6 +113,11 @@ impl CachedClient {
         }
     }
 
+    /// The connection itself, for statements made elsewhere.
+    pub(super) fn raw(&self) -> &Client {
+        &self.client
+    }
+
     /// Runs statements without parameters or results (`BEGIN`, `COMMIT`).
     pub(super) async fn simple(&self, sql: &str) -> Result<(), PgError> {
         self.client.batch_execute(sql).await

@@ -78,7 +78,7 @@ impl Writer {
                 run_state,
                 reply,
             } => {
-                let _ = reply.send(self.in_own_transaction(|conn, _| {
+                let _ = reply.send(self.in_own_transaction(None, |conn, _| {
                     conn.block_on(open(&conn.client, &request, run_state.as_deref()))
                 }));
             }
@@ -88,7 +88,7 @@ impl Writer {
                 answer,
                 reply,
             } => {
-                let resolved = self.in_own_transaction(|conn, state| {
+                let resolved = self.in_own_transaction(Some(&thread_id), |conn, state| {
                     resolve(conn, state, &thread_id, &request_id, answer)
                 });
                 if resolved.is_err() {
@@ -103,7 +103,7 @@ impl Writer {
                 state,
                 reply,
             } => {
-                let _ = reply.send(self.in_own_transaction(|conn, _| {
+                let _ = reply.send(self.in_own_transaction(None, |conn, _| {
                     conn.block_on(
                         conn.client
                             .exec(UPSERT_RUN_STATE, &[&thread_id, &turn_id, &state, &now_ms()]),
@@ -116,7 +116,7 @@ impl Writer {
                 turn_id,
                 reply,
             } => {
-                let _ = reply.send(self.in_own_transaction(|conn, _| {
+                let _ = reply.send(self.in_own_transaction(None, |conn, _| {
                     conn.block_on(conn.client.exec(DELETE_RUN_STATE, &[&thread_id, &turn_id]))?;
                     Ok(())
                 }));

@@ -92,7 +92,7 @@ impl Writer {
         const NEWEST_IN_VIEW: &str = "SELECT seq, item_id, turn_id, ordinal, item, envelope, \
              token_count, input_item FROM items WHERE thread_id = $1 AND llm \
              ORDER BY ordinal DESC LIMIT 1";
-        self.in_own_transaction(|conn, source| {
+        self.in_own_transaction(Some(thread_id), |conn, source| {
             let (state, rows) = source.get(thread_id)?;
             let Some(row) = conn.block_on(conn.client.opt_row(NEWEST_IN_VIEW, &[&thread_id]))?
             else {

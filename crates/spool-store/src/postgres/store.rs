@@ -36,8 +36,9 @@ pub struct PgStore {
 
 struct Inner {
     db: PgDatabase,
-    /// This store's name among the servers on the database.
-    server_id: String,
+    /// This store's name among the servers on the database: the holder its
+    /// leases name.
+    server_id: Arc<str>,
     requests: Option<Sender<Request>>,
     writer: Option<JoinHandle<()>>,
 }
@@ -66,11 +67,12 @@ impl PgStore {
     /// migrates it and starts the writer.
     pub async fn open(url: &str, options: StoreOptions) -> Result<PgStore, StoreError> {
         let db = PgDatabase::connect(url).await?;
-        let (requests, writer) = writer::spawn(&db, &options).await?;
+        let server_id: Arc<str> = uuid::Uuid::now_v7().to_string().into();
+        let (requests, writer) = writer::spawn(&db, &options, server_id.clone()).await?;
         Ok(PgStore {
             inner: Arc::new(Inner {
                 db,
-                server_id: uuid::Uuid::now_v7().to_string(),
+                server_id,
                 requests: Some(requests),
                 writer: Some(writer),
             }),
@@ -127,7 +129,6 @@ impl PgStore {
         Ok(rows)
     }
 }
-
 
 impl Store for PgStore {
     async fn create_thread(&self, new: NewThread) -> Result<ThreadRecord, StoreError> {

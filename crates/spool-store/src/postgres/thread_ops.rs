@@ -79,7 +79,7 @@ impl Writer {
                 archived,
                 reply,
             } => {
-                let result = self.in_own_transaction(|conn, source| {
+                let result = self.in_own_transaction(Some(&thread_id), |conn, source| {
                     let Some(notifications) = ops::archive(conn, &thread_id, archived)? else {
                         return Ok(Vec::new());
                     };
@@ -89,7 +89,11 @@ impl Writer {
             }
             ThreadOp::Delete { thread_id, reply } => {
                 self.threads.remove(&thread_id);
-                let result = self.in_own_transaction(|conn, _| delete(conn, &thread_id));
+                let result =
+                    self.in_own_transaction(Some(&thread_id), |conn, _| delete(conn, &thread_id));
+                if result.is_ok() {
+                    self.leases.remove(&thread_id);
+                }
                 let _ = reply.send(result);
             }
             ThreadOp::Revert {
@@ -97,7 +101,7 @@ impl Writer {
                 first_turn_id,
                 reply,
             } => {
-                let result = self.in_own_transaction(|conn, source| {
+                let result = self.in_own_transaction(Some(&thread_id), |conn, source| {
                     let (state, rows) = source.get(&thread_id)?;
                     let removals = ops::revert(rows, state, &thread_id, &first_turn_id)?;
                     if removals.is_empty() {
@@ -115,7 +119,7 @@ impl Writer {
                 conversation_id,
                 reply,
             } => {
-                let result = self.in_own_transaction(|conn, _| {
+                let result = self.in_own_transaction(None, |conn, _| {
                     let q = &conn.client;
                     if !conn.block_on(reads::thread_exists(q, &thread_id))? {
                         return Err(StoreError::UnknownThread(thread_id.clone()));
@@ -136,7 +140,7 @@ impl Writer {
                 reply,
             } => {
                 let thread_id = record.thread.id.clone();
-                let result = self.in_own_transaction(|conn, source| {
+                let result = self.in_own_transaction(Some(&thread_id), |conn, source| {
                     let copies =
                         ops::fork_copies(conn, &thread_id, &source_id, before_turn.as_deref())?;
                     let state = ThreadState::created(*record, started_json, created_at_ms);

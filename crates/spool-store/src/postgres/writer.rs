@@ -10,30 +10,28 @@
 //! seq reservation is needed, at the price of a commit's round trip per
 //! group of deltas. A refused append is answered at once.
 //!
-//! The connection is driven by a current-thread runtime that this thread
-//! owns: each statement is a `block_on`, which keeps the writer's state
-//! checks (which read committed rows through [`Rows`]) synchronous, as
-//! SQLite's are.
+//! Every thread it writes it holds a lease on first (`holder.rs`): a
+//! grant to this server after another holder is a takeover, which closes
+//! what that holder left in progress; every commit is fenced by the leases
+//! of its threads, and the heartbeat renews them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, Sender, TryRecvError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use spool_core::{ItemRecord, TurnRecord};
-use tokio::runtime::Runtime;
+use spool_core::ItemRecord;
 use tokio::sync::oneshot;
-use tokio_postgres::Config;
-use tokio_postgres_rustls::MakeRustlsConnect;
 
-use super::query::CachedClient;
+pub(super) use super::conn::Conn;
 use super::requests::{RequestOp, StateSource};
 use super::thread_ops::ThreadOp;
 use super::{PgDatabase, batch, reads};
 use crate::error::StoreError;
 use crate::options::StoreOptions;
 use crate::thread_state::prepare::now_ms;
-use crate::thread_state::rows::{Kind, Rows};
+use crate::thread_state::rows::Rows;
 use crate::thread_state::{Incoming, ThreadState};
 use crate::types::{Appended, ThreadRecord};
 
@@ -70,55 +68,14 @@ pub(super) enum Request {
     },
 }
 
-/// The writer's connection and the runtime that drives it.
-pub(super) struct Conn {
-    runtime: Runtime,
-    pub(super) client: CachedClient,
-}
-
-impl Conn {
-    pub(super) fn block_on<T>(&self, future: impl Future<Output = T>) -> T {
-        self.runtime.block_on(future)
-    }
-}
-
-impl Rows for Conn {
-    fn thread(&self, thread_id: &str) -> Result<Option<ThreadRecord>, StoreError> {
-        self.block_on(reads::read_thread(&self.client, thread_id))
-    }
-
-    fn items(&self, thread_id: &str, open_only: bool) -> Result<Vec<ItemRecord>, StoreError> {
-        self.block_on(reads::read_items(&self.client, thread_id, open_only))
-    }
-
-    fn turns(&self, thread_id: &str, open_only: bool) -> Result<Vec<TurnRecord>, StoreError> {
-        self.block_on(reads::read_turns(&self.client, thread_id, open_only))
-    }
-
-    fn item(&self, thread_id: &str, item_id: &str) -> Result<Option<ItemRecord>, StoreError> {
-        self.block_on(reads::read_item(&self.client, thread_id, item_id))
-    }
-
-    fn status(&self, thread_id: &str, kind: Kind, id: &str) -> Result<Option<String>, StoreError> {
-        self.block_on(reads::status(&self.client, thread_id, kind, id))
-    }
-
-    fn max_id(&self, thread_id: &str, kind: Kind) -> Result<Option<String>, StoreError> {
-        self.block_on(reads::max_id(&self.client, thread_id, kind))
-    }
-
-    /// No reservations: every seq is committed before it is answered.
-    fn reserved_upto(&self, _thread_id: &str) -> Result<u64, StoreError> {
-        Ok(0)
-    }
-}
-
 /// Starts the writer's thread, which opens a connection of its own to
 /// `db`; returns once it is connected.
 pub(super) async fn spawn(
     db: &PgDatabase,
     options: &StoreOptions,
+    me: Arc<str>,
 ) -> Result<(Sender<Request>, JoinHandle<()>), StoreError> {
+    let ttl = options.lease_ttl.max(Duration::from_millis(100));
     let (config, tls, database) = (db.config.clone(), db.tls.clone(), db.name.clone());
     let (cached_threads, max_batch_events) =
         (options.cached_threads, options.max_batch_events.max(1));
@@ -140,6 +97,10 @@ pub(super) async fn spawn(
                 threads: HashMap::new(),
                 cached_threads,
                 max_batch_events,
+                me,
+                leases: HashMap::new(),
+                ttl,
+                last_beat: Instant::now(),
             };
             writer.run(inbox);
         })
@@ -157,50 +118,30 @@ pub(super) async fn spawn(
     }
 }
 
-impl Conn {
-    /// Connects on a runtime of this thread's own.
-    fn open(config: &Config, tls: MakeRustlsConnect, database: &str) -> Result<Conn, StoreError> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(StoreError::WriterThread)?;
-        let (client, connection) =
-            runtime
-                .block_on(config.connect(tls))
-                .map_err(|e| StoreError::PgConnect {
-                    database: database.to_owned(),
-                    reason: e.to_string(),
-                })?;
-        runtime.spawn(async move {
-            if let Err(error) = connection.await {
-                tracing::warn!(%error, "the store writer's PostgreSQL connection ended");
-            }
-        });
-        Ok(Conn {
-            runtime,
-            client: CachedClient::new(client),
-        })
-    }
-}
-
 pub(super) struct Writer {
     pub(super) conn: Conn,
     pub(super) threads: HashMap<String, ThreadState>,
     cached_threads: usize,
     max_batch_events: usize,
+    /// This server's id: the holder its leases name.
+    pub(super) me: Arc<str>,
+    /// The threads this server holds, with the generation of each grant.
+    pub(super) leases: HashMap<String, i64>,
+    pub(super) ttl: Duration,
+    pub(super) last_beat: Instant,
 }
 
 /// A caller answered once the batch commits.
 enum Waiter {
-    Append(Reply<Vec<Appended>>, Vec<Appended>),
-    Create(Reply<ThreadRecord>, Box<ThreadRecord>),
+    Append(String, Reply<Vec<Appended>>, Vec<Appended>),
+    Create(String, Reply<ThreadRecord>, Box<ThreadRecord>),
     Flush(Reply<()>),
 }
 
 /// One group commit in the making.
 #[derive(Default)]
 pub(super) struct Batch {
-    dirty: Vec<String>,
+    pub(super) dirty: Vec<String>,
     waiters: Vec<Waiter>,
     events: usize,
     close: Option<Reply<()>>,
@@ -210,8 +151,20 @@ impl Writer {
     fn run(mut self, inbox: Receiver<Request>) {
         tracing::debug!("PostgreSQL store writer started");
         loop {
-            let Ok(first) = inbox.recv() else {
-                break; // every handle is gone, and with it every request
+            if self.last_beat.elapsed() >= self.heartbeat() {
+                self.beat();
+            }
+            let first = match inbox.recv_timeout(self.heartbeat()) {
+                Ok(request) => request,
+                Err(RecvTimeoutError::Timeout) => continue,
+                // Every handle is gone, and with it every request.
+                Err(RecvTimeoutError::Disconnected) => {
+                    let mut batch = Batch::default();
+                    self.closing(&mut batch);
+                    self.finish(&mut batch);
+                    self.release_all();
+                    break;
+                }
             };
             let mut batch = Batch::default();
             self.take(first, &mut batch);
@@ -222,6 +175,7 @@ impl Writer {
                 }
             }
             if self.finish(&mut batch) {
+                self.release_all();
                 break;
             }
             self.evict();
@@ -232,12 +186,23 @@ impl Writer {
     /// Commits the batch and answers its callers; whether the store closed.
     pub(super) fn finish(&mut self, batch: &mut Batch) -> bool {
         let result = self.commit(&std::mem::take(&mut batch.dirty));
+        let lost = |thread_id: &String| match &result {
+            Ok(lost) => lost.contains(thread_id),
+            Err(_) => false,
+        };
+        let lease_lost = |thread_id: String| StoreError::LeaseLost { thread_id };
         for waiter in batch.waiters.drain(..) {
             match waiter {
-                Waiter::Append(reply, appended) => {
+                Waiter::Append(thread_id, reply, _) if lost(&thread_id) => {
+                    let _ = reply.send(Err(lease_lost(thread_id)));
+                }
+                Waiter::Create(thread_id, reply, _) if lost(&thread_id) => {
+                    let _ = reply.send(Err(lease_lost(thread_id)));
+                }
+                Waiter::Append(_, reply, appended) => {
                     let _ = reply.send(outcome(&result, appended));
                 }
-                Waiter::Create(reply, record) => {
+                Waiter::Create(_, reply, record) => {
                     let _ = reply.send(outcome(&result, *record));
                 }
                 Waiter::Flush(reply) => {
@@ -245,6 +210,7 @@ impl Writer {
                 }
             }
         }
+        let result = result.map(|_| ());
         batch.events = 0;
         match batch.close.take() {
             Some(reply) => {
@@ -270,6 +236,11 @@ impl Writer {
                         .conn
                         .block_on(reads::thread_exists(&self.conn.client, &thread_id)),
                 };
+                // A new thread is held by the server that creates it.
+                let exists = exists.and_then(|exists| match exists {
+                    true => Ok(true),
+                    false => self.hold(&thread_id, batch).map(|_| false),
+                });
                 match exists {
                     Ok(false) => {}
                     Ok(true) => {
@@ -283,16 +254,18 @@ impl Writer {
                 }
                 let state = ThreadState::created((*record).clone(), started_json, created_at_ms);
                 self.threads.insert(thread_id.clone(), state);
-                batch.dirty.push(thread_id);
+                batch.dirty.push(thread_id.clone());
                 batch.events += 1;
-                batch.waiters.push(Waiter::Create(reply, record));
+                batch.waiters.push(Waiter::Create(thread_id, reply, record));
             }
             Request::Append {
                 thread_id,
                 events,
                 reply,
             } => match self.accept(&thread_id, events, batch) {
-                Ok(appended) => batch.waiters.push(Waiter::Append(reply, appended)),
+                Ok(appended) => batch
+                    .waiters
+                    .push(Waiter::Append(thread_id, reply, appended)),
                 Err(error) => {
                     let _ = reply.send(Err(error));
                 }
@@ -312,14 +285,19 @@ impl Writer {
                 let _ = reply.send(self.pop_newest(&thread_id));
             }
             Request::Close { reply } => {
-                // Every thread's row gets its newest event's time.
-                for (thread_id, state) in &mut self.threads {
-                    state.flush_updated_at = true;
-                    if state.updated_at_stale() && !batch.dirty.contains(thread_id) {
-                        batch.dirty.push(thread_id.clone());
-                    }
-                }
+                self.closing(batch);
                 batch.close = Some(reply);
+            }
+        }
+    }
+
+    /// The store closes: every thread's row gets its newest event's time
+    /// with the last commit.
+    fn closing(&mut self, batch: &mut Batch) {
+        for (thread_id, state) in &mut self.threads {
+            state.flush_updated_at = true;
+            if state.updated_at_stale() && !batch.dirty.contains(thread_id) {
+                batch.dirty.push(thread_id.clone());
             }
         }
     }
@@ -332,6 +310,7 @@ impl Writer {
         events: Vec<Incoming>,
         batch: &mut Batch,
     ) -> Result<Vec<Appended>, StoreError> {
+        self.hold(thread_id, batch)?;
         if !self.threads.contains_key(thread_id) {
             let state = ThreadState::load(&self.conn, thread_id)?
                 .ok_or_else(|| StoreError::UnknownThread(thread_id.to_owned()))?;
@@ -364,37 +343,46 @@ impl Writer {
         }
     }
 
-    /// Writes the dirty threads in one transaction and commits it. On
+    /// Writes the dirty threads in one transaction and commits it; answers
+    /// the threads this server lost (their leases were fenced: nothing of
+    /// them is written, and their states and leases are forgotten). On
     /// failure nothing of the batch is stored, and the states of its
     /// threads are dropped (they held what was not stored): the next
     /// append of each loads it again from what is committed.
-    fn commit(&mut self, dirty: &[String]) -> Result<(), Arc<StoreError>> {
+    pub(super) fn commit(&mut self, dirty: &[String]) -> Result<Vec<String>, Arc<StoreError>> {
         if dirty.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
-        let result = self.conn.block_on(async {
-            let client = &self.conn.client;
-            client.simple("BEGIN").await?;
-            for thread_id in dirty {
-                let Some(state) = self.threads.get_mut(thread_id) else {
-                    return Err(StoreError::StateLost {
-                        thread_id: thread_id.clone(),
-                        reason: "its state was dropped before the commit".to_owned(),
-                    });
-                };
-                batch::write_thread(client, thread_id, state).await?;
-            }
-            client.simple("COMMIT").await?;
-            Ok(())
-        });
+        let conn = &self.conn;
+        let result = conn
+            .block_on(conn.client.simple("BEGIN"))
+            .map_err(StoreError::from)
+            .and_then(|()| self.fence(dirty))
+            .and_then(|lost| {
+                conn.block_on(async {
+                    for thread_id in dirty.iter().filter(|id| !lost.contains(id)) {
+                        let Some(state) = self.threads.get_mut(thread_id) else {
+                            return Err(StoreError::StateLost {
+                                thread_id: thread_id.clone(),
+                                reason: "its state was dropped before the commit".to_owned(),
+                            });
+                        };
+                        batch::write_thread(&conn.client, thread_id, state).await?;
+                    }
+                    conn.client.simple("COMMIT").await?;
+                    Ok(lost)
+                })
+            });
         match result {
-            Ok(()) => {
+            Ok(lost) => {
                 for thread_id in dirty {
-                    if let Some(state) = self.threads.get_mut(thread_id) {
+                    if lost.contains(thread_id) {
+                        self.forget(thread_id);
+                    } else if let Some(state) = self.threads.get_mut(thread_id) {
                         state.committed();
                     }
                 }
-                Ok(())
+                Ok(lost)
             }
             Err(error) => {
                 let _ = self.conn.block_on(self.conn.client.simple("ROLLBACK"));
@@ -414,23 +402,43 @@ impl Writer {
     /// or dropped if the transaction fails.
     pub(super) fn in_own_transaction<T>(
         &mut self,
+        fenced: Option<&str>,
         work: impl FnOnce(&Conn, StateSource<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        if let Some(thread_id) = fenced {
+            // Held first; what a takeover closes is committed on its own.
+            let mut batch = Batch::default();
+            self.hold(thread_id, &mut batch)?;
+            if self.finish(&mut batch) {
+                return Err(StoreError::Closed);
+            }
+        }
         let mut touched = Vec::new();
-        let conn = &self.conn;
-        let result = conn
-            .block_on(conn.client.simple("BEGIN"))
+        let fence = |writer: &Self| match fenced {
+            Some(thread_id) => match writer.fence(&[thread_id.to_owned()])?.is_empty() {
+                true => Ok(()),
+                false => Err(StoreError::LeaseLost {
+                    thread_id: thread_id.to_owned(),
+                }),
+            },
+            None => Ok(()),
+        };
+        let fenced_ok = self
+            .conn
+            .block_on(self.conn.client.simple("BEGIN"))
             .map_err(StoreError::from)
-            .and_then(|()| {
-                let source = StateSource {
-                    threads: &mut self.threads,
-                    rows: conn,
-                    touched: &mut touched,
-                };
-                let value = work(conn, source)?;
-                conn.block_on(conn.client.simple("COMMIT"))?;
-                Ok(value)
-            });
+            .and_then(|()| fence(self));
+        let conn = &self.conn;
+        let result = fenced_ok.and_then(|()| {
+            let source = StateSource {
+                threads: &mut self.threads,
+                rows: conn,
+                touched: &mut touched,
+            };
+            let value = work(conn, source)?;
+            conn.block_on(conn.client.simple("COMMIT"))?;
+            Ok(value)
+        });
         match result {
             Ok(value) => {
                 for thread_id in &touched {
@@ -444,6 +452,9 @@ impl Writer {
                 let _ = conn.block_on(conn.client.simple("ROLLBACK"));
                 for thread_id in &touched {
                     self.threads.remove(thread_id);
+                }
+                if let StoreError::LeaseLost { thread_id } = &error {
+                    self.forget(thread_id);
                 }
                 Err(error)
             }
@@ -464,14 +475,16 @@ impl Writer {
             .collect();
         for thread_id in idle {
             self.threads.remove(&thread_id);
+            // Nothing of it is in flight: any server may take it at once.
+            self.release(&thread_id);
         }
     }
 }
 
 /// A waiter's answer: `value` if the commit went through.
-fn outcome<T>(commit: &Result<(), Arc<StoreError>>, value: T) -> Result<T, StoreError> {
+fn outcome<T, C>(commit: &Result<C, Arc<StoreError>>, value: T) -> Result<T, StoreError> {
     match commit {
-        Ok(()) => Ok(value),
+        Ok(_) => Ok(value),
         Err(error) => Err(StoreError::Commit(error.clone())),
     }
 }

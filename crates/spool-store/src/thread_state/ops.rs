@@ -64,6 +64,24 @@ pub(crate) fn stage(
         .collect())
 }
 
+/// What closes the turns a process that is gone left in progress: each
+/// open item `incomplete`, each turn `interrupted`, except turns with a
+/// saved run state (`resumable`: paused on a person, not abandoned; the
+/// runtime resumes them). `reducer` needs to hold the open turns and items
+/// only.
+pub(crate) fn interrupt_abandoned(
+    reducer: &spool_core::ThreadReducer,
+    resumable: &std::collections::HashSet<String>,
+    at_ms: i64,
+) -> Vec<ServerNotification> {
+    reducer
+        .turns()
+        .iter()
+        .filter(|turn| !turn.status.is_terminal() && !resumable.contains(&turn.id))
+        .flat_map(|turn| reducer.closing_events(&turn.id, TurnStatus::Interrupted, None, at_ms))
+        .collect()
+}
+
 /// What archiving (or unarchiving) the thread logs; `None` when it already
 /// is in that state.
 pub(crate) fn archive(

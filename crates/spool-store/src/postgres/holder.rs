@@ -1,0 +1,207 @@
+//! The writer's leases (`docs/internals/replicas.md`): holding a thread
+//! before writing it, taking over what a lost holder left, fencing every
+//! commit, renewing on a heartbeat, and letting go.
+
+use std::collections::HashSet;
+
+use super::lease;
+use super::query::Query;
+use super::requests::run_states;
+use super::writer::{Batch, Writer};
+use crate::error::StoreError;
+use crate::thread_state::ThreadState;
+use crate::thread_state::ops::{interrupt_abandoned, stage};
+use crate::thread_state::prepare::now_ms;
+
+/// Threads whose holder is gone (its lease ran out, or was released) with
+/// a turn in progress that no run state says is paused: what a takeover
+/// closes.
+const ABANDONED: &str = "SELECT l.thread_id FROM thread_leases l \
+     WHERE l.expires_at <= now() AND EXISTS (SELECT 1 FROM turns t \
+       WHERE t.thread_id = l.thread_id AND t.status = 'inProgress' \
+       AND NOT EXISTS (SELECT 1 FROM run_states r \
+         WHERE r.thread_id = t.thread_id AND r.turn_id = t.turn_id)) \
+     ORDER BY l.thread_id LIMIT 256";
+
+const HOLDER: &str = "SELECT holder FROM thread_leases WHERE thread_id = $1";
+const SERVER_BEAT: &str = "INSERT INTO servers (id) VALUES ($1) \
+     ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()";
+const SERVER_GONE: &str = "DELETE FROM servers WHERE id = $1";
+const RELEASE_ALL: &str =
+    "UPDATE thread_leases SET expires_at = '-infinity' WHERE holder = $1 AND expires_at > now()";
+
+impl Writer {
+    /// How often leases are renewed: a fifth of their life, so a renewal
+    /// can be late four times before the lease runs out.
+    pub(super) fn heartbeat(&self) -> std::time::Duration {
+        self.ttl / 5
+    }
+
+    /// Holds `thread_id`, acquiring its lease unless this server holds it
+    /// already. A grant drops any cached state of the thread (another
+    /// server may have written it since) and stages the closing of turns
+    /// the previous holder left in progress, as crash recovery does: a
+    /// takeover is the recovery of one thread. The thread is then dirty in
+    /// `batch`. A thread that does not exist yet is simply held.
+    pub(super) fn hold(&mut self, thread_id: &str, batch: &mut Batch) -> Result<(), StoreError> {
+        if self.leases.contains_key(thread_id) {
+            return Ok(());
+        }
+        let client = self.conn.client.raw();
+        let granted = self
+            .conn
+            .block_on(lease::acquire(client, thread_id, &self.me, self.ttl))?;
+        let Some(granted) = granted else {
+            let holder = self
+                .conn
+                .block_on(self.conn.client.opt_row(HOLDER, &[&thread_id]))?
+                .map(|row| row.try_get::<_, String>(0))
+                .transpose()?
+                .unwrap_or_default();
+            return Err(StoreError::HeldElsewhere {
+                thread_id: thread_id.to_owned(),
+                holder,
+            });
+        };
+        self.leases.insert(thread_id.to_owned(), granted.generation);
+        self.threads.remove(thread_id);
+        if self.take_over(thread_id)? && !batch.dirty.iter().any(|id| id == thread_id) {
+            batch.dirty.push(thread_id.to_owned());
+        }
+        Ok(())
+    }
+
+    /// Loads a thread just granted and stages the closing of what is left
+    /// in progress; whether it staged anything.
+    fn take_over(&mut self, thread_id: &str) -> Result<bool, StoreError> {
+        let Some(mut state) = ThreadState::load(&self.conn, thread_id)? else {
+            return Ok(false);
+        };
+        if !state.streaming() {
+            self.threads.insert(thread_id.to_owned(), state);
+            return Ok(false);
+        }
+        let resumable: HashSet<String> = self
+            .conn
+            .block_on(run_states(&self.conn.client, thread_id))?
+            .into_iter()
+            .map(|state| state.turn_id)
+            .collect();
+        let closing = interrupt_abandoned(&state.reducer, &resumable, now_ms());
+        let staged = !closing.is_empty();
+        if staged {
+            let items = closing
+                .iter()
+                .filter(|n| matches!(n, spool_protocol::ServerNotification::ItemCompleted(_)))
+                .count();
+            stage(&self.conn, &mut state, thread_id, closing.clone())?;
+            tracing::info!(
+                thread_id,
+                items,
+                turns = closing.len() - items,
+                "took a thread over: items incomplete, turns interrupted"
+            );
+        }
+        self.threads.insert(thread_id.to_owned(), state);
+        Ok(staged)
+    }
+
+    /// Inside a transaction: locks the leases of `threads` and answers
+    /// those this server no longer holds.
+    pub(super) fn fence(&self, threads: &[String]) -> Result<Vec<String>, StoreError> {
+        let generations: Vec<i64> = threads
+            .iter()
+            .map(|id| self.leases.get(id).copied().unwrap_or(-1))
+            .collect();
+        let held: HashSet<String> = self
+            .conn
+            .block_on(lease::fence_all(
+                self.conn.client.raw(),
+                &self.me,
+                threads,
+                &generations,
+            ))?
+            .into_iter()
+            .collect();
+        Ok(threads
+            .iter()
+            .filter(|id| !held.contains(*id))
+            .cloned()
+            .collect())
+    }
+
+    /// Forgets a thread this server lost: its lease and its state.
+    pub(super) fn forget(&mut self, thread_id: &str) {
+        if self.leases.remove(thread_id).is_some() {
+            tracing::warn!(thread_id, "lost the lease on a thread");
+        }
+        self.threads.remove(thread_id);
+    }
+
+    /// Lets an idle thread go: any server may take it at once.
+    pub(super) fn release(&mut self, thread_id: &str) {
+        let Some(generation) = self.leases.remove(thread_id) else {
+            return;
+        };
+        let held = lease::Lease {
+            thread_id: thread_id.to_owned(),
+            holder: self.me.to_string(),
+            generation,
+            upto: 0,
+        };
+        if let Err(error) = self
+            .conn
+            .block_on(lease::release(self.conn.client.raw(), &held))
+        {
+            tracing::warn!(thread_id, %error, "cannot release a thread's lease");
+        }
+    }
+
+    /// The store closes: every lease goes, and this server with them.
+    pub(super) fn release_all(&mut self) {
+        let me = &*self.me;
+        let client = &self.conn.client;
+        let released = self.conn.block_on(async {
+            client.exec(RELEASE_ALL, &[&me]).await?;
+            client.exec(SERVER_GONE, &[&me]).await
+        });
+        if let Err(error) = released {
+            tracing::warn!(%error, "cannot release this server's leases");
+        }
+        self.leases.clear();
+    }
+
+    /// Renews this server's leases, says it is alive, and takes over the
+    /// threads whose holder is gone with a turn in progress. Errors are
+    /// logged: a missed beat only shortens what is left of the leases.
+    pub(super) fn beat(&mut self) {
+        self.last_beat = std::time::Instant::now();
+        let me = &*self.me;
+        let client = &self.conn.client;
+        let renewed = self.conn.block_on(async {
+            lease::renew_all(client.raw(), me, self.ttl).await?;
+            client.exec(SERVER_BEAT, &[&me]).await?;
+            client.rows(ABANDONED, &[]).await
+        });
+        let abandoned = match renewed {
+            Ok(rows) => rows,
+            Err(error) => {
+                tracing::warn!(%error, "cannot renew this server's leases");
+                return;
+            }
+        };
+        let mut batch = Batch::default();
+        for row in abandoned {
+            let Ok(thread_id) = row.try_get::<_, String>(0) else {
+                continue;
+            };
+            // Held here once: this server's own lease ran out.
+            self.forget(&thread_id);
+            match self.hold(&thread_id, &mut batch) {
+                Ok(()) | Err(StoreError::HeldElsewhere { .. }) => {}
+                Err(error) => tracing::warn!(thread_id, %error, "cannot take a thread over"),
+            }
+        }
+        self.finish(&mut batch);
+    }
+}

@@ -1,0 +1,235 @@
+//! Several servers on one PostgreSQL, as stores: one holds a thread at a
+//! time, a holder that lost its lease cannot append, and the server that
+//! takes a thread over closes what the lost holder left in progress, as
+//! crash recovery does, but keeps a turn paused on a person paused.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::json;
+use spool_protocol::*;
+use spool_store::postgres::PgStore;
+use spool_store::{PendingRequest, Store, StoreError, StoreOptions};
+use spool_testkit::postgres::TestDatabase;
+
+/// A lease long enough that no heartbeat of the test's stores renews,
+/// scans or takes anything over while a test runs: what they do is what
+/// the test does.
+fn quiet() -> StoreOptions {
+    StoreOptions {
+        lease_ttl: Duration::from_secs(120),
+        ..StoreOptions::default()
+    }
+}
+
+async fn server(db: &TestDatabase, options: StoreOptions) -> PgStore {
+    PgStore::open(db.url(), options)
+        .await
+        .expect("open a store")
+}
+
+/// What a holder paused past its lease looks like to the others: its
+/// lease on the thread ran out.
+fn expire(db: &TestDatabase, thread: &str) {
+    db.query(&format!(
+        "UPDATE thread_leases SET expires_at = now() - interval '1 second' \
+         WHERE thread_id = '{thread}'"
+    ))
+    .unwrap();
+}
+
+fn holder(db: &TestDatabase, thread: &str) -> String {
+    db.query(&format!(
+        "SELECT holder || ' ' || generation FROM thread_leases WHERE thread_id = '{thread}'"
+    ))
+    .unwrap()
+}
+
+fn statuses(events: &[ThreadEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|event| match &event.payload {
+            ServerNotification::TurnCompleted(n) => {
+                Some(format!("turn {} {}", n.turn.id, n.turn.status.as_str()))
+            }
+            ServerNotification::ItemCompleted(n) => {
+                let status = n.envelope.as_ref().map_or("?", |e| e.status.as_str());
+                Some(format!("item {} {status}", n.item.id()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_server_writes_a_thread_and_a_takeover_fences_the_old_holder() {
+    let db = TestDatabase::create();
+    let a = server(&db, quiet()).await;
+    let b = server(&db, quiet()).await;
+    let t = new_thread(&a, false).await;
+    start_message(&a, &t, "turn-1", "m1").await;
+    a.append(&t, vec![agent_delta(&t, "turn-1", "m1", "Hel")])
+        .await
+        .unwrap();
+    let held_by_a = holder(&db, &t);
+    assert!(held_by_a.ends_with(" 1"), "{held_by_a}");
+
+    // While A holds the thread, B cannot write it.
+    let refused = b.append(&t, vec![turn_completed(&t, "turn-1")]).await;
+    let Err(StoreError::HeldElsewhere { holder: named, .. }) = &refused else {
+        panic!("B appended to a thread A holds: {refused:?}");
+    };
+    assert!(
+        held_by_a.starts_with(named.as_str()),
+        "{named} vs {held_by_a}"
+    );
+
+    // A is paused past its lease: B takes the thread over. What A left in
+    // progress is closed first, then B's own append goes in.
+    expire(&db, &t);
+    let last_before = a.thread(&t).await.unwrap().unwrap().last_seq;
+    b.append(&t, vec![turn_started(&t, "turn-2")])
+        .await
+        .unwrap();
+    assert!(
+        holder(&db, &t).ends_with(" 2"),
+        "a takeover is a new generation"
+    );
+    let events = b.events_after(&t, last_before, 100).await.unwrap();
+    assert_eq!(
+        statuses(&events),
+        vec!["item m1 incomplete", "turn turn-1 interrupted"]
+    );
+    assert!(matches!(
+        events.last().map(|e| &e.payload),
+        Some(ServerNotification::TurnStarted(n)) if n.turn.id == "turn-2"
+    ));
+    let items = b.items(&t, spool_core::View::All).await.unwrap();
+    assert_eq!(
+        items[0].item,
+        agent_message("m1", "Hel"),
+        "what A committed stays"
+    );
+
+    // A resumes: its append is fenced, and nothing of it is stored.
+    let last = b.thread(&t).await.unwrap().unwrap().last_seq;
+    let fenced = a
+        .append(&t, vec![agent_delta(&t, "turn-1", "m1", "lo")])
+        .await;
+    assert!(
+        matches!(&fenced, Err(StoreError::LeaseLost { thread_id }) if thread_id == &t),
+        "{fenced:?}"
+    );
+    assert_eq!(b.thread(&t).await.unwrap().unwrap().last_seq, last);
+    // Having lost it, A is refused like any other server.
+    let again = a.append(&t, vec![turn_completed(&t, "turn-2")]).await;
+    assert!(
+        matches!(&again, Err(StoreError::HeldElsewhere { .. })),
+        "{again:?}"
+    );
+    b.append(&t, vec![turn_completed(&t, "turn-2")])
+        .await
+        .unwrap();
+
+    // A store that closes lets its threads go at once.
+    b.close().await.unwrap();
+    a.append(&t, vec![turn_started(&t, "turn-3")])
+        .await
+        .unwrap();
+    assert!(holder(&db, &t).ends_with(" 3"), "{}", holder(&db, &t));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_server_takes_over_an_abandoned_turn_by_itself() {
+    let db = TestDatabase::create();
+    let a = server(&db, quiet()).await;
+    let t = new_thread(&a, false).await;
+    start_message(&a, &t, "turn-1", "m1").await;
+    // B beats every 100 ms: within a beat of A's lease running out, B
+    // closes what A left, with no request for the thread.
+    let b = server(
+        &db,
+        StoreOptions {
+            lease_ttl: Duration::from_millis(500),
+            ..StoreOptions::default()
+        },
+    )
+    .await;
+    expire(&db, &t);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let events = loop {
+        let events = b.events_after(&t, 0, 100).await.unwrap();
+        if events
+            .iter()
+            .any(|e| matches!(e.payload, ServerNotification::TurnCompleted(_)))
+        {
+            break events;
+        }
+        assert!(Instant::now() < deadline, "no takeover within 10 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        statuses(&events),
+        vec!["item m1 incomplete", "turn turn-1 interrupted"]
+    );
+    assert!(holder(&db, &t).ends_with(" 2"));
+    drop(a);
+}
+
+fn approval(thread: &str) -> PendingRequest {
+    PendingRequest {
+        request_id: "req-1".to_owned(),
+        thread_id: thread.to_owned(),
+        turn_id: "turn-1".to_owned(),
+        item_id: "cmd-1".to_owned(),
+        request: ServerRequest::CommandExecutionRequestApproval(
+            CommandExecutionRequestApprovalParams {
+                thread_id: thread.to_owned(),
+                turn_id: "turn-1".to_owned(),
+                item_id: "cmd-1".to_owned(),
+                started_at_ms: 1_000,
+                approval_id: None,
+                reason: None,
+                network_approval_context: None,
+                command: Some("true".to_owned()),
+                cwd: Some("/work".to_owned()),
+                command_actions: None,
+                proposed_execpolicy_amendment: None,
+                proposed_network_policy_amendments: None,
+                available_decisions: None,
+            },
+        ),
+        created_at_ms: 1_000,
+        answer: None,
+        resolved_at_ms: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_paused_on_a_person_stays_paused_and_is_answered_on_another_server() {
+    let db = TestDatabase::create();
+    let a = server(&db, quiet()).await;
+    let t = new_thread(&a, false).await;
+    a.append(&t, vec![turn_started(&t, "turn-1")])
+        .await
+        .unwrap();
+    a.open_request(approval(&t), Some("{\"paused\":true}".to_owned()))
+        .await
+        .unwrap();
+    let b = server(&db, quiet()).await;
+    expire(&db, &t);
+    let resolved = b
+        .resolve_request(&t, "req-1", json!({"decision": "accept"}))
+        .await
+        .unwrap();
+    assert_eq!(resolved.request.answer, Some(json!({"decision": "accept"})));
+    assert!(holder(&db, &t).ends_with(" 2"), "B took the thread");
+    let events = b.events_after(&t, 0, 100).await.unwrap();
+    assert!(statuses(&events).is_empty(), "the paused turn stays open");
+    assert_eq!(b.run_states(&t).await.unwrap().len(), 1);
+    let turns = b.turns(&t).await.unwrap();
+    assert_eq!(turns[0].status, TurnStatus::InProgress);
+    drop(a);
+}
