@@ -10,9 +10,12 @@ use crate::provider_choice::ProviderArgs;
 #[derive(Debug, Parser)]
 #[command(name = "spool", version, about)]
 pub struct Cli {
-    /// The SQLite store (default: $SPOOL_HOME/spool.db, with SPOOL_HOME
-    /// defaulting to ~/.spool).
-    #[arg(long, global = true, env = "SPOOL_STORE")]
+    /// The store: a SQLite file (default: $SPOOL_HOME/spool.db, with
+    /// SPOOL_HOME defaulting to ~/.spool), or a PostgreSQL database,
+    /// `postgres://user[:password]@host[:port]/db` (several servers may
+    /// share one; see "Running several servers" in the README).
+    // The value is never shown in help: a URL may hold a password.
+    #[arg(long, global = true, env = "SPOOL_STORE", hide_env_values = true)]
     pub store: Option<PathBuf>,
     /// Open a store that lost committed data (its -wal file deleted or
     /// damaged, the file truncated) instead of refusing it.

@@ -27,20 +27,26 @@ fn postgres_scheme(store: &str) -> Option<&str> {
         })
 }
 
-/// The store file: `--store`, or `$SPOOL_HOME/spool.db`. Creates its folder.
-pub fn store_path(flag: Option<PathBuf>) -> anyhow::Result<PathBuf> {
-    // A PostgreSQL URL would otherwise be taken for a file path and quietly
-    // become a SQLite store in a folder called `postgres:`.
-    if let Some(scheme) = flag
-        .as_deref()
-        .and_then(|p| p.to_str())
-        .and_then(postgres_scheme)
+/// Where the store is: a SQLite file, or a PostgreSQL database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreLocation {
+    Sqlite(PathBuf),
+    /// A `postgres://` (or `postgresql://`) URL. Never printed whole: it
+    /// may hold a password.
+    Postgres(String),
+}
+
+/// The store: `--store` (or `SPOOL_STORE`), a file path or a PostgreSQL
+/// URL, or `$SPOOL_HOME/spool.db`. Creates a file's folder.
+pub fn store_location(flag: Option<PathBuf>) -> anyhow::Result<StoreLocation> {
+    if let Some(url) = flag.as_deref().and_then(|p| p.to_str())
+        && let Some(scheme) = postgres_scheme(url)
     {
-        anyhow::bail!(
-            "--store {scheme}…: PostgreSQL stores cannot be used yet (this build has the \
-             backend's connection, schema and leases, not its store: \
-             docs/internals/replicas.md); give a SQLite file path"
-        );
+        // The scheme in the case the connection library reads.
+        return Ok(StoreLocation::Postgres(format!(
+            "postgres://{}",
+            &url[scheme.len()..]
+        )));
     }
     let path = match flag {
         Some(p) => p,
@@ -49,7 +55,7 @@ pub fn store_path(flag: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    Ok(path)
+    Ok(StoreLocation::Sqlite(path))
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ use std::process::ExitCode;
 use std::io::IsTerminal;
 
 use clap::{CommandFactory, FromArgMatches};
+use spool_store::postgres::PgStore;
 use spool_store::{AnyStore, SqliteStore, StoreOptions};
 
 use crate::cli::{Cli, Command, ThreadsCommand};
@@ -87,15 +88,21 @@ fn set_on_command_line(matches: &clap::ArgMatches) -> Vec<&'static str> {
 async fn dispatch(cli: Cli, on_command_line: &[&'static str]) -> anyhow::Result<i32> {
     // Opened only by the commands that use it: benchmarks make their own.
     // The one place that names a backend; every command takes an AnyStore.
-    let open_store = || -> anyhow::Result<AnyStore> {
-        let store_path = home::store_path(cli.store.clone())?;
+    let open_store = async || -> anyhow::Result<AnyStore> {
         let options = StoreOptions {
             accept_data_loss: cli.accept_data_loss,
             ..StoreOptions::default()
         };
-        SqliteStore::open(&store_path, options)
-            .map(AnyStore::from)
-            .map_err(|e| anyhow::anyhow!("cannot open the store {}: {e}", store_path.display()))
+        match home::store_location(cli.store.clone())? {
+            home::StoreLocation::Sqlite(path) => SqliteStore::open(&path, options)
+                .map(AnyStore::from)
+                .map_err(|e| anyhow::anyhow!("cannot open the store {}: {e}", path.display())),
+            // The error names the database without its password.
+            home::StoreLocation::Postgres(url) => PgStore::open(&url, options)
+                .await
+                .map(AnyStore::from)
+                .map_err(|e| anyhow::anyhow!("cannot open the store: {e}")),
+        }
     };
     // spool.toml, home then project.
     let load_config = || -> anyhow::Result<config::ConfigFile> {
@@ -114,11 +121,11 @@ async fn dispatch(cli: Cli, on_command_line: &[&'static str]) -> anyhow::Result<
     }
     match cli.command {
         Command::Run(args) => {
-            let (store, chosen) = (open_store()?, choose_provider(&load_config()?)?);
+            let (store, chosen) = (open_store().await?, choose_provider(&load_config()?)?);
             commands::run::run(store, chosen, args).await
         }
         Command::Serve(mut args) => {
-            let store = open_store()?;
+            let store = open_store().await?;
             let mut config = load_config()?;
             let mut provider = cli.provider.clone();
             let env = |k: &str| std::env::var(k).ok();
@@ -151,11 +158,11 @@ async fn dispatch(cli: Cli, on_command_line: &[&'static str]) -> anyhow::Result<
             commands::serve::serve(store, chosen, config.requirements, args, origins).await
         }
         Command::Resume(args) => {
-            let (store, chosen) = (open_store()?, choose_provider(&load_config()?)?);
+            let (store, chosen) = (open_store().await?, choose_provider(&load_config()?)?);
             commands::run::resume(store, chosen, args).await
         }
         Command::Threads(ThreadsCommand::List { limit, json }) => {
-            commands::threads::list(&open_store()?, limit, json).await?;
+            commands::threads::list(&open_store().await?, limit, json).await?;
             Ok(0)
         }
         Command::Threads(ThreadsCommand::Show {
@@ -164,11 +171,11 @@ async fn dispatch(cli: Cli, on_command_line: &[&'static str]) -> anyhow::Result<
             tokens,
             json,
         }) => {
-            commands::threads::show(&open_store()?, &id, view.view(), tokens, json).await?;
+            commands::threads::show(&open_store().await?, &id, view.view(), tokens, json).await?;
             Ok(0)
         }
         Command::Threads(ThreadsCommand::Events { id, after }) => {
-            commands::threads::events(&open_store()?, &id, after).await?;
+            commands::threads::events(&open_store().await?, &id, after).await?;
             Ok(0)
         }
         Command::Bench(command) => {

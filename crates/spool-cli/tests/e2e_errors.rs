@@ -183,11 +183,17 @@ async fn sigint_interrupts_the_turn_and_keeps_what_streamed() {
 }
 
 #[tokio::test]
-async fn a_postgres_url_as_the_store_is_refused_not_taken_for_a_file() {
+async fn an_unreachable_postgres_store_is_named_without_its_password() {
     let home = Home::new();
-    for url in [
-        "postgres://spool:secret@127.0.0.1:1/spool",
-        "PostgreSQL://spool@127.0.0.1:1/spool",
+    for (url, named) in [
+        (
+            "postgres://spool:secret@127.0.0.1:1/spool",
+            "spool@127.0.0.1:1/spool",
+        ),
+        (
+            "PostgreSQL://spool:secret@127.0.0.1:1/other",
+            "spool@127.0.0.1:1/other",
+        ),
     ] {
         let out = home
             .spool(
@@ -198,11 +204,12 @@ async fn a_postgres_url_as_the_store_is_refused_not_taken_for_a_file() {
         assert!(!out.status.success(), "{url} was accepted");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
-            stderr.contains("PostgreSQL stores cannot be used yet"),
+            stderr.contains(&format!("cannot connect to the PostgreSQL store {named}")),
             "{stderr}"
         );
         assert!(!stderr.contains("secret"), "{stderr}");
     }
+    // Not taken for a file path: nothing was made on disk.
     let made: Vec<_> = std::fs::read_dir(home.path())
         .unwrap()
         .map(|entry| entry.unwrap().file_name())
