@@ -87,7 +87,7 @@ const THREADS_IN_PROGRESS: &str =
     "SELECT DISTINCT thread_id FROM turns WHERE status = 'inProgress' ORDER BY thread_id";
 
 /// Threads whose seq reservation a crash may have left ahead of their log
-/// (`sqlite/writer/reserve.rs`). Rows exist only while a thread streams, so
+/// (`thread_state/reserve.rs`). Rows exist only while a thread streams, so
 /// the table is small.
 const THREADS_RESERVED: &str = "SELECT thread_id FROM seq_reservations ORDER BY thread_id";
 

@@ -1,5 +1,5 @@
 //! Seqs handed out to deltas before their commit are reserved durably
-//! first (`sqlite/writer/reserve.rs`): while a thread streams, its committed
+//! first (`thread_state/reserve.rs`): while a thread streams, its committed
 //! reservation runs ahead of its log so deltas are still answered at once;
 //! once nothing streams, or the store closes, no reservation is left, so a
 //! clean stop voids nothing. (Crashes: `tests/crash/`.)

@@ -12,7 +12,7 @@
 //!   the next commit, which comes at the latest `delta_commit_delay` after
 //!   the first uncommitted one, or sooner with the next lifecycle event,
 //!   `flush`, or a full batch. Their seqs must lie within the thread's
-//!   committed reservation (`reserve.rs`), else they wait for the commit
+//!   committed reservation (`thread_state/reserve.rs`), else they wait for the commit
 //!   like a lifecycle event: a seq a client saw is never given to another
 //!   event, even after a crash;
 //! - a refused append is answered at once with the refusal;
@@ -409,7 +409,7 @@ impl Writer {
         ) {
             Ok(accepted) => {
                 // A seq past the committed reservation must not reach a
-                // client before it is committed (see `reserve.rs`).
+                // client before it is committed (see `thread_state/reserve.rs`).
                 let unreserved = accepted
                     .appended
                     .iter()
