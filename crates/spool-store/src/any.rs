@@ -56,6 +56,10 @@ macro_rules! on_backend {
 }
 
 impl Store for AnyStore {
+    fn remote_commits(&self) -> Option<tokio::sync::broadcast::Receiver<crate::RemoteCommit>> {
+        on_backend!(self, store => store.remote_commits())
+    }
+
     async fn create_thread(&self, new: NewThread) -> Result<ThreadRecord, StoreError> {
         on_backend!(self, store => store.create_thread(new).await)
     }

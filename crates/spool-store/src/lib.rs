@@ -57,6 +57,7 @@ pub use appender::Appender;
 pub use error::{CorruptRow, DecodeCause, StoreError};
 pub use input_json::InputJson;
 pub use options::{Durability, StoreOptions};
+pub use postgres::RemoteCommit;
 pub use session::Session;
 pub use sqlite::SqliteStore;
 pub use sqlite::schema::SCHEMA_VERSION;
@@ -333,4 +334,12 @@ pub trait Store: Send + Sync {
         source_id: &str,
         before_turn: Option<&str>,
     ) -> impl Future<Output = Result<ThreadRecord, StoreError>> + Send;
+
+    /// What other processes writing this store commit, as they commit it,
+    /// for a server to pass on to its watchers of threads it does not
+    /// write (PostgreSQL; `None` for a store only this process writes).
+    /// A notice says when to read the log by cursor, never what is in it.
+    fn remote_commits(&self) -> Option<tokio::sync::broadcast::Receiver<RemoteCommit>> {
+        None
+    }
 }

@@ -233,3 +233,46 @@ async fn a_turn_paused_on_a_person_stays_paused_and_is_answered_on_another_serve
     assert_eq!(turns[0].status, TurnStatus::InProgress);
     drop(a);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_servers_commits_are_heard_as_they_happen_and_ones_own_are_not() {
+    use spool_store::RemoteCommit;
+    let db = TestDatabase::create();
+    let a = server(&db, quiet()).await;
+    let b = server(&db, quiet()).await;
+    let mut heard_by_b = b.remote_commits().expect("PostgreSQL tells commits");
+    let mut heard_by_a = a.remote_commits().expect("PostgreSQL tells commits");
+    // Listening has begun once each says so (nothing before it is heard).
+    let next = async |rx: &mut tokio::sync::broadcast::Receiver<RemoteCommit>| {
+        tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("a notice within 10 s")
+            .unwrap()
+    };
+    assert_eq!(next(&mut heard_by_b).await, RemoteCommit::Resync);
+    assert_eq!(next(&mut heard_by_a).await, RemoteCommit::Resync);
+
+    let t = new_thread(&a, false).await;
+    start_message(&a, &t, "turn-1", "m1").await;
+    let mut last = 0;
+    while last < 3 {
+        match next(&mut heard_by_b).await {
+            RemoteCommit::Commit {
+                thread_id,
+                last_seq,
+            } if thread_id == t => {
+                assert!(last_seq > last, "{last_seq} after {last}");
+                last = last_seq;
+            }
+            other => panic!("B heard {other:?}"),
+        }
+    }
+    assert_eq!(last, a.thread(&t).await.unwrap().unwrap().last_seq);
+    // A hears nothing of its own commits.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), heard_by_a.recv())
+            .await
+            .is_err(),
+        "a server heard its own commit"
+    );
+}

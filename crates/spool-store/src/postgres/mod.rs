@@ -12,6 +12,7 @@ mod codec;
 mod conn;
 mod holder;
 mod lease;
+mod listen;
 mod llm_read;
 mod query;
 mod reads;
@@ -30,6 +31,7 @@ use rustls_platform_verifier::BuilderVerifierExt;
 use tokio_postgres::config::Host;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+pub use self::listen::RemoteCommit;
 pub use self::schema::PG_SCHEMA_VERSION;
 pub use self::store::PgStore;
 use crate::error::StoreError;

@@ -10,6 +10,7 @@ use spool_core::{ItemRecord, ThreadReducer, TurnRecord, View};
 use spool_protocol::{ServerNotification, ThreadEvent};
 use tokio::sync::oneshot;
 
+use super::RemoteCommit;
 use super::query::Query;
 use super::requests::{self, RequestOp};
 use super::thread_ops::{self, ThreadOp};
@@ -36,6 +37,12 @@ pub struct PgStore {
 
 struct Inner {
     db: PgDatabase,
+    /// Other servers' commits (`listen.rs`), listened for from the first
+    /// [`Store::remote_commits`] on.
+    remote: std::sync::OnceLock<(
+        tokio::sync::broadcast::Sender<RemoteCommit>,
+        tokio::task::JoinHandle<()>,
+    )>,
     /// This store's name among the servers on the database: the holder its
     /// leases name.
     server_id: Arc<str>,
@@ -45,6 +52,9 @@ struct Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        if let Some((_, listener)) = self.remote.get() {
+            listener.abort();
+        }
         // Ending the channel stops the writer once it has committed what
         // it took; joined so that a reopen sees it all.
         drop(self.requests.take());
@@ -72,6 +82,7 @@ impl PgStore {
         Ok(PgStore {
             inner: Arc::new(Inner {
                 db,
+                remote: std::sync::OnceLock::new(),
                 server_id,
                 requests: Some(requests),
                 writer: Some(writer),
@@ -131,6 +142,26 @@ impl PgStore {
 }
 
 impl Store for PgStore {
+    /// Listens from the first call on (on the caller's runtime).
+    fn remote_commits(&self) -> Option<tokio::sync::broadcast::Receiver<RemoteCommit>> {
+        // The first caller's receiver exists before the listener runs, so
+        // it hears the listener's first word.
+        let mut first = None;
+        let (sender, _) = self.inner.remote.get_or_init(|| {
+            let (sender, receiver) = tokio::sync::broadcast::channel(4_096);
+            first = Some(receiver);
+            let db = &self.inner.db;
+            let listener = tokio::spawn(super::listen::listen(
+                db.config.clone(),
+                db.tls.clone(),
+                self.inner.server_id.clone(),
+                sender.clone(),
+            ));
+            (sender, listener)
+        });
+        Some(first.unwrap_or_else(|| sender.subscribe()))
+    }
+
     async fn create_thread(&self, new: NewThread) -> Result<ThreadRecord, StoreError> {
         let (record, started_json, created_at_ms) = new_thread_record(new)?;
         self.ask(|reply| Request::Create {

@@ -25,6 +25,7 @@ use spool_core::ItemRecord;
 use tokio::sync::oneshot;
 
 pub(super) use super::conn::Conn;
+use super::query::{CachedClient, Query};
 use super::requests::{RequestOp, StateSource};
 use super::thread_ops::ThreadOp;
 use super::{PgDatabase, batch, reads};
@@ -369,6 +370,9 @@ impl Writer {
                         };
                         batch::write_thread(&conn.client, thread_id, state).await?;
                     }
+                    let written: Vec<&String> =
+                        dirty.iter().filter(|id| !lost.contains(id)).collect();
+                    notify(&conn.client, &self.me, &written, &self.threads).await?;
                     conn.client.simple("COMMIT").await?;
                     Ok(lost)
                 })
@@ -436,6 +440,8 @@ impl Writer {
                 touched: &mut touched,
             };
             let value = work(conn, source)?;
+            let written: Vec<&String> = touched.iter().collect();
+            conn.block_on(notify(&conn.client, &self.me, &written, &self.threads))?;
             conn.block_on(conn.client.simple("COMMIT"))?;
             Ok(value)
         });
@@ -479,6 +485,29 @@ impl Writer {
             self.release(&thread_id);
         }
     }
+}
+
+/// Inside a commit's transaction: tells the other servers (`listen.rs`)
+/// which threads it wrote, up to which seq. Delivered with the commit.
+async fn notify(
+    q: &CachedClient,
+    me: &str,
+    written: &[&String],
+    threads: &HashMap<String, ThreadState>,
+) -> Result<(), StoreError> {
+    const NOTIFY: &str = "SELECT pg_notify('spool_events', $1 || ' ' || x.seq || ' ' || x.thread_id) \
+         FROM unnest($2::text[], $3::bigint[]) AS x(thread_id, seq)";
+    let (ids, seqs): (Vec<&str>, Vec<i64>) = written
+        .iter()
+        .filter_map(|id| {
+            let state = threads.get(id.as_str())?;
+            Some((id.as_str(), crate::codec::sql_int(state.reducer.last_seq())))
+        })
+        .unzip();
+    if !ids.is_empty() {
+        q.rows(NOTIFY, &[&me, &ids, &seqs]).await?;
+    }
+    Ok(())
 }
 
 /// A waiter's answer: `value` if the commit went through.
