@@ -120,6 +120,9 @@ pub struct Hub {
     facts: ServerFacts,
     max_input_chars: usize,
     threads: Mutex<HashMap<String, ThreadSlot>>,
+    /// Other processes write the store: watched threads follow their
+    /// commits (`tail.rs`).
+    pub(crate) follows_remote: std::sync::atomic::AtomicBool,
     /// Answers awaited for server → client requests, by request id.
     waiting: Mutex<HashMap<String, Waiting>>,
 }
@@ -135,6 +138,9 @@ struct ThreadSlot {
     input: Option<watch::Sender<u64>>,
     /// Started `ephemeral`: deleted once unloaded (no watcher, no turn).
     ephemeral: bool,
+    /// The seq up to which this server passed the thread's log on to its
+    /// watchers from other servers' commits (`tail.rs`).
+    tail: Option<u64>,
 }
 
 struct Waiting {
@@ -183,6 +189,7 @@ impl Hub {
             facts: options.facts,
             max_input_chars: options.max_input_chars,
             threads: Mutex::new(HashMap::new()),
+            follows_remote: std::sync::atomic::AtomicBool::new(false),
             waiting: Mutex::new(HashMap::new()),
         })
     }
@@ -321,6 +328,16 @@ impl Hub {
             // Everything acknowledged so far must be readable.
             self.store.flush().await?;
         }
+        if self
+            .follows_remote
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            // What other servers commit from here on reaches the watcher
+            // through the tail; what came before, through the replay.
+            if let Some(record) = self.store.thread(thread_id).await? {
+                self.advance_tail(thread_id, record.last_seq);
+            }
+        }
         let requests = self.store.open_requests(thread_id).await?;
         // The replay, then the live stream in seq order from where it ended,
         // paced by the client (`room`): a long replay is read from the log
@@ -449,10 +466,16 @@ impl Hub {
     }
 
     fn broadcast(&self, thread_id: &str, delivery: Delivery) -> usize {
-        let threads = self.threads();
-        let Some(slot) = threads.get(thread_id) else {
+        let mut threads = self.threads();
+        let Some(slot) = threads.get_mut(thread_id) else {
             return 0;
         };
+        // What watchers got here need not be read again for them (`tail.rs`).
+        if let (Some(tail), Delivery::Event(event)) = (&mut slot.tail, &delivery)
+            && let Some(seq) = event.seq()
+        {
+            *tail = (*tail).max(seq);
+        }
         slot.watchers
             .values()
             .filter(|w| w.send(delivery.clone()).is_ok())
@@ -659,6 +682,28 @@ impl Hub {
             .get(thread_id)
             .and_then(|slot| slot.running.as_ref())
             .map(|(id, _)| id.clone())
+    }
+
+    /// The watched threads not running here, with where their tail is:
+    /// what other servers may be writing that watchers here wait for
+    /// (`only`: that thread alone, if so).
+    pub(crate) fn remote_watched(&self, only: Option<&str>) -> Vec<(String, u64)> {
+        self.threads()
+            .iter()
+            .filter(|(id, slot)| {
+                only.is_none_or(|only| only == id.as_str())
+                    && !slot.watchers.is_empty()
+                    && slot.running.is_none()
+            })
+            .filter_map(|(id, slot)| Some((id.clone(), slot.tail?)))
+            .collect()
+    }
+
+    /// The thread's log was passed on up to `seq`.
+    pub(crate) fn advance_tail(&self, thread_id: &str, seq: u64) {
+        if let Some(slot) = self.threads().get_mut(thread_id) {
+            slot.tail = Some(slot.tail.map_or(seq, |tail| tail.max(seq)));
+        }
     }
 
     /// Streams events logged outside a run (a rename, a revert) to the

@@ -37,6 +37,7 @@ mod ordering;
 pub mod outbox;
 pub mod shutdown;
 mod stdout;
+pub mod tail;
 mod ws;
 
 pub use accept::Limits;

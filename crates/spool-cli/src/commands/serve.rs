@@ -127,6 +127,8 @@ pub async fn serve(
         },
     };
     let hub = Hub::new(store.clone(), provider, options);
+    // Threads other servers write reach watchers here (PostgreSQL).
+    spool_server::tail::start(&hub);
     for address in listeners.addresses() {
         eprintln!("spool serve: listening on {address}");
     }

@@ -1,0 +1,91 @@
+//! Two `spool serve` processes on one PostgreSQL (`scripts/postgres.sh`),
+//! a client on each: what one server runs, a client of the other follows
+//! live, every event once and in order.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use spool_testkit::postgres::TestDatabase;
+use spool_testkit::responses_api::paced_message_response;
+use spool_testkit::{Gate, ScriptedServer};
+use support::rpc::{Client, method_of, thread_id_of};
+use support::*;
+
+/// The events a client got, by seq; a seq twice fails.
+fn by_seq(seen: &[Value]) -> BTreeMap<u64, Value> {
+    let mut events = BTreeMap::new();
+    for message in seen {
+        if let Some(seq) = message["params"]["seq"].as_u64() {
+            assert!(
+                events.insert(seq, message.clone()).is_none(),
+                "seq {seq} delivered twice"
+            );
+        }
+    }
+    events
+}
+
+#[tokio::test]
+async fn a_client_on_b_streams_a_turn_run_by_a_and_gets_exactly_its_events() {
+    let db = TestDatabase::create();
+    let gate = Gate::new();
+    let model = ScriptedServer::with_responses([paced_message_response(
+        "resp_1",
+        &["Hel", "lo "],
+        &gate,
+        &["from ", "server ", "A."],
+        Duration::from_millis(20),
+    )])
+    .await
+    .unwrap();
+    let (home_a, home_b) = (Home::new(), Home::new());
+    let store = ["--store", db.url()];
+    let mut a = Client::start(&home_a, &model.url(), &store);
+    let mut b = Client::start(&home_b, &model.url(), &store);
+    a.initialize(json!({"spool": {"seq": true}})).await;
+    b.initialize(json!({"spool": {"seq": true}})).await;
+
+    let thread_id = thread_id_of(&a.call(1, "thread/start", json!({})).await);
+    a.call(
+        2,
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "hi"}]}),
+    )
+    .await;
+    // Mid-stream (the model waits at the gate), B's client joins.
+    a.until(|m| method_of(m) == "item/agentMessage/delta").await;
+    let resumed = b
+        .call(
+            1,
+            "thread/resume",
+            json!({"threadId": thread_id, "afterSeq": 0}),
+        )
+        .await;
+    assert!(resumed.get("result").is_some(), "{resumed}");
+    gate.open();
+    let done_a = a.until(|m| method_of(m) == "turn/completed").await;
+    let done_b = b.until(|m| method_of(m) == "turn/completed").await;
+    assert_eq!(done_a["params"]["seq"], done_b["params"]["seq"]);
+
+    let (seen_a, seen_b) = (by_seq(&a.seen), by_seq(&b.seen));
+    let last = done_b["params"]["seq"].as_u64().unwrap();
+    assert_eq!(
+        seen_b.keys().copied().collect::<Vec<_>>(),
+        (1..=last).collect::<Vec<_>>(),
+        "B gets every event, once, in order"
+    );
+    for (seq, event) in &seen_a {
+        assert_eq!(seen_b.get(seq), Some(event), "seq {seq}: B got what A sent");
+    }
+    let text: String = seen_b
+        .values()
+        .filter(|m| method_of(m) == "item/agentMessage/delta")
+        .map(|m| m["params"]["delta"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(text, "Hello from server A.");
+    a.close().await;
+    b.close().await;
+}
