@@ -5,11 +5,11 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use spool_testkit::postgres::TestDatabase;
-use spool_testkit::responses_api::paced_message_response;
+use spool_testkit::responses_api::{message_response, paced_message_response};
 use spool_testkit::{Gate, ScriptedServer};
 use support::rpc::{Client, method_of, thread_id_of};
 use support::*;
@@ -87,5 +87,84 @@ async fn a_client_on_b_streams_a_turn_run_by_a_and_gets_exactly_its_events() {
         .collect();
     assert_eq!(text, "Hello from server A.");
     a.close().await;
+    b.close().await;
+}
+
+#[tokio::test]
+async fn when_a_is_killed_mid_turn_b_takes_the_thread_over_and_runs_the_next_turn() {
+    let db = TestDatabase::create();
+    // A's turn never ends by itself: its model waits at a gate nobody opens.
+    let gate = Gate::new();
+    let model = ScriptedServer::with_responses([
+        paced_message_response(
+            "resp_1",
+            &["Half ", "an "],
+            &gate,
+            &["answer"],
+            Duration::from_millis(20),
+        ),
+        message_response("resp_2", &["B ", "answers."]),
+    ])
+    .await
+    .unwrap();
+    let (home_a, home_b) = (Home::new(), Home::new());
+    let store = ["--store", db.url()];
+    let mut a = Client::start(&home_a, &model.url(), &store);
+    let mut b = Client::start(&home_b, &model.url(), &store);
+    a.initialize(json!({"spool": {"seq": true}})).await;
+    b.initialize(json!({"spool": {"seq": true}})).await;
+    let thread_id = thread_id_of(&a.call(1, "thread/start", json!({})).await);
+    a.call(
+        2,
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "hi"}]}),
+    )
+    .await;
+    b.call(
+        1,
+        "thread/resume",
+        json!({"threadId": thread_id, "afterSeq": 0}),
+    )
+    .await;
+    b.until(|m| method_of(m) == "item/agentMessage/delta").await;
+
+    a.child.start_kill().unwrap();
+    a.child.wait().await.unwrap();
+    let killed = Instant::now();
+    let done = b.until(|m| method_of(m) == "turn/completed").await;
+    let took = killed.elapsed();
+    assert!(took < Duration::from_secs(10), "taken over after {took:?}");
+    assert_eq!(done["params"]["turn"]["status"], "interrupted", "{done}");
+    let seen = by_seq(&b.seen);
+    let last = done["params"]["seq"].as_u64().unwrap();
+    assert_eq!(
+        seen.keys().copied().collect::<Vec<_>>(),
+        (1..=last).collect::<Vec<_>>(),
+        "every committed event once, in order"
+    );
+    let incomplete = seen
+        .values()
+        .find(|m| method_of(m) == "item/completed" && m["params"]["item"]["type"] == "agentMessage")
+        .expect("the message A was streaming is closed");
+    // It holds what A committed of it: the deltas B was sent.
+    let streamed: String = seen
+        .values()
+        .filter(|m| method_of(m) == "item/agentMessage/delta")
+        .map(|m| m["params"]["delta"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(!streamed.is_empty());
+    assert_eq!(incomplete["params"]["item"]["text"], streamed.as_str());
+
+    // B holds the thread now: a new turn runs there.
+    b.call(
+        2,
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "again"}]}),
+    )
+    .await;
+    let second = b
+        .until(|m| method_of(m) == "turn/completed" && m["params"]["seq"].as_u64() > Some(last))
+        .await;
+    assert_eq!(second["params"]["turn"]["status"], "completed", "{second}");
     b.close().await;
 }
