@@ -168,3 +168,72 @@ async fn when_a_is_killed_mid_turn_b_takes_the_thread_over_and_runs_the_next_tur
     assert_eq!(second["params"]["turn"]["status"], "completed", "{second}");
     b.close().await;
 }
+
+#[tokio::test]
+async fn a_holder_paused_past_its_lease_cannot_append_after_the_takeover() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+
+    let db = TestDatabase::create();
+    let gate = Gate::new();
+    let model = ScriptedServer::with_responses([paced_message_response(
+        "resp_1",
+        &["Before "],
+        &gate,
+        &["after ", "the ", "pause."],
+        Duration::from_millis(20),
+    )])
+    .await
+    .unwrap();
+    let (home_a, home_b) = (Home::new(), Home::new());
+    let store = ["--store", db.url()];
+    let mut a = Client::start(&home_a, &model.url(), &store);
+    let mut b = Client::start(&home_b, &model.url(), &store);
+    a.initialize(json!({"spool": {"seq": true}})).await;
+    b.initialize(json!({"spool": {"seq": true}})).await;
+    let thread_id = thread_id_of(&a.call(1, "thread/start", json!({})).await);
+    a.call(
+        2,
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "hi"}]}),
+    )
+    .await;
+    a.until(|m| method_of(m) == "item/agentMessage/delta").await;
+    b.call(
+        1,
+        "thread/resume",
+        json!({"threadId": thread_id, "afterSeq": 0}),
+    )
+    .await;
+
+    // A stops (cut off, or paused by the OS) past its lease; B takes over.
+    let pid = Pid::from_raw(a.child.id().unwrap() as i32);
+    kill(pid, Signal::SIGSTOP).unwrap();
+    let done = b.until(|m| method_of(m) == "turn/completed").await;
+    assert_eq!(done["params"]["turn"]["status"], "interrupted");
+    let last = done["params"]["seq"].as_u64().unwrap();
+
+    // A resumes and its model goes on streaming: none of it is stored.
+    kill(pid, Signal::SIGCONT).unwrap();
+    gate.open();
+    let ended = a
+        .until(|m| method_of(m) == "turn/completed" || m.get("error").is_some())
+        .await;
+    let stored = db
+        .query(&format!(
+            "SELECT max(seq) FROM events WHERE thread_id = '{thread_id}'"
+        ))
+        .unwrap();
+    assert_eq!(
+        stored,
+        last.to_string(),
+        "A appended after the takeover: {ended}"
+    );
+    let text: String = by_seq(&b.seen)
+        .values()
+        .filter(|m| method_of(m) == "item/agentMessage/delta")
+        .map(|m| m["params"]["delta"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(!text.contains("pause"), "{text}");
+    b.close().await;
+}
