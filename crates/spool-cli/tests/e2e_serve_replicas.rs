@@ -237,3 +237,82 @@ async fn a_holder_paused_past_its_lease_cannot_append_after_the_takeover() {
     assert!(!text.contains("pause"), "{text}");
     b.close().await;
 }
+
+#[tokio::test]
+async fn a_turn_started_through_b_on_a_thread_a_holds_runs_on_a_and_b_answers() {
+    let db = TestDatabase::create();
+    let model = ScriptedServer::with_responses([
+        message_response("resp_1", &["First."]),
+        message_response("resp_2", &["Second, ", "run by A."]),
+    ])
+    .await
+    .unwrap();
+    let (home_a, home_b) = (Home::new(), Home::new());
+    let store = ["--store", db.url()];
+    let mut a = Client::start(&home_a, &model.url(), &store);
+    let mut b = Client::start(&home_b, &model.url(), &store);
+    a.initialize(json!({"spool": {"seq": true}})).await;
+    b.initialize(json!({"spool": {"seq": true}})).await;
+    let thread_id = thread_id_of(&a.call(1, "thread/start", json!({})).await);
+    a.call(
+        2,
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "one"}]}),
+    )
+    .await;
+    a.until(|m| method_of(m) == "turn/completed").await;
+    let holder = db
+        .query(&format!(
+            "SELECT holder FROM thread_leases WHERE thread_id = '{thread_id}'"
+        ))
+        .unwrap();
+
+    b.call(
+        1,
+        "thread/resume",
+        json!({"threadId": thread_id, "afterSeq": 0}),
+    )
+    .await;
+    let started = b
+        .call(
+            2,
+            "turn/start",
+            json!({"threadId": thread_id, "input": [{"type": "text", "text": "two"}]}),
+        )
+        .await;
+    let turn_id = started["result"]["turn"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("B answered turn/start: {started}"))
+        .to_owned();
+    // A ran it (its client sees it live), and B's client follows it.
+    let done_a = a
+        .until(|m| method_of(m) == "turn/completed" && m["params"]["turn"]["id"] == turn_id)
+        .await;
+    let done_b = b
+        .until(|m| method_of(m) == "turn/completed" && m["params"]["turn"]["id"] == turn_id)
+        .await;
+    assert_eq!(done_a["params"]["turn"]["status"], "completed");
+    assert_eq!(done_a["params"]["seq"], done_b["params"]["seq"]);
+    assert_eq!(
+        db.query(&format!(
+            "SELECT holder FROM thread_leases WHERE thread_id = '{thread_id}'"
+        ))
+        .unwrap(),
+        holder,
+        "the thread stayed with A"
+    );
+    assert_eq!(
+        db.query("SELECT count(*) FROM commands WHERE done_at IS NOT NULL")
+            .unwrap(),
+        "1",
+        "one command, done"
+    );
+    let text: String = by_seq(&b.seen)
+        .values()
+        .filter(|m| method_of(m) == "item/agentMessage/delta")
+        .map(|m| m["params"]["delta"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(text, "First.Second, run by A.");
+    a.close().await;
+    b.close().await;
+}

@@ -28,6 +28,7 @@ pub mod auth;
 pub mod ceilings;
 pub mod connection;
 mod filter;
+pub mod forward;
 pub mod guard;
 mod http;
 pub mod hub;

@@ -60,6 +60,28 @@ impl Store for AnyStore {
         on_backend!(self, store => store.remote_commits())
     }
 
+    async fn held_elsewhere(&self, thread_id: &str) -> Result<Option<String>, StoreError> {
+        on_backend!(self, store => store.held_elsewhere(thread_id).await)
+    }
+
+    async fn forward(
+        &self,
+        holder: &str,
+        thread_id: &str,
+        method: &str,
+        params: &serde_json::Value,
+    ) -> Result<crate::ForwardReply, StoreError> {
+        on_backend!(self, store => store.forward(holder, thread_id, method, params).await)
+    }
+
+    fn forwarded(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<crate::Forwarded>> {
+        on_backend!(self, store => store.forwarded())
+    }
+
+    async fn forward_done(&self, id: &str, reply: &crate::ForwardReply) -> Result<(), StoreError> {
+        on_backend!(self, store => store.forward_done(id, reply).await)
+    }
+
     async fn create_thread(&self, new: NewThread) -> Result<ThreadRecord, StoreError> {
         on_backend!(self, store => store.create_thread(new).await)
     }

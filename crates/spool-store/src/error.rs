@@ -81,6 +81,15 @@ pub enum StoreError {
     /// until its lease ends.
     #[error("thread {thread_id} is held by server {holder}")]
     HeldElsewhere { thread_id: String, holder: String },
+    /// A command forwarded to the server holding a thread got no reply.
+    #[error("the server holding thread {thread_id} did not answer within {waited:?}")]
+    ForwardTimeout {
+        thread_id: String,
+        waited: std::time::Duration,
+    },
+    /// Forwarding is for stores other processes write (PostgreSQL).
+    #[error("this store has no other servers to forward to")]
+    NoForwarding,
     /// This server held the thread but its lease ran out (it was paused or
     /// cut off past the lease's end) and its append was refused: another
     /// server may have taken the thread over. Nothing of the append is

@@ -57,7 +57,7 @@ pub use appender::Appender;
 pub use error::{CorruptRow, DecodeCause, StoreError};
 pub use input_json::InputJson;
 pub use options::{Durability, StoreOptions};
-pub use postgres::RemoteCommit;
+pub use postgres::{ForwardReply, Forwarded, RemoteCommit};
 pub use session::Session;
 pub use sqlite::SqliteStore;
 pub use sqlite::schema::SCHEMA_VERSION;
@@ -341,5 +341,44 @@ pub trait Store: Send + Sync {
     /// A notice says when to read the log by cursor, never what is in it.
     fn remote_commits(&self) -> Option<tokio::sync::broadcast::Receiver<RemoteCommit>> {
         None
+    }
+
+    /// The server holding `thread_id` now, when it is another process than
+    /// this one (PostgreSQL): a request that appends to the thread is
+    /// [`Store::forward`]ed there. `None` for a store only this process
+    /// writes.
+    fn held_elsewhere(
+        &self,
+        _thread_id: &str,
+    ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send {
+        async { Ok(None) }
+    }
+
+    /// Has the server `holder` run a client's request (a JSON-RPC `method`
+    /// and its `params`) on `thread_id`, and answers with its reply. If
+    /// `holder` dies first, whichever server takes the thread over runs it.
+    fn forward(
+        &self,
+        _holder: &str,
+        _thread_id: &str,
+        _method: &str,
+        _params: &serde_json::Value,
+    ) -> impl Future<Output = Result<ForwardReply, StoreError>> + Send {
+        async { Err(StoreError::NoForwarding) }
+    }
+
+    /// Requests other servers forwarded to this one, claimed for it to run
+    /// and answer with [`Store::forward_done`].
+    fn forwarded(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Forwarded>> {
+        None
+    }
+
+    /// Records the reply to a forwarded request and tells its sender.
+    fn forward_done(
+        &self,
+        _id: &str,
+        _reply: &ForwardReply,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        async { Err(StoreError::NoForwarding) }
     }
 }

@@ -129,6 +129,8 @@ pub async fn serve(
     let hub = Hub::new(store.clone(), provider, options);
     // Threads other servers write reach watchers here (PostgreSQL).
     spool_server::tail::start(&hub);
+    // Requests other servers forward for threads this one holds.
+    spool_server::forward::start(&hub);
     for address in listeners.addresses() {
         eprintln!("spool serve: listening on {address}");
     }

@@ -132,6 +132,16 @@ pub(crate) async fn dispatch(
     state: &mut ConnectionState,
     call: ClientRequest,
 ) -> Result<Reply, MethodError> {
+    // A thread another server holds: it runs the request (PostgreSQL).
+    if let Some(thread_id) = crate::forward::needs_holder(&call)
+        && let Some(holder) = hub
+            .store()
+            .held_elsewhere(thread_id)
+            .await
+            .map_err(HubError::from)?
+    {
+        return crate::forward::forward(hub, &holder, thread_id, &call).await;
+    }
     match call {
         ClientRequest::Initialize(params) => initialize(state, params),
         ClientRequest::ThreadStart(params) => thread_start(hub, state, *params).await,

@@ -24,6 +24,11 @@ const ABANDONED: &str = "SELECT l.thread_id FROM thread_leases l \
      ORDER BY l.thread_id LIMIT 256";
 
 const HOLDER: &str = "SELECT holder FROM thread_leases WHERE thread_id = $1";
+/// A new holder runs again what a lost one claimed and did not finish
+/// (`commands.rs`): the claims go, and this server is told.
+const FREE_CLAIMS: &str = "WITH freed AS (UPDATE commands SET claimed_by = NULL \
+     WHERE thread_id = $1 AND done_at IS NULL AND claimed_by IS NOT NULL AND claimed_by <> $2 \
+     RETURNING id) SELECT pg_notify('spool_commands', $2 || ' ' || freed.id) FROM freed";
 const SERVER_BEAT: &str = "INSERT INTO servers (id) VALUES ($1) \
      ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()";
 const SERVER_GONE: &str = "DELETE FROM servers WHERE id = $1";
@@ -65,6 +70,11 @@ impl Writer {
         };
         self.leases.insert(thread_id.to_owned(), granted.generation);
         self.threads.remove(thread_id);
+        self.conn.block_on(
+            self.conn
+                .client
+                .rows(FREE_CLAIMS, &[&thread_id, &&*self.me]),
+        )?;
         if self.take_over(thread_id)? && !batch.dirty.iter().any(|id| id == thread_id) {
             batch.dirty.push(thread_id.to_owned());
         }

@@ -17,8 +17,15 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::PgError;
 
-/// The channel the writers notify.
-pub(super) const CHANNEL: &str = "spool_events";
+/// Where the notices go.
+#[derive(Clone)]
+pub(super) struct Heard {
+    pub(super) commits: broadcast::Sender<RemoteCommit>,
+    /// A command may be waiting for this server.
+    pub(super) commands: std::sync::Arc<tokio::sync::Notify>,
+    /// Ids of commands this server forwarded that were answered.
+    pub(super) replies: broadcast::Sender<String>,
+}
 
 /// What [`crate::Store::remote_commits`] tells: another server committed
 /// events of a thread, or notices may have been missed.
@@ -40,10 +47,10 @@ pub(super) async fn listen(
     config: Config,
     tls: MakeRustlsConnect,
     me: std::sync::Arc<str>,
-    commits: broadcast::Sender<RemoteCommit>,
+    heard: Heard,
 ) {
     loop {
-        if let Err(error) = listen_once(&config, tls.clone(), &me, &commits).await {
+        if let Err(error) = listen_once(&config, tls.clone(), &me, &heard).await {
             tracing::warn!(%error, "the PostgreSQL listening connection ended; opening it again");
         }
         tokio::time::sleep(RECONNECT_DELAY).await;
@@ -54,7 +61,7 @@ async fn listen_once(
     config: &Config,
     tls: MakeRustlsConnect,
     me: &str,
-    commits: &broadcast::Sender<RemoteCommit>,
+    heard: &Heard,
 ) -> Result<(), PgError> {
     let (client, mut connection) = config.connect(tls).await?;
     let (notices, mut received) = mpsc::unbounded_channel::<Notification>();
@@ -73,13 +80,35 @@ async fn listen_once(
             }
         }
     });
-    client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
-    // Whatever was committed before the LISTEN took effect was not heard.
-    let _ = commits.send(RemoteCommit::Resync);
+    client
+        .batch_execute("LISTEN spool_events; LISTEN spool_commands; LISTEN spool_replies")
+        .await?;
+    // Whatever was said before the LISTEN took effect was not heard.
+    let _ = heard.commits.send(RemoteCommit::Resync);
+    heard.commands.notify_one();
     while let Some(notice) = received.recv().await {
-        if let Some(commit) = parse(notice.payload(), me) {
-            // No receiver (nobody follows a thread now) is not an error.
-            let _ = commits.send(commit);
+        // No receiver (nobody follows a thread now) is not an error.
+        match notice.channel() {
+            "spool_events" => {
+                if let Some(commit) = parse(notice.payload(), me) {
+                    let _ = heard.commits.send(commit);
+                }
+            }
+            "spool_commands" => {
+                if addressee(notice.payload()) == Some(me) {
+                    heard.commands.notify_one();
+                }
+            }
+            "spool_replies" => {
+                if let Some(id) = notice
+                    .payload()
+                    .strip_prefix(me)
+                    .and_then(|r| r.strip_prefix(' '))
+                {
+                    let _ = heard.replies.send(id.to_owned());
+                }
+            }
+            _ => {}
         }
     }
     drop(client);
@@ -87,6 +116,11 @@ async fn listen_once(
         Ok(result) => result,
         Err(_) => Ok(()),
     }
+}
+
+/// The server a `<server> <id>` notice is for.
+fn addressee(payload: &str) -> Option<&str> {
+    payload.split_once(' ').map(|(server, _)| server)
 }
 
 /// `<server> <last seq> <thread>` (the thread id last: it may hold

@@ -9,6 +9,7 @@
 
 mod batch;
 mod codec;
+mod commands;
 mod conn;
 mod holder;
 mod lease;
@@ -31,6 +32,7 @@ use rustls_platform_verifier::BuilderVerifierExt;
 use tokio_postgres::config::Host;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+pub use self::commands::{ForwardReply, Forwarded};
 pub use self::listen::RemoteCommit;
 pub use self::schema::PG_SCHEMA_VERSION;
 pub use self::store::PgStore;

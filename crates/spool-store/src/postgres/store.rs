@@ -11,6 +11,8 @@ use spool_protocol::{ServerNotification, ThreadEvent};
 use tokio::sync::oneshot;
 
 use super::RemoteCommit;
+use super::commands::{self, ForwardReply, Forwarded};
+use super::listen::Heard;
 use super::query::Query;
 use super::requests::{self, RequestOp};
 use super::thread_ops::{self, ThreadOp};
@@ -37,12 +39,12 @@ pub struct PgStore {
 
 struct Inner {
     db: PgDatabase,
-    /// Other servers' commits (`listen.rs`), listened for from the first
-    /// [`Store::remote_commits`] on.
-    remote: std::sync::OnceLock<(
-        tokio::sync::broadcast::Sender<RemoteCommit>,
-        tokio::task::JoinHandle<()>,
-    )>,
+    /// What other servers say (`listen.rs`), listened for from the first
+    /// call that needs it on.
+    heard: std::sync::OnceLock<(Heard, tokio::task::JoinHandle<()>)>,
+    /// The first receiver of commits, made with the channel so it hears
+    /// the listener's first word; taken by the first `remote_commits`.
+    first_commits: std::sync::Mutex<Option<tokio::sync::broadcast::Receiver<RemoteCommit>>>,
     /// This store's name among the servers on the database: the holder its
     /// leases name.
     server_id: Arc<str>,
@@ -52,7 +54,7 @@ struct Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if let Some((_, listener)) = self.remote.get() {
+        if let Some((_, listener)) = self.heard.get() {
             listener.abort();
         }
         // Ending the channel stops the writer once it has committed what
@@ -82,12 +84,40 @@ impl PgStore {
         Ok(PgStore {
             inner: Arc::new(Inner {
                 db,
-                remote: std::sync::OnceLock::new(),
+                heard: std::sync::OnceLock::new(),
+                first_commits: std::sync::Mutex::new(None),
                 server_id,
                 requests: Some(requests),
                 writer: Some(writer),
             }),
         })
+    }
+
+    /// The listener (`listen.rs`), started on the first call (on the
+    /// caller's runtime).
+    fn heard(&self) -> &Heard {
+        let (heard, _) = self.inner.heard.get_or_init(|| {
+            let (commits, first) = tokio::sync::broadcast::channel(4_096);
+            *self
+                .inner
+                .first_commits
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(first);
+            let heard = Heard {
+                commits,
+                commands: Arc::new(tokio::sync::Notify::new()),
+                replies: tokio::sync::broadcast::channel(1_024).0,
+            };
+            let db = &self.inner.db;
+            let listener = tokio::spawn(super::listen::listen(
+                db.config.clone(),
+                db.tls.clone(),
+                self.inner.server_id.clone(),
+                heard.clone(),
+            ));
+            (heard, listener)
+        });
+        heard
     }
 
     /// The database, as messages name it (never with a password).
@@ -144,22 +174,64 @@ impl PgStore {
 impl Store for PgStore {
     /// Listens from the first call on (on the caller's runtime).
     fn remote_commits(&self) -> Option<tokio::sync::broadcast::Receiver<RemoteCommit>> {
-        // The first caller's receiver exists before the listener runs, so
-        // it hears the listener's first word.
-        let mut first = None;
-        let (sender, _) = self.inner.remote.get_or_init(|| {
-            let (sender, receiver) = tokio::sync::broadcast::channel(4_096);
-            first = Some(receiver);
-            let db = &self.inner.db;
-            let listener = tokio::spawn(super::listen::listen(
-                db.config.clone(),
-                db.tls.clone(),
-                self.inner.server_id.clone(),
-                sender.clone(),
-            ));
-            (sender, listener)
+        let heard = self.heard();
+        let first = self
+            .inner
+            .first_commits
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        Some(first.unwrap_or_else(|| heard.commits.subscribe()))
+    }
+
+    async fn held_elsewhere(&self, thread_id: &str) -> Result<Option<String>, StoreError> {
+        commands::held_elsewhere(&self.client().await?, thread_id, &self.inner.server_id).await
+    }
+
+    async fn forward(
+        &self,
+        holder: &str,
+        thread_id: &str,
+        method: &str,
+        params: &serde_json::Value,
+    ) -> Result<ForwardReply, StoreError> {
+        // Listening before the command exists, so its reply is heard.
+        let replies = self.heard().replies.subscribe();
+        let client = self.client().await?;
+        let me = &self.inner.server_id;
+        commands::forward(&client, me, holder, thread_id, method, params, replies).await
+    }
+
+    /// Claims commands for this server as they are announced (and every
+    /// second anyway), until the receiver is dropped.
+    fn forwarded(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Forwarded>> {
+        let wake = self.heard().commands.clone();
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+        let store = self.clone();
+        tokio::spawn(async move {
+            while !sender.is_closed() {
+                let claimed = match store.client().await {
+                    Ok(client) => commands::claim(&client, &store.inner.server_id).await,
+                    Err(error) => Err(error),
+                };
+                match claimed {
+                    Ok(claimed) => {
+                        for command in claimed {
+                            if sender.send(command).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    Err(error) => tracing::warn!(%error, "cannot claim forwarded commands"),
+                }
+                let _ = tokio::time::timeout(commands::POLL, wake.notified()).await;
+            }
         });
-        Some(first.unwrap_or_else(|| sender.subscribe()))
+        Some(receiver)
+    }
+
+    async fn forward_done(&self, id: &str, reply: &ForwardReply) -> Result<(), StoreError> {
+        commands::done(&self.client().await?, id, reply).await
     }
 
     async fn create_thread(&self, new: NewThread) -> Result<ThreadRecord, StoreError> {
