@@ -94,16 +94,14 @@ async fn listen_once(
                     let _ = heard.commits.send(commit);
                 }
             }
-            "spool_commands" => {
-                if addressee(notice.payload()) == Some(me) {
-                    heard.commands.notify_one();
-                }
+            "spool_commands" if addressee(notice.payload()) == Some(me) => {
+                heard.commands.notify_one();
             }
             "spool_replies" => {
                 if let Some(id) = notice
                     .payload()
                     .strip_prefix(me)
-                    .and_then(|r| r.strip_prefix(' '))
+                    .and_then(|rest| rest.strip_prefix(' '))
                 {
                     let _ = heard.replies.send(id.to_owned());
                 }
