@@ -316,3 +316,53 @@ async fn a_turn_started_through_b_on_a_thread_a_holds_runs_on_a_and_b_answers() 
     a.close().await;
     b.close().await;
 }
+
+#[tokio::test]
+async fn an_approval_asked_on_a_killed_server_is_answered_on_b_and_the_tool_runs_once() {
+    let db = TestDatabase::create();
+    let model = model_touching("approved.txt", "Done.").await;
+    let (home_a, home_b) = (Home::new(), Home::new());
+    let args = ["--store", db.url(), "--tools", "shell"];
+    let mut a = Client::start(&home_a, &model.url(), &args);
+    let thread_id = a.approval_thread().await;
+    a.call(
+        2,
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "make a file"}]}),
+    )
+    .await;
+    a.until(|m| method_of(m) == "item/commandExecution/requestApproval")
+        .await;
+    a.child.start_kill().unwrap();
+    a.child.wait().await.unwrap();
+
+    // B's client gets the open request with the thread, and answers it at
+    // once: B forwards the answer to the thread's holder; A is dead, so
+    // once its lease runs out the answer runs where the thread is taken
+    // over (B), which resumes the paused turn.
+    let mut b = Client::start(&home_b, &model.url(), &args);
+    b.initialize(json!({})).await;
+    b.call(1, "thread/resume", json!({"threadId": thread_id}))
+        .await;
+    let request = b
+        .until(|m| method_of(m) == "item/commandExecution/requestApproval")
+        .await;
+    b.send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"decision": "accept"}}))
+        .await;
+    let done = b.until(|m| method_of(m) == "turn/completed").await;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+
+    let ran = db
+        .query(&format!(
+            "SELECT count(*) FROM events WHERE thread_id = '{thread_id}' \
+             AND method IN ('item/completed', 'item/recorded') \
+             AND payload LIKE '%\"type\":\"commandExecution\"%'"
+        ))
+        .unwrap();
+    assert_eq!(ran, "1", "the command ran once");
+    assert!(
+        home_a.path().join("approved.txt").exists() || home_b.path().join("approved.txt").exists(),
+        "the command ran"
+    );
+    b.close().await;
+}

@@ -6,13 +6,13 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use spool_protocol::ClientRequest;
 use spool_protocol::jsonrpc::RequestId;
 use spool_store::{ForwardReply, Forwarded, Store};
 
 use crate::connection::ConnectionState;
-use crate::hub::Hub;
+use crate::hub::{Hub, HubError};
 use crate::methods::{self, MethodError, Reply};
 
 /// The thread of a request that must run where the thread is held: one
@@ -56,6 +56,49 @@ pub(crate) async fn forward(
     }
 }
 
+/// The method of a forwarded answer to a server request (spool's own:
+/// clients never send it).
+const ANSWER: &str = "spool/answer";
+
+/// Gives the answer to a request of a run on `holder`'s thread to that
+/// server (see [`Hub::answer_paused`]).
+pub(crate) async fn forward_answer(
+    hub: &Hub,
+    holder: &str,
+    thread_id: &str,
+    request_id: &str,
+    answer: Value,
+) -> Result<(), HubError> {
+    let params = json!({"threadId": thread_id, "requestId": request_id, "answer": answer});
+    match hub
+        .store()
+        .forward(holder, thread_id, ANSWER, &params)
+        .await?
+    {
+        ForwardReply::Result(_) => Ok(()),
+        ForwardReply::Error { message, .. } => Err(HubError::Invalid(message)),
+    }
+}
+
+/// Runs a forwarded answer here, as if this server's client had sent it:
+/// to the run waiting on it, or recorded and the paused run resumed.
+async fn run_answer(hub: &Arc<Hub>, thread_id: &str, params: &Value) -> Result<(), HubError> {
+    let request_id = params["requestId"]
+        .as_str()
+        .ok_or_else(|| HubError::Invalid("a forwarded answer without its request".to_owned()))?;
+    let stored = hub
+        .store()
+        .request(thread_id, request_id)
+        .await?
+        .ok_or_else(|| HubError::Invalid(format!("no request {request_id}")))?;
+    let answer = crate::answers::answer_of(&stored.request, params["answer"].clone())
+        .map_err(|e| HubError::Invalid(format!("not an answer to {request_id}: {e}")))?;
+    if hub.answer(request_id, answer.clone()).await.is_err() {
+        hub.answer_paused(thread_id, request_id, answer).await?;
+    }
+    Ok(())
+}
+
 /// Runs what other servers forward to this one, if its store has other
 /// servers; the task ends with the store's feed.
 pub fn start(hub: &Arc<Hub>) {
@@ -77,7 +120,21 @@ pub fn start(hub: &Arc<Hub>) {
 
 /// Runs one forwarded request and records its reply.
 async fn run(hub: Arc<Hub>, command: Forwarded) {
-    let reply = match ClientRequest::from_method_params(&command.method, command.params) {
+    if command.method == ANSWER {
+        let reply = match run_answer(&hub, &command.thread_id, &command.params).await {
+            Ok(()) => ForwardReply::Result(json!({})),
+            Err(error) => {
+                let error = MethodError::from(error);
+                ForwardReply::Error {
+                    code: error.code,
+                    message: error.message,
+                }
+            }
+        };
+        record(&hub, &command, &reply).await;
+        return;
+    }
+    let reply = match ClientRequest::from_method_params(&command.method, command.params.clone()) {
         Ok(call) => {
             // A connection of no one: the request acts, nobody is
             // subscribed by it here (its client watches on its server).
@@ -98,7 +155,11 @@ async fn run(hub: Arc<Hub>, command: Forwarded) {
             message: error.to_string(),
         },
     };
-    if let Err(error) = hub.store().forward_done(&command.id, &reply).await {
+    record(&hub, &command, &reply).await;
+}
+
+async fn record(hub: &Hub, command: &Forwarded, reply: &ForwardReply) {
+    if let Err(error) = hub.store().forward_done(&command.id, reply).await {
         tracing::warn!(id = %command.id, thread_id = %command.thread_id, %error,
             "cannot record a forwarded request's reply");
     }

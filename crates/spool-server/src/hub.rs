@@ -778,6 +778,13 @@ impl Hub {
         answer: ServerRequestAnswer,
     ) -> Result<(), HubError> {
         let json = serde_json::to_value(&answer).map_err(|e| HubError::Invalid(e.to_string()))?;
+        // The thread runs on another server (PostgreSQL): the answer goes
+        // there, or to whichever server takes the thread over if that one
+        // died (`forward.rs`).
+        if let Some(holder) = self.store.held_elsewhere(thread_id).await? {
+            return crate::forward::forward_answer(self, &holder, thread_id, request_id, json)
+                .await;
+        }
         let resolved = self
             .store
             .resolve_request(thread_id, request_id, json)
@@ -794,6 +801,11 @@ impl Hub {
     /// Resumes a thread's paused run if it has one and it is not running.
     pub async fn resume_paused(self: &Arc<Self>, thread_id: &str) -> Result<(), HubError> {
         if self.store.run_states(thread_id).await?.is_empty() {
+            return Ok(());
+        }
+        // Another server holds the thread (PostgreSQL): the run goes on
+        // there, when its answer reaches it (`forward.rs`).
+        if self.store.held_elsewhere(thread_id).await?.is_some() {
             return Ok(());
         }
         let Some(launch) = self.claim(thread_id) else {
