@@ -132,6 +132,11 @@ pub struct BenchStoreArgs {
     /// Compare only numbers taken on the same filesystem.
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// A PostgreSQL server (`spool --store postgres://… bench store`): the
+    /// store's workloads, (a) to (g) and (n), run there too, beside
+    /// SQLite's, each run on a database of its own.
+    #[arg(skip)]
+    pub postgres: Option<String>,
 }
 
 /// The store's workloads, named by their letter.
@@ -154,6 +159,21 @@ pub enum WorkloadId {
 }
 
 impl WorkloadId {
+    /// The store's own workloads (not floors), which run on PostgreSQL too.
+    pub fn runs_on_postgres(self) -> bool {
+        matches!(
+            self,
+            WorkloadId::A
+                | WorkloadId::B
+                | WorkloadId::C
+                | WorkloadId::D
+                | WorkloadId::E
+                | WorkloadId::F
+                | WorkloadId::G
+                | WorkloadId::N
+        )
+    }
+
     pub const ALL: [WorkloadId; 14] = [
         WorkloadId::A,
         WorkloadId::B,

@@ -24,6 +24,7 @@ mod items;
 mod layout_floor;
 mod live;
 mod log_workloads;
+mod pg_database;
 mod report;
 mod runner;
 mod runner_floor;
@@ -37,7 +38,8 @@ use std::path::Path;
 
 use anyhow::{Context, ensure};
 use serde_json::Value;
-use spool_store::{Durability, SqliteStore, StoreOptions};
+use spool_store::postgres::PgStore;
+use spool_store::{AnyStore, Durability, SqliteStore, StoreOptions};
 
 pub use self::args::{BenchCommand, BenchStoreArgs, WorkloadId};
 use self::report::{ItemsInfo, LayoutSplit, Machine, Report, Settings, Target, WorkloadReport};
@@ -100,6 +102,15 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
         let report = spec.report(&samples);
         eprintln!("    median: {}", headline(&report));
         reports.push(report);
+        // The same workload on PostgreSQL, beside it, when asked.
+        if let Some(url) = &args.postgres
+            && id.runs_on_postgres()
+        {
+            let samples = postgres_runs(id, url, runs, &items, &sizes).await?;
+            let report = Spec::new(id, &sizes).report_postgres(&samples);
+            eprintln!("    postgres median: {}", headline(&report));
+            reports.push(report);
+        }
     }
 
     // Median time of one workload over another's, when both ran.
@@ -169,6 +180,13 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Where one run's fresh store is: a directory of its own (a SQLite
+/// file in it), or a database of its own.
+pub(crate) enum StoreAt<'a> {
+    Sqlite(&'a Path),
+    Postgres(&'a str),
+}
+
 /// One run of one workload in `dir`, a directory of its own.
 async fn run_once(
     id: WorkloadId,
@@ -176,35 +194,75 @@ async fn run_once(
     items: &[Value],
     sizes: &Sizes,
 ) -> anyhow::Result<Sample> {
+    let at = StoreAt::Sqlite(dir);
     match id {
-        WorkloadId::A => session_workloads::add(dir, items.to_vec(), 1).await,
-        WorkloadId::B => session_workloads::add(dir, items.to_vec(), sizes.batch).await,
-        WorkloadId::C => session_workloads::get_all(dir, items.to_vec(), sizes).await,
-        WorkloadId::D => session_workloads::get_tail(dir, items.to_vec(), sizes, false).await,
-        WorkloadId::N => session_workloads::get_tail(dir, items.to_vec(), sizes, true).await,
-        WorkloadId::E => session_workloads::concurrent(dir, sizes).await,
-        WorkloadId::F => log_workloads::deltas(dir, sizes).await,
-        WorkloadId::G => log_workloads::llm_view(dir, sizes).await,
         WorkloadId::H => floor::floor(dir, items.to_vec(), 1).await,
         WorkloadId::I => floor::floor(dir, items.to_vec(), sizes.batch).await,
         WorkloadId::J => layout_floor::one_session(dir, items.to_vec(), 1).await,
         WorkloadId::K => layout_floor::one_session(dir, items.to_vec(), sizes.batch).await,
         WorkloadId::L => layout_floor::concurrent(dir, sizes.appenders, sizes.appends_each).await,
         WorkloadId::M => handoff_floor::one_session(dir, items.to_vec()).await,
+        _ => run_store_workload(id, &at, items, sizes).await,
     }
 }
 
-/// A fresh store in `dir` at the durability every workload uses.
-fn open_store(dir: &Path) -> anyhow::Result<SqliteStore> {
+/// One run of one of the store's workloads, (a) to (g) or (n), on `at`.
+async fn run_store_workload(
+    id: WorkloadId,
+    at: &StoreAt<'_>,
+    items: &[Value],
+    sizes: &Sizes,
+) -> anyhow::Result<Sample> {
+    match id {
+        WorkloadId::A => session_workloads::add(at, items.to_vec(), 1).await,
+        WorkloadId::B => session_workloads::add(at, items.to_vec(), sizes.batch).await,
+        WorkloadId::C => session_workloads::get_all(at, items.to_vec(), sizes).await,
+        WorkloadId::D => session_workloads::get_tail(at, items.to_vec(), sizes, false).await,
+        WorkloadId::N => session_workloads::get_tail(at, items.to_vec(), sizes, true).await,
+        WorkloadId::E => session_workloads::concurrent(at, sizes).await,
+        WorkloadId::F => log_workloads::deltas(at, sizes).await,
+        WorkloadId::G => log_workloads::llm_view(at, sizes).await,
+        floor => anyhow::bail!("({}) is a floor: SQLite only", floor.letter()),
+    }
+}
+
+/// A fresh store at `at`, at the durability every workload uses.
+async fn open_store(at: &StoreAt<'_>) -> anyhow::Result<AnyStore> {
     let options = StoreOptions {
         durability: Durability::Full,
         ..StoreOptions::default()
     };
-    Ok(SqliteStore::open(dir.join("spool.db"), options)?)
+    Ok(match at {
+        StoreAt::Sqlite(dir) => SqliteStore::open(dir.join("spool.db"), options)?.into(),
+        StoreAt::Postgres(url) => PgStore::open(url, options).await?.into(),
+    })
+}
+
+/// The runs of workload `id` on PostgreSQL, each on a database of its own.
+async fn postgres_runs(
+    id: WorkloadId,
+    url: &str,
+    runs: usize,
+    items: &[Value],
+    sizes: &Sizes,
+) -> anyhow::Result<Vec<Sample>> {
+    let mut samples = Vec::with_capacity(runs);
+    for run in 1..=runs {
+        let db = pg_database::FreshDatabase::create(url).await?;
+        let sample = run_store_workload(id, &StoreAt::Postgres(db.url()), items, sizes).await;
+        db.drop_now().await?;
+        let sample = sample
+            .with_context(|| format!("workload ({}) on PostgreSQL, run {run}", id.letter()))?;
+        eprintln!("    postgres run {run}/{runs}: {:.3} s", sample.seconds);
+        samples.push(sample);
+    }
+    Ok(samples)
 }
 
 fn find<'a>(reports: &'a [WorkloadReport], name: &str) -> Option<&'a WorkloadReport> {
-    reports.iter().find(|r| r.name == name)
+    reports
+        .iter()
+        .find(|r| r.name == name && r.backend == "sqlite")
 }
 
 fn headline(report: &WorkloadReport) -> String {

@@ -2,7 +2,6 @@
 //! drives it (`spool-runtime`'s turn loop): lifecycle events and deltas
 //! through `Store::append`, the model's history through `Store::llm_view`.
 
-use std::path::Path;
 use std::time::Instant;
 
 use anyhow::ensure;
@@ -13,10 +12,10 @@ use spool_protocol::{
     ServerNotification, TextDeltaNotification, ThreadItem, Turn, TurnCompletedNotification,
     TurnStartedNotification, TurnStatus, UserInput,
 };
-use spool_store::{Appender, NewThread, SqliteStore, Store};
+use spool_store::{AnyStore, Appender, NewThread, Store};
 
 use super::workloads::{Sample, Sizes};
-use super::{items, open_store};
+use super::{StoreAt, items, open_store};
 
 /// What one streamed token looks like: a short word.
 const DELTA: &str = "word ";
@@ -29,8 +28,8 @@ const SETUP_TURNS_PER_APPEND: usize = 250;
 /// through an `Appender` as the turn loop streams them, then the
 /// completion; timed until the completion is committed (which commits
 /// every delta before it).
-pub async fn deltas(dir: &Path, sizes: &Sizes) -> anyhow::Result<Sample> {
-    let store = open_store(dir)?;
+pub async fn deltas(at: &StoreAt<'_>, sizes: &Sizes) -> anyhow::Result<Sample> {
+    let store = open_store(at).await?;
     let thread = Events::new(&store).await?;
     let turn = "turn_0";
     let item = "msg_0";
@@ -75,8 +74,8 @@ pub async fn deltas(dir: &Path, sizes: &Sizes) -> anyhow::Result<Sample> {
 }
 
 /// (g): the model's history under a token budget, on a long thread.
-pub async fn llm_view(dir: &Path, sizes: &Sizes) -> anyhow::Result<Sample> {
-    let store = open_store(dir)?;
+pub async fn llm_view(at: &StoreAt<'_>, sizes: &Sizes) -> anyhow::Result<Sample> {
+    let store = open_store(at).await?;
     let thread = Events::new(&store).await?;
     let turns = sizes.llm_items / 2;
     for first in (0..turns).step_by(SETUP_TURNS_PER_APPEND) {
@@ -117,12 +116,12 @@ pub async fn llm_view(dir: &Path, sizes: &Sizes) -> anyhow::Result<Sample> {
 
 /// Builds the notifications of one thread, as the runtime would.
 struct Events<'a> {
-    store: &'a SqliteStore,
+    store: &'a AnyStore,
     id: String,
 }
 
 impl<'a> Events<'a> {
-    async fn new(store: &'a SqliteStore) -> anyhow::Result<Events<'a>> {
+    async fn new(store: &'a AnyStore) -> anyhow::Result<Events<'a>> {
         let record = store.create_thread(NewThread::new("bench", "/")).await?;
         Ok(Events {
             store,

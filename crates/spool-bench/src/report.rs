@@ -81,6 +81,8 @@ pub struct ItemsInfo {
 #[derive(Debug, Serialize)]
 pub struct WorkloadReport {
     pub name: &'static str,
+    /// `sqlite` or `postgres`.
+    pub backend: &'static str,
     pub description: String,
     /// How many operations one run times, and what one operation is.
     pub ops: usize,

@@ -3,20 +3,19 @@
 //! only the store is timed; after the clock stops, each workload checks that
 //! what it timed really happened.
 
-use std::path::Path;
 use std::time::Instant;
 
 use anyhow::ensure;
 use serde_json::Value;
-use spool_store::{Session, SqliteStore, Store};
+use spool_store::{AnyStore, Session, Store};
 use tokio::task::JoinSet;
 
-use super::open_store;
 use super::workloads::{Sample, Sizes};
+use super::{StoreAt, open_store};
 
 /// (a) and (b): `items` in calls of `per_call` items each.
-pub async fn add(dir: &Path, items: Vec<Value>, per_call: usize) -> anyhow::Result<Sample> {
-    let store = open_store(dir)?;
+pub async fn add(at: &StoreAt<'_>, items: Vec<Value>, per_call: usize) -> anyhow::Result<Sample> {
+    let store = open_store(at).await?;
     let session = Session::open(store.clone(), "bench").await?;
     let count = items.len();
     let calls = chunks(items, per_call);
@@ -33,16 +32,18 @@ pub async fn add(dir: &Path, items: Vec<Value>, per_call: usize) -> anyhow::Resu
     // The file once closed (its WAL checkpointed into it and removed),
     // with the thread row and the free pages it holds: what the items
     // cost on disk.
-    let bytes = std::fs::metadata(dir.join("spool.db"))?.len();
-    sample
-        .extra
-        .push(("bytes_per_item", bytes as f64 / count as f64));
+    if let StoreAt::Sqlite(dir) = at {
+        let bytes = std::fs::metadata(dir.join("spool.db"))?.len();
+        sample
+            .extra
+            .push(("bytes_per_item", bytes as f64 / count as f64));
+    }
     Ok(sample)
 }
 
 /// (c): every item back, decoded.
-pub async fn get_all(dir: &Path, items: Vec<Value>, sizes: &Sizes) -> anyhow::Result<Sample> {
-    let store = open_store(dir)?;
+pub async fn get_all(at: &StoreAt<'_>, items: Vec<Value>, sizes: &Sizes) -> anyhow::Result<Sample> {
+    let store = open_store(at).await?;
     let session = filled(&store, items, sizes.batch).await?;
 
     let start = Instant::now();
@@ -64,12 +65,12 @@ pub async fn get_all(dir: &Path, items: Vec<Value>, sizes: &Sizes) -> anyhow::Re
 /// (n): the same through `get_items_raw`, each item as its JSON text,
 /// checked after the clock stops to be the very items `get_items` gives.
 pub async fn get_tail(
-    dir: &Path,
+    at: &StoreAt<'_>,
     items: Vec<Value>,
     sizes: &Sizes,
     raw: bool,
 ) -> anyhow::Result<Sample> {
-    let store = open_store(dir)?;
+    let store = open_store(at).await?;
     let expected_last = items.last().cloned();
     let session = filled(&store, items, sizes.batch).await?;
     let limit = Some(sizes.tail_limit);
@@ -115,8 +116,8 @@ pub async fn get_tail(
 
 /// (e): concurrent appenders, each on its own session of one shared store,
 /// every append single-item and durable: what group commit is for.
-pub async fn concurrent(dir: &Path, sizes: &Sizes) -> anyhow::Result<Sample> {
-    let store = open_store(dir)?;
+pub async fn concurrent(at: &StoreAt<'_>, sizes: &Sizes) -> anyhow::Result<Sample> {
+    let store = open_store(at).await?;
     let mut appenders = Vec::with_capacity(sizes.appenders);
     for k in 0..sizes.appenders {
         let session = Session::open(store.clone(), &format!("bench-{k}")).await?;
@@ -152,7 +153,11 @@ pub async fn concurrent(dir: &Path, sizes: &Sizes) -> anyhow::Result<Sample> {
 }
 
 /// A session holding `items`, added `batch` at a time (untimed setup).
-async fn filled(store: &SqliteStore, items: Vec<Value>, batch: usize) -> anyhow::Result<Session> {
+async fn filled(
+    store: &AnyStore,
+    items: Vec<Value>,
+    batch: usize,
+) -> anyhow::Result<Session<AnyStore>> {
     let session = Session::open(store.clone(), "bench").await?;
     for call in chunks(items, batch) {
         session.add_items(call).await?;

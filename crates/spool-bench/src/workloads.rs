@@ -247,6 +247,16 @@ impl Spec {
         &self.description
     }
 
+    /// The report of this workload from its runs on PostgreSQL, with that
+    /// backend's targets.
+    pub fn report_postgres(self, samples: &[Sample]) -> WorkloadReport {
+        let id = self.id;
+        let mut report = self.report(samples);
+        report.backend = "postgres";
+        report.target = postgres_target(id, report.value);
+        report
+    }
+
     /// The report of this workload from its runs.
     pub fn report(self, samples: &[Sample]) -> WorkloadReport {
         let runs_s: Vec<f64> = samples.iter().map(|s| s.seconds).collect();
@@ -269,6 +279,7 @@ impl Spec {
         }
         WorkloadReport {
             name: self.id.letter(),
+            backend: "sqlite",
             description: self.description,
             ops: self.ops,
             op: self.op,
@@ -281,6 +292,11 @@ impl Spec {
             target: target(self.id, value),
         }
     }
+}
+
+/// PostgreSQL's targets: several servers' durable appends (e).
+fn postgres_target(id: WorkloadId, value: f64) -> Option<Target> {
+    (id == WorkloadId::E).then(|| Target::at_least(10_000.0, "items/s", value))
 }
 
 /// The store's absolute targets; those relative to the Agents SDK are

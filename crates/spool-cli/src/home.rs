@@ -1,6 +1,6 @@
 //! Where spool keeps its files.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
@@ -36,17 +36,19 @@ pub enum StoreLocation {
     Postgres(String),
 }
 
+/// The PostgreSQL URL `--store` gives, if it gives one (the scheme in the
+/// case the connection library reads).
+pub fn postgres_url(flag: Option<&Path>) -> Option<String> {
+    let url = flag?.to_str()?;
+    let scheme = postgres_scheme(url)?;
+    Some(format!("postgres://{}", &url[scheme.len()..]))
+}
+
 /// The store: `--store` (or `SPOOL_STORE`), a file path or a PostgreSQL
 /// URL, or `$SPOOL_HOME/spool.db`. Creates a file's folder.
 pub fn store_location(flag: Option<PathBuf>) -> anyhow::Result<StoreLocation> {
-    if let Some(url) = flag.as_deref().and_then(|p| p.to_str())
-        && let Some(scheme) = postgres_scheme(url)
-    {
-        // The scheme in the case the connection library reads.
-        return Ok(StoreLocation::Postgres(format!(
-            "postgres://{}",
-            &url[scheme.len()..]
-        )));
+    if let Some(url) = postgres_url(flag.as_deref()) {
+        return Ok(StoreLocation::Postgres(url));
     }
     let path = match flag {
         Some(p) => p,

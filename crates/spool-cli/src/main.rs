@@ -178,7 +178,11 @@ async fn dispatch(cli: Cli, on_command_line: &[&'static str]) -> anyhow::Result<
             commands::threads::events(&open_store().await?, &id, after).await?;
             Ok(0)
         }
-        Command::Bench(command) => {
+        Command::Bench(mut command) => {
+            // `--store postgres://…` puts the store's workloads there too.
+            if let spool_bench::BenchCommand::Store(args) = &mut command {
+                args.postgres = home::postgres_url(cli.store.as_deref());
+            }
             spool_bench::run(command).await?;
             Ok(0)
         }
