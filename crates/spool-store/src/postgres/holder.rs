@@ -130,6 +130,7 @@ impl Writer {
                 &self.me,
                 threads,
                 &generations,
+                self.ttl,
             ))?
             .into_iter()
             .collect();

@@ -84,25 +84,31 @@ pub(crate) async fn renew_all(
 }
 
 /// The fence of an append: of `threads` (held by `me` at `generations`),
-/// those whose lease still holds, unexpired, at its generation. Called
-/// inside the appending transaction, it locks those lease rows until the
-/// transaction ends (in id order, so two servers' batches never
-/// deadlock): a takeover waits for a commit in flight and then judges the
-/// expiry afresh.
+/// those whose lease still holds, unexpired, at its generation, each
+/// renewed for `ttl` (a thread being written never depends on the
+/// heartbeat). Called inside the appending transaction, it locks those
+/// lease rows until the transaction ends (in id order, so two servers'
+/// batches never deadlock): a takeover waits for a commit in flight and
+/// then judges the expiry afresh.
 pub(crate) async fn fence_all(
     client: &impl GenericClient,
     me: &str,
     threads: &[String],
     generations: &[i64],
+    ttl: Duration,
 ) -> Result<Vec<String>, PgError> {
     let rows = client
         .query(
-            "SELECT l.thread_id FROM thread_leases l
-             JOIN unnest($1::text[], $2::bigint[]) AS m(thread_id, generation)
-               ON l.thread_id = m.thread_id AND l.generation = m.generation
-             WHERE l.holder = $3 AND l.expires_at > now()
-             ORDER BY l.thread_id FOR UPDATE OF l",
-            &[&threads, &generations, &me],
+            "WITH held AS (
+                 SELECT l.thread_id FROM thread_leases l
+                 JOIN unnest($1::text[], $2::bigint[]) AS m(thread_id, generation)
+                   ON l.thread_id = m.thread_id AND l.generation = m.generation
+                 WHERE l.holder = $3 AND l.expires_at > now()
+                 ORDER BY l.thread_id FOR UPDATE OF l)
+             UPDATE thread_leases SET expires_at = now() + $4::bigint * interval '1 millisecond'
+             FROM held WHERE thread_leases.thread_id = held.thread_id
+             RETURNING thread_leases.thread_id",
+            &[&threads, &generations, &me, &millis(ttl)],
         )
         .await?;
     rows.iter().map(|row| row.try_get(0)).collect()
@@ -133,7 +139,7 @@ mod tests {
     /// Whether `lease` passes the fence.
     async fn fence(client: &impl GenericClient, lease: &Lease) -> Result<bool, PgError> {
         let threads = [lease.thread_id.clone()];
-        let held = fence_all(client, &lease.holder, &threads, &[lease.generation]).await?;
+        let held = fence_all(client, &lease.holder, &threads, &[lease.generation], TTL).await?;
         Ok(held == threads)
     }
 
@@ -247,10 +253,16 @@ mod tests {
             .await
             .unwrap()
             .unwrap();
-        // Server A's append: fenced inside its transaction, still running
-        // when the lease runs out.
+        // Server A's append: fenced inside its transaction (which renews
+        // the lease for as short a time), still running when the lease
+        // runs out.
         let append = holder.transaction().await.unwrap();
-        assert!(fence(&append, &a).await.unwrap());
+        let short = Duration::from_millis(300);
+        let threads = [a.thread_id.clone()];
+        let held = fence_all(&append, &a.holder, &threads, &[a.generation], short)
+            .await
+            .unwrap();
+        assert_eq!(held, threads);
         tokio::time::sleep(Duration::from_millis(500)).await;
         let taker = connect(&db).await;
         let takeover =

@@ -176,7 +176,6 @@ impl Writer {
                 }
             }
             if self.finish(&mut batch) {
-                self.release_all();
                 break;
             }
             self.evict();
@@ -215,6 +214,8 @@ impl Writer {
         batch.events = 0;
         match batch.close.take() {
             Some(reply) => {
+                // Let go before answering: a closed store holds nothing.
+                self.release_all();
                 let _ = reply.send(result.map_err(StoreError::Commit));
                 true
             }
