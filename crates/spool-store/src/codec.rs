@@ -449,6 +449,36 @@ fn push_converted<T: InputJson, R: Cells + ?Sized>(
     Ok(is_cut_point(&record))
 }
 
+/// The JSON columns of a turn row: its error and its token usage.
+pub(crate) fn encode_turn_json(
+    turn: &TurnRecord,
+) -> Result<(Option<String>, Option<String>), StoreError> {
+    let error = turn
+        .error
+        .as_ref()
+        .map(|error| encode("turn error", error))
+        .transpose()?;
+    let token_usage = turn
+        .token_usage
+        .as_ref()
+        .map(|usage| encode("turn token usage", usage))
+        .transpose()?;
+    Ok((error, token_usage))
+}
+
+/// The JSON columns of an item row: the item, its envelope without the raw
+/// input item, and that raw input item. Encoded from the record: cheaper
+/// than slicing the item out of its encoded completion.
+pub(crate) fn encode_item_json(
+    record: &ItemRecord,
+) -> Result<(String, String, Option<String>), StoreError> {
+    Ok((
+        encode("item", &record.item)?,
+        encode_envelope_without_input(&record.envelope)?,
+        encode_input_item(&record.envelope)?,
+    ))
+}
+
 /// The JSON of an envelope's raw input item (`providerData.inputItem`),
 /// which has a column of its own so session reads decode only that;
 /// [`join_input_item`] puts it back.

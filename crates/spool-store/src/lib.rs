@@ -45,6 +45,7 @@ mod sqlite;
 mod thread_state;
 mod types;
 mod view_read;
+mod write_ops;
 
 use std::future::Future;
 

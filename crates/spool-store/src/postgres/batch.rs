@@ -6,7 +6,7 @@
 use spool_core::llm::in_view;
 
 use super::query::{CachedClient, Query};
-use crate::codec::{encode, encode_envelope_without_input, encode_input_item, sql_int};
+use crate::codec::{encode_item_json, encode_turn_json, sql_int};
 use crate::error::StoreError;
 use crate::thread_state::ThreadState;
 
@@ -147,16 +147,7 @@ pub(super) async fn write_thread(
     };
     for &index in &dirty.turns {
         let turn = &turns[index];
-        let error = turn
-            .error
-            .as_ref()
-            .map(|error| encode("turn error", error))
-            .transpose()?;
-        let token_usage = turn
-            .token_usage
-            .as_ref()
-            .map(|usage| encode("turn token usage", usage))
-            .transpose()?;
+        let (error, token_usage) = encode_turn_json(turn)?;
         q.exec(
             UPSERT_TURN,
             &[
@@ -202,14 +193,11 @@ pub(super) async fn write_thread(
         columns.seqs.push(sql_int(record.seq));
         columns.kinds.push(record.item.kind().as_str());
         columns.statuses.push(record.envelope.status.as_str());
-        columns.items.push(encode("item", &record.item)?);
-        columns
-            .envelopes
-            .push(encode_envelope_without_input(&record.envelope)?);
+        let (item, envelope, input_item) = encode_item_json(record)?;
+        columns.items.push(item);
+        columns.envelopes.push(envelope);
         columns.token_counts.push(record.token_count.map(i64::from));
-        columns
-            .input_items
-            .push(encode_input_item(&record.envelope)?);
+        columns.input_items.push(input_item);
         columns.llm.push(in_view(record));
         match state.reducer.turn(&record.turn_id) {
             Some(turn) => touch(turn.ordinal),

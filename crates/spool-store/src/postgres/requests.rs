@@ -12,41 +12,14 @@ use spool_protocol::{ServerNotification, ServerRequestResolvedNotification};
 
 use super::batch;
 use super::query::{CachedClient, Query};
-use super::writer::{Conn, Reply, Writer};
+use super::writer::{Conn, Writer};
 use crate::codec::{decode_pending_request, encode};
 use crate::error::StoreError;
 use crate::thread_state::prepare::now_ms;
 use crate::thread_state::rows::Rows;
 use crate::thread_state::{Incoming, ThreadState};
 use crate::types::{Appended, PendingRequest, ResolvedRequest, StoredRunState};
-
-/// What the writer is asked about requests and run states.
-pub(crate) enum RequestOp {
-    /// Records a request (and the run state that waits on it).
-    Open {
-        request: Box<PendingRequest>,
-        run_state: Option<String>,
-        reply: Reply<()>,
-    },
-    /// Records the answer and logs `serverRequest/resolved`.
-    Resolve {
-        thread_id: String,
-        request_id: String,
-        answer: Value,
-        reply: Reply<ResolvedRequest>,
-    },
-    SaveRunState {
-        thread_id: String,
-        turn_id: String,
-        state: String,
-        reply: Reply<()>,
-    },
-    ClearRunState {
-        thread_id: String,
-        turn_id: String,
-        reply: Reply<()>,
-    },
-}
+pub(crate) use crate::write_ops::RequestOp;
 
 /// A `SELECT` of the columns `codec::decode_pending_request` reads.
 macro_rules! select_requests {

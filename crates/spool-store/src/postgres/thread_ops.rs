@@ -11,44 +11,13 @@ use super::batch;
 use super::query::Query;
 use super::reads::{self, read_after_ordinal, read_item_in_view};
 use super::requests::StateSource;
-use super::writer::{Conn, Reply, Writer};
+use super::writer::{Conn, Writer};
 use crate::codec::decode_history;
 use crate::error::StoreError;
 use crate::thread_state::prepare::now_ms;
 use crate::thread_state::{ThreadState, ops};
-use crate::types::{StoredHistory, ThreadRecord};
-
-/// Thread-wide operations.
-pub(crate) enum ThreadOp {
-    SetArchived {
-        thread_id: String,
-        archived: bool,
-        reply: Reply<Vec<ThreadEvent>>,
-    },
-    Delete {
-        thread_id: String,
-        reply: Reply<()>,
-    },
-    Revert {
-        thread_id: String,
-        first_turn_id: String,
-        reply: Reply<Vec<ThreadEvent>>,
-    },
-    SetHistory {
-        thread_id: String,
-        cursor_json: String,
-        conversation_id: Option<String>,
-        reply: Reply<()>,
-    },
-    Fork {
-        record: Box<ThreadRecord>,
-        started_json: String,
-        created_at_ms: i64,
-        source_id: String,
-        before_turn: Option<String>,
-        reply: Reply<ThreadRecord>,
-    },
-}
+use crate::types::StoredHistory;
+pub(crate) use crate::write_ops::ThreadOp;
 
 const SET_HISTORY: &str = "INSERT INTO history_cursors (thread_id, cursor, conversation_id) \
      VALUES ($1, $2, $3) ON CONFLICT (thread_id) DO UPDATE \

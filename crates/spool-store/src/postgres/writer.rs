@@ -36,7 +36,7 @@ use crate::thread_state::rows::Rows;
 use crate::thread_state::{Incoming, ThreadState};
 use crate::types::{Appended, ThreadRecord};
 
-pub(super) type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
+pub(super) use crate::write_ops::Reply;
 
 /// What the store asks of the writer.
 pub(super) enum Request {

@@ -10,8 +10,7 @@ use crate::codec::Cells;
 use crate::error::{DecodeCause, StoreError};
 
 pub(crate) use crate::codec::{
-    decode_event, decode_item, decode_thread, decode_turn, encode, encode_envelope_without_input,
-    encode_input_item, sql_int,
+    decode_event, decode_item, decode_thread, decode_turn, encode, sql_int,
 };
 
 /// Columns [`decode_item`] reads, in order (a macro so SQL can `concat!` it).

@@ -16,8 +16,9 @@ use spool_protocol::ItemStatus;
 use super::TokenCount;
 use super::rank::{TouchedTurns, update_view_ranks};
 use crate::born::PROJECTED;
+use crate::codec::{encode_item_json, encode_turn_json};
 use crate::error::StoreError;
-use crate::sqlite::codec::{encode, encode_envelope_without_input, encode_input_item, sql_int};
+use crate::sqlite::codec::sql_int;
 use crate::sqlite::projected;
 use crate::thread_state::ThreadState;
 
@@ -180,16 +181,7 @@ pub(super) fn write_thread(
     let mut upsert_turn = conn.prepare_cached(UPSERT_TURN)?;
     for &index in &dirty.turns {
         let turn = &turns[index];
-        let error = turn
-            .error
-            .as_ref()
-            .map(|error| encode("turn error", error))
-            .transpose()?;
-        let token_usage = turn
-            .token_usage
-            .as_ref()
-            .map(|usage| encode("turn token usage", usage))
-            .transpose()?;
+        let (error, token_usage) = encode_turn_json(turn)?;
         upsert_turn.execute((
             thread_id,
             &turn.id,
@@ -234,11 +226,7 @@ pub(super) fn write_thread(
         if record.envelope.status == ItemStatus::InProgress && record.ordinal < first_seq {
             continue;
         }
-        // Encoded from the record: cheaper than slicing the item out of
-        // its encoded completion (an earlier design parsed that back).
-        let item = encode("item", &record.item)?;
-        let input_item = encode_input_item(&record.envelope)?;
-        let envelope = encode_envelope_without_input(&record.envelope)?;
+        let (item, envelope, input_item) = encode_item_json(record)?;
         upsert_item.execute((
             thread_id,
             record.item.id(),

@@ -58,7 +58,6 @@ pub(crate) use crate::thread_state::prepare::now_ms;
 use crate::thread_state::rows::Rows;
 use rusqlite::Connection;
 use spool_core::ItemRecord;
-use tokio::sync::oneshot;
 
 use super::reads::thread_exists;
 use crate::error::StoreError;
@@ -67,8 +66,7 @@ pub(crate) use crate::thread_state::Incoming;
 use crate::thread_state::ThreadState;
 use crate::types::{Appended, ThreadRecord};
 
-/// Where the writer sends its answer.
-pub(crate) type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
+pub(crate) use crate::write_ops::Reply;
 
 /// What the store asks of the writer.
 pub(crate) enum Request {

@@ -11,7 +11,7 @@ use serde_json::Value;
 use spool_protocol::jsonrpc::RequestId;
 use spool_protocol::{ServerNotification, ServerRequestResolvedNotification};
 
-use super::{Incoming, Reply, Threads, Writer, batch, held};
+use super::{Incoming, Threads, Writer, batch, held};
 use crate::error::StoreError;
 use crate::sqlite::codec::{encode, sql_int};
 use crate::sqlite::requests_read::decode_pending_request;
@@ -19,34 +19,7 @@ use crate::thread_state::ThreadState;
 use crate::thread_state::prepare::now_ms;
 use crate::thread_state::rows::Rows;
 use crate::types::{Appended, PendingRequest, ResolvedRequest};
-
-/// What the writer is asked about requests and run states.
-pub(crate) enum RequestOp {
-    /// Records a request (and the run state that waits on it).
-    Open {
-        request: Box<PendingRequest>,
-        run_state: Option<String>,
-        reply: Reply<()>,
-    },
-    /// Records the answer and logs `serverRequest/resolved`.
-    Resolve {
-        thread_id: String,
-        request_id: String,
-        answer: Value,
-        reply: Reply<ResolvedRequest>,
-    },
-    SaveRunState {
-        thread_id: String,
-        turn_id: String,
-        state: String,
-        reply: Reply<()>,
-    },
-    ClearRunState {
-        thread_id: String,
-        turn_id: String,
-        reply: Reply<()>,
-    },
-}
+pub(crate) use crate::write_ops::RequestOp;
 
 const INSERT_REQUEST: &str = "INSERT INTO pending_requests \
     (request_id, thread_id, turn_id, item_id, method, request, created_at_ms) \

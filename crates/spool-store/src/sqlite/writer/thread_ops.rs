@@ -10,51 +10,16 @@ use spool_core::ReduceError;
 use spool_protocol::{ServerNotification, ThreadEvent};
 
 use super::requests::fresh_state;
-use super::{Reply, Threads, Writer, batch, held};
+use super::{Threads, Writer, batch, held};
 use crate::error::StoreError;
 use crate::sqlite::reads::{read_thread, thread_exists};
 use crate::thread_state::prepare::now_ms;
 use crate::thread_state::{ThreadState, ops};
 use crate::types::ThreadRecord;
+pub(crate) use crate::write_ops::ThreadOp;
 
 const SET_HISTORY: &str = "INSERT OR REPLACE INTO history_cursors \
      (thread_id, cursor, conversation_id) VALUES (?1, ?2, ?3)";
-
-/// Thread-wide operations (see the module docs).
-pub(crate) enum ThreadOp {
-    /// Archives (logging `thread/archived`) or unarchives a thread.
-    SetArchived {
-        thread_id: String,
-        archived: bool,
-        reply: Reply<Vec<ThreadEvent>>,
-    },
-    /// Removes the thread and everything of it, leaving its id in
-    /// `deleted_threads`.
-    Delete { thread_id: String, reply: Reply<()> },
-    /// Removes `first_turn_id` and every later turn from the history.
-    Revert {
-        thread_id: String,
-        first_turn_id: String,
-        reply: Reply<Vec<ThreadEvent>>,
-    },
-    /// Records what the provider holds of the thread's history.
-    SetHistory {
-        thread_id: String,
-        cursor_json: String,
-        conversation_id: Option<String>,
-        reply: Reply<()>,
-    },
-    /// Creates `record`'s thread holding a copy of the source's finished
-    /// turns before `before_turn` (all of them when `None`).
-    Fork {
-        record: Box<ThreadRecord>,
-        started_json: String,
-        created_at_ms: i64,
-        source_id: String,
-        before_turn: Option<String>,
-        reply: Reply<ThreadRecord>,
-    },
-}
 
 impl Writer {
     pub(super) fn handle_thread_op(&mut self, op: ThreadOp) {
