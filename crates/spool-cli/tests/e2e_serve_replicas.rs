@@ -14,6 +14,18 @@ use spool_testkit::{Gate, ScriptedServer};
 use support::rpc::{Client, method_of, thread_id_of};
 use support::*;
 
+/// Servers A and B on `db`, each in a home of its own (kept while the
+/// servers run), with a client on each that opted in to seqs.
+async fn two_servers(db: &TestDatabase, model_url: &str) -> (Client, Client, (Home, Home)) {
+    let homes = (Home::new(), Home::new());
+    let store = ["--store", db.url()];
+    let mut a = Client::start(&homes.0, model_url, &store);
+    let mut b = Client::start(&homes.1, model_url, &store);
+    a.initialize(json!({"spool": {"seq": true}})).await;
+    b.initialize(json!({"spool": {"seq": true}})).await;
+    (a, b, homes)
+}
+
 /// The events a client got, by seq; a seq twice fails.
 fn by_seq(seen: &[Value]) -> BTreeMap<u64, Value> {
     let mut events = BTreeMap::new();
@@ -41,12 +53,7 @@ async fn a_client_on_b_streams_a_turn_run_by_a_and_gets_exactly_its_events() {
     )])
     .await
     .unwrap();
-    let (home_a, home_b) = (Home::new(), Home::new());
-    let store = ["--store", db.url()];
-    let mut a = Client::start(&home_a, &model.url(), &store);
-    let mut b = Client::start(&home_b, &model.url(), &store);
-    a.initialize(json!({"spool": {"seq": true}})).await;
-    b.initialize(json!({"spool": {"seq": true}})).await;
+    let (mut a, mut b, _homes) = two_servers(&db, &model.url()).await;
 
     let thread_id = thread_id_of(&a.call(1, "thread/start", json!({})).await);
     a.call(
@@ -107,12 +114,7 @@ async fn when_a_is_killed_mid_turn_b_takes_the_thread_over_and_runs_the_next_tur
     ])
     .await
     .unwrap();
-    let (home_a, home_b) = (Home::new(), Home::new());
-    let store = ["--store", db.url()];
-    let mut a = Client::start(&home_a, &model.url(), &store);
-    let mut b = Client::start(&home_b, &model.url(), &store);
-    a.initialize(json!({"spool": {"seq": true}})).await;
-    b.initialize(json!({"spool": {"seq": true}})).await;
+    let (mut a, mut b, _homes) = two_servers(&db, &model.url()).await;
     let thread_id = thread_id_of(&a.call(1, "thread/start", json!({})).await);
     a.call(
         2,
@@ -185,12 +187,7 @@ async fn a_holder_paused_past_its_lease_cannot_append_after_the_takeover() {
     )])
     .await
     .unwrap();
-    let (home_a, home_b) = (Home::new(), Home::new());
-    let store = ["--store", db.url()];
-    let mut a = Client::start(&home_a, &model.url(), &store);
-    let mut b = Client::start(&home_b, &model.url(), &store);
-    a.initialize(json!({"spool": {"seq": true}})).await;
-    b.initialize(json!({"spool": {"seq": true}})).await;
+    let (mut a, mut b, _homes) = two_servers(&db, &model.url()).await;
     let thread_id = thread_id_of(&a.call(1, "thread/start", json!({})).await);
     a.call(
         2,
@@ -247,12 +244,7 @@ async fn a_turn_started_through_b_on_a_thread_a_holds_runs_on_a_and_b_answers() 
     ])
     .await
     .unwrap();
-    let (home_a, home_b) = (Home::new(), Home::new());
-    let store = ["--store", db.url()];
-    let mut a = Client::start(&home_a, &model.url(), &store);
-    let mut b = Client::start(&home_b, &model.url(), &store);
-    a.initialize(json!({"spool": {"seq": true}})).await;
-    b.initialize(json!({"spool": {"seq": true}})).await;
+    let (mut a, mut b, _homes) = two_servers(&db, &model.url()).await;
     let thread_id = thread_id_of(&a.call(1, "thread/start", json!({})).await);
     a.call(
         2,
@@ -365,4 +357,45 @@ async fn an_approval_asked_on_a_killed_server_is_answered_on_b_and_the_tool_runs
         "the command ran"
     );
     b.close().await;
+}
+
+#[tokio::test]
+async fn a_command_row_for_anything_but_a_forwarded_request_is_refused() {
+    let db = TestDatabase::create();
+    let model = ScriptedServer::with_responses([]).await.unwrap();
+    let (mut a, _b, _homes) = two_servers(&db, &model.url()).await;
+    let thread_id = thread_id_of(&a.call(1, "thread/start", json!({})).await);
+    // Rows whoever can write the database might insert: a request servers
+    // never forward, and a rename whose thread is not the row's.
+    for (id, method, params) in [
+        ("c1", "thread/start", json!({})),
+        (
+            "c2",
+            "thread/name/set",
+            json!({"threadId": "another", "name": "x"}),
+        ),
+    ] {
+        db.query(&format!(
+            "INSERT INTO commands (id, thread_id, method, params, from_server) \
+             VALUES ('{id}', '{thread_id}', '{method}', '{params}', 'nobody')"
+        ))
+        .unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let errors = loop {
+        let errors = db
+            .query("SELECT string_agg(error, ' | ' ORDER BY id) FROM commands WHERE done_at IS NOT NULL")
+            .unwrap();
+        if errors.matches("not a request servers forward").count() == 2 {
+            break errors;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not both refused in 10 s: {errors}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(errors.contains("thread/start"), "{errors}");
+    let threads = db.query("SELECT count(*) FROM threads").unwrap();
+    assert_eq!(threads, "1", "no thread was started by the row");
 }

@@ -135,6 +135,18 @@ async fn run(hub: Arc<Hub>, command: Forwarded) {
         return;
     }
     let reply = match ClientRequest::from_method_params(&command.method, command.params.clone()) {
+        // Only what a server forwards, and for the thread it was claimed
+        // for (the claim followed that thread's lease): a row that says
+        // otherwise is refused, whoever wrote it.
+        Ok(call) if needs_holder(&call) != Some(command.thread_id.as_str()) => {
+            ForwardReply::Error {
+                code: spool_protocol::jsonrpc::error_codes::INVALID_REQUEST,
+                message: format!(
+                    "{} on thread {} is not a request servers forward",
+                    command.method, command.thread_id
+                ),
+            }
+        }
         Ok(call) => {
             // A connection of no one: the request acts, nobody is
             // subscribed by it here (its client watches on its server).
