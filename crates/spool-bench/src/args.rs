@@ -84,12 +84,24 @@ pub struct BenchServerArgs {
     /// (d) Items of the thread resumed (two per turn).
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(2..))]
     pub items: u32,
-    /// Which workloads to run, comma-separated (default: all, a to d).
+    /// (e) Deltas of the turn timed for events/s across servers.
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub replica_deltas: u32,
+    /// (e) Threads streaming at once, paced by `--pace-ms`, for the
+    /// delivery latency across servers (`--thread-deltas` each).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub replica_threads: u32,
+    /// Which workloads to run, comma-separated (default: all, a to d, and
+    /// e with `spool --store postgres://… bench server`).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub workloads: Vec<ServerWorkload>,
     /// Where the temporary store goes (default: the system temp dir).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// A PostgreSQL server (`spool --store postgres://… bench server`):
+    /// (e) runs two servers on a database of their own there.
+    #[arg(skip)]
+    pub postgres: Option<String>,
 }
 
 /// The workloads of `spool bench server`, named by their letter.
@@ -99,6 +111,8 @@ pub enum ServerWorkload {
     B,
     C,
     D,
+    /// Two servers on one PostgreSQL database.
+    E,
 }
 
 #[derive(Debug, clap::Args)]

@@ -11,7 +11,8 @@
 //! model call, with a provider that answers at once.
 //!
 //! `spool bench server` (`server.rs`): the app server end to end over a
-//! WebSocket, in process.
+//! WebSocket, in process; with `--store postgres://…`, also two servers
+//! on one database (`replicas.rs`).
 
 // Code that ships never panics on an unwrap: every `expect` names the
 // invariant that makes it safe, and is allowed where it stands.
@@ -25,6 +26,7 @@ mod layout_floor;
 mod live;
 mod log_workloads;
 mod pg_database;
+mod replicas;
 mod report;
 mod runner;
 mod runner_floor;

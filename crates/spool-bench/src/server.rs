@@ -73,6 +73,8 @@ struct Report {
     latency: Option<Latency>,
     idle_thread_memory: Option<Memory>,
     resume: Option<Resume>,
+    /// (e), with `spool --store postgres://… bench server`.
+    replicas: Option<super::replicas::Replicas>,
     machine: Machine,
 }
 
@@ -159,51 +161,11 @@ async fn run(args: &BenchServerArgs, dir: &Path, machine: Machine) -> anyhow::Re
     std::fs::create_dir_all(&workspace)?;
     let cwd = workspace.display().to_string();
     let provider = Arc::new(Stamping::new());
-    let agent_cwd = cwd.clone();
-    let options = HubOptions {
-        provider_name: "bench".to_owned(),
-        defaults: ThreadSettings {
-            model: Some("scripted".to_owned()),
-            cwd: Some(cwd.clone()),
-            ..ThreadSettings::default()
-        },
-        agent_for: Arc::new(move |settings: &ThreadSettings| {
-            let root = settings.cwd.clone().unwrap_or_else(|| agent_cwd.clone());
-            Agent::new("bench", root).with_model("scripted")
-        }),
-        rules_file: None,
-        compaction: None,
-        ceilings: spool_server::Ceilings::none(),
-        facts: spool_server::ServerFacts::default(),
-        max_input_chars: spool_server::DEFAULT_MAX_INPUT_CHARS,
-    };
+    let options = hub_options(&cwd);
     let hub = Hub::new(store.clone(), provider.clone(), options);
-    let listeners = Listeners::bind(
-        &[ListenUrl::Ws("127.0.0.1:0".to_owned())],
-        None,
-        AccessRules::default(),
-    )
-    .await?;
-    let url = listeners
-        .addresses()
-        .into_iter()
-        .next()
-        .context("no listener bound")?;
-    let addr = url.trim_start_matches("ws://").to_owned();
-    let shutdown = Shutdown::new();
-    let running = listeners.serve(hub.clone(), shutdown.clone());
-    eprintln!("server: listening on {url}");
-
-    let mut client = Client::connect(&addr).await?;
-    client
-        .call(
-            "initialize",
-            json!({
-                "clientInfo": {"name": "spool-bench", "version": env!("CARGO_PKG_VERSION")},
-                "capabilities": {"spool": {"seq": true, "views": true}},
-            }),
-        )
-        .await?;
+    let (addr, shutdown, running) = serve_on_loopback(&hub).await?;
+    eprintln!("server: listening on ws://{addr}");
+    let mut client = Client::connect_initialized(&addr).await?;
 
     let runs = |w: ServerWorkload| args.workloads.is_empty() || args.workloads.contains(&w);
     // (c) first, on a heap the other workloads have not grown.
@@ -255,6 +217,27 @@ async fn run(args: &BenchServerArgs, dir: &Path, machine: Machine) -> anyhow::Re
     shutdown.run(&hub, Duration::from_secs(10)).await;
     running.finish(Duration::from_secs(5)).await;
     store.close().await?;
+
+    // (e) last, with the first server gone.
+    let mut replicas = None;
+    let asked_e = args.workloads.contains(&ServerWorkload::E);
+    match &args.postgres {
+        Some(url) if runs(ServerWorkload::E) => {
+            let sizes = super::replicas::Sizes {
+                deltas: args.replica_deltas as usize,
+                threads: args.replica_threads as usize,
+                thread_deltas: args.thread_deltas as usize,
+                pace,
+            };
+            replicas = Some(super::replicas::two_servers(url, dir, &sizes).await?);
+        }
+        None if asked_e => {
+            anyhow::bail!(
+                "(e) runs two servers on PostgreSQL: `spool --store postgres://… bench server`"
+            )
+        }
+        _ => {}
+    }
     Ok(Report {
         workload: "server",
         transport: "WebSocket on 127.0.0.1 (spool_server::Listeners), one client in process",
@@ -263,8 +246,57 @@ async fn run(args: &BenchServerArgs, dir: &Path, machine: Machine) -> anyhow::Re
         latency,
         idle_thread_memory: memory,
         resume: resumed,
+        replicas,
         machine,
     })
+}
+
+/// Serves `hub` on a WebSocket listener on a free port of 127.0.0.1: the
+/// address to connect to, and what stops it.
+pub(super) async fn serve_on_loopback(
+    hub: &Arc<Hub>,
+) -> anyhow::Result<(String, Shutdown, spool_server::Running)> {
+    let listeners = Listeners::bind(
+        &[ListenUrl::Ws("127.0.0.1:0".to_owned())],
+        None,
+        AccessRules::default(),
+    )
+    .await?;
+    let url = listeners
+        .addresses()
+        .into_iter()
+        .next()
+        .context("no listener bound")?;
+    let shutdown = Shutdown::new();
+    let running = listeners.serve(hub.clone(), shutdown.clone());
+    Ok((
+        url.trim_start_matches("ws://").to_owned(),
+        shutdown,
+        running,
+    ))
+}
+
+/// The hub's options: a provider named `bench`, the scripted model, every
+/// thread in `cwd`.
+pub(super) fn hub_options(cwd: &str) -> HubOptions {
+    let agent_cwd = cwd.to_owned();
+    HubOptions {
+        provider_name: "bench".to_owned(),
+        defaults: ThreadSettings {
+            model: Some("scripted".to_owned()),
+            cwd: Some(cwd.to_owned()),
+            ..ThreadSettings::default()
+        },
+        agent_for: Arc::new(move |settings: &ThreadSettings| {
+            let root = settings.cwd.clone().unwrap_or_else(|| agent_cwd.clone());
+            Agent::new("bench", root).with_model("scripted")
+        }),
+        rules_file: None,
+        compaction: None,
+        ceilings: spool_server::Ceilings::none(),
+        facts: spool_server::ServerFacts::default(),
+        max_input_chars: spool_server::DEFAULT_MAX_INPUT_CHARS,
+    }
 }
 
 /// (a): one turn of `deltas` deltas.
@@ -462,7 +494,7 @@ async fn resume(
     })
 }
 
-fn turn_params(thread: &str) -> Value {
+pub(super) fn turn_params(thread: &str) -> Value {
     json!({"threadId": thread, "input": [{"type": "text", "text": "Stream."}]})
 }
 
@@ -521,14 +553,14 @@ fn turn_events(thread: &str, k: usize) -> Vec<ServerNotification> {
 
 /// When a delta was emitted and, for a paced one, when it was due (in
 /// nanoseconds since the bench's start).
-struct Stamp {
-    emitted: u64,
-    due: Option<u64>,
+pub(super) struct Stamp {
+    pub(super) emitted: u64,
+    pub(super) due: Option<u64>,
 }
 
 /// The stamp of an agent message delta: its text is `EMITTED ` or
 /// `EMITTED/DUE ` (see [`Stamping`]).
-fn delta_stamp(frame: &str) -> Option<Stamp> {
+pub(super) fn delta_stamp(frame: &str) -> Option<Stamp> {
     if !frame.contains("\"item/agentMessage/delta\"") {
         return None;
     }
@@ -546,7 +578,7 @@ fn delta_stamp(frame: &str) -> Option<Stamp> {
 }
 
 /// Whether `frame` is the reply to request `id`.
-fn is_reply(frame: &str, id: u64) -> bool {
+pub(super) fn is_reply(frame: &str, id: u64) -> bool {
     !frame.contains("\"method\"") && frame.contains(&format!("\"id\":{id}"))
 }
 
@@ -573,7 +605,7 @@ fn now_ms() -> i64 {
 /// the stream is polled), `EMITTED/DUE ` when paced (a delta every `pace`,
 /// the first at a phase of its own within one period, so that many streams
 /// do not tick together; `DUE` is when it was scheduled).
-struct Stamping {
+pub(super) struct Stamping {
     base: Instant,
     deltas: AtomicUsize,
     /// Nanoseconds between two deltas; 0: as fast as polled.
@@ -582,7 +614,7 @@ struct Stamping {
 }
 
 impl Stamping {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Stamping {
             base: Instant::now(),
             deltas: AtomicUsize::new(1),
@@ -591,16 +623,16 @@ impl Stamping {
         }
     }
 
-    fn set_deltas(&self, deltas: usize) {
+    pub(super) fn set_deltas(&self, deltas: usize) {
         self.deltas.store(deltas, Ordering::SeqCst);
     }
 
-    fn set_pace(&self, pace: Duration) {
+    pub(super) fn set_pace(&self, pace: Duration) {
         let ns = u64::try_from(pace.as_nanos()).unwrap_or(u64::MAX);
         self.pace_ns.store(ns, Ordering::SeqCst);
     }
 
-    fn now_ns(&self) -> u64 {
+    pub(super) fn now_ns(&self) -> u64 {
         u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 }

@@ -28,6 +28,22 @@ impl Client {
         Ok(Client { stream, next_id: 1 })
     }
 
+    /// Connects and initializes, opting into spool's additions (`seq`,
+    /// views).
+    pub(super) async fn connect_initialized(addr: &str) -> anyhow::Result<Client> {
+        let mut client = Client::connect(addr).await?;
+        client
+            .call(
+                "initialize",
+                json!({
+                    "clientInfo": {"name": "spool-bench", "version": env!("CARGO_PKG_VERSION")},
+                    "capabilities": {"spool": {"seq": true, "views": true}},
+                }),
+            )
+            .await?;
+        Ok(client)
+    }
+
     /// Sends a request; returns its id.
     pub(super) async fn send_request(
         &mut self,

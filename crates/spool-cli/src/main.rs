@@ -179,9 +179,16 @@ async fn dispatch(cli: Cli, on_command_line: &[&'static str]) -> anyhow::Result<
             Ok(0)
         }
         Command::Bench(mut command) => {
-            // `--store postgres://…` puts the store's workloads there too.
-            if let spool_bench::BenchCommand::Store(args) = &mut command {
-                args.postgres = home::postgres_url(cli.store.as_deref());
+            // `--store postgres://…` puts the store's workloads there too,
+            // and the server's two-server workload.
+            match &mut command {
+                spool_bench::BenchCommand::Store(args) => {
+                    args.postgres = home::postgres_url(cli.store.as_deref());
+                }
+                spool_bench::BenchCommand::Server(args) => {
+                    args.postgres = home::postgres_url(cli.store.as_deref());
+                }
+                _ => {}
             }
             spool_bench::run(command).await?;
             Ok(0)

@@ -120,6 +120,20 @@ pub fn start(hub: &Arc<Hub>) {
 
 /// Runs one forwarded request and records its reply.
 async fn run(hub: Arc<Hub>, command: Forwarded) {
+    // Recorded with its first events: a request that took effect here is
+    // never run again by a server taking the thread over.
+    if let Err(error) = hub
+        .store()
+        .forward_applying(&command.id, &command.thread_id)
+        .await
+    {
+        let reply = ForwardReply::Error {
+            code: spool_protocol::jsonrpc::error_codes::INTERNAL_ERROR,
+            message: format!("cannot run the request here: {error}"),
+        };
+        record(&hub, &command, &reply).await;
+        return;
+    }
     if command.method == ANSWER {
         let reply = match run_answer(&hub, &command.thread_id, &command.params).await {
             Ok(()) => ForwardReply::Result(json!({})),

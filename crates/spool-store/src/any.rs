@@ -78,6 +78,10 @@ impl Store for AnyStore {
         on_backend!(self, store => store.forwarded())
     }
 
+    async fn forward_applying(&self, id: &str, thread_id: &str) -> Result<(), StoreError> {
+        on_backend!(self, store => store.forward_applying(id, thread_id).await)
+    }
+
     async fn forward_done(&self, id: &str, reply: &crate::ForwardReply) -> Result<(), StoreError> {
         on_backend!(self, store => store.forward_done(id, reply).await)
     }

@@ -356,8 +356,10 @@ pub trait Store: Send + Sync {
     }
 
     /// Has the server `holder` run a client's request (a JSON-RPC `method`
-    /// and its `params`) on `thread_id`, and answers with its reply. If
-    /// `holder` dies first, whichever server takes the thread over runs it.
+    /// and its `params`) on `thread_id`, and answers with its reply. A
+    /// request runs at most once: if `holder` dies before it took effect,
+    /// whichever server takes the thread over runs it; if after, the reply
+    /// is an error that says so.
     fn forward(
         &self,
         _holder: &str,
@@ -372,6 +374,17 @@ pub trait Store: Send + Sync {
     /// and answer with [`Store::forward_done`].
     fn forwarded(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Forwarded>> {
         None
+    }
+
+    /// A forwarded request (`id`) is about to run on `thread_id`: the next
+    /// commit of the thread records that it took effect, with its first
+    /// events, so that it never runs again elsewhere.
+    fn forward_applying(
+        &self,
+        _id: &str,
+        _thread_id: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        async { Err(StoreError::NoForwarding) }
     }
 
     /// Records the reply to a forwarded request and tells its sender.

@@ -11,7 +11,7 @@ use common::*;
 use serde_json::json;
 use spool_protocol::*;
 use spool_store::postgres::PgStore;
-use spool_store::{PendingRequest, Store, StoreError, StoreOptions};
+use spool_store::{ForwardReply, PendingRequest, Store, StoreError, StoreOptions};
 use spool_testkit::postgres::TestDatabase;
 
 /// A lease long enough that no heartbeat of the test's stores renews,
@@ -69,6 +69,7 @@ async fn one_server_writes_a_thread_and_a_takeover_fences_the_old_holder() {
     let a = server(&db, quiet()).await;
     let b = server(&db, quiet()).await;
     let t = new_thread(&a, false).await;
+    let u = new_thread(&a, false).await;
     start_message(&a, &t, "turn-1", "m1").await;
     a.append(&t, vec![agent_delta(&t, "turn-1", "m1", "Hel")])
         .await
@@ -113,16 +114,24 @@ async fn one_server_writes_a_thread_and_a_takeover_fences_the_old_holder() {
         "what A committed stays"
     );
 
-    // A resumes: its append is fenced, and nothing of it is stored.
+    // A resumes: its append is fenced, and nothing of it is stored. An
+    // append to a thread A still holds, sent at the same time (so most
+    // often in the same group commit), is stored all the same.
     let last = b.thread(&t).await.unwrap().unwrap().last_seq;
-    let fenced = a
-        .append(&t, vec![agent_delta(&t, "turn-1", "m1", "lo")])
-        .await;
+    let (fenced, kept) = tokio::join!(
+        a.append(&t, vec![agent_delta(&t, "turn-1", "m1", "lo")]),
+        a.append(&u, vec![turn_started(&u, "turn-u")]),
+    );
     assert!(
         matches!(&fenced, Err(StoreError::LeaseLost { thread_id }) if thread_id == &t),
         "{fenced:?}"
     );
     assert_eq!(b.thread(&t).await.unwrap().unwrap().last_seq, last);
+    let kept = kept.unwrap();
+    let stored = b.events_after(&u, 0, 100).await.unwrap();
+    let kept_seq = kept.last().and_then(|a| a.event()).map(|e| e.seq);
+    assert_eq!(stored.last().map(|e| e.seq), kept_seq);
+    assert!(kept_seq.is_some());
     // Having lost it, A is refused like any other server.
     let again = a.append(&t, vec![turn_completed(&t, "turn-2")]).await;
     assert!(
@@ -275,4 +284,78 @@ async fn another_servers_commits_are_heard_as_they_happen_and_ones_own_are_not()
             .is_err(),
         "a server heard its own commit"
     );
+}
+
+/// A forwarded request runs at most once. Its holder stops (paused past
+/// its lease) after one request took effect, its first events committed,
+/// and before it began another: the server taking the thread over ends
+/// the first with an error that says so, instead of running it again,
+/// and runs the second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forwarded_request_that_took_effect_is_never_run_again() {
+    let db = TestDatabase::create();
+    let a = server(&db, quiet()).await;
+    let b = server(&db, quiet()).await;
+    let t = new_thread(&a, false).await;
+    let a_id = b
+        .held_elsewhere(&t)
+        .await
+        .unwrap()
+        .expect("A holds the thread");
+    let mut on_a = a.forwarded().expect("PostgreSQL forwards");
+
+    let forward = |method: &'static str| {
+        let (b, a_id, t) = (b.clone(), a_id.clone(), t.clone());
+        tokio::spawn(async move { b.forward(&a_id, &t, method, &json!({"threadId": t})).await })
+    };
+    let started = forward("turn/start");
+    let first = within(on_a.recv()).await.unwrap();
+    a.forward_applying(&first.id, &t).await.unwrap();
+    a.append(&t, vec![turn_started(&t, "turn-1")])
+        .await
+        .unwrap();
+    let steered = forward("turn/steer");
+    let second = within(on_a.recv()).await.unwrap();
+    assert_ne!(first.id, second.id);
+
+    // A stops answering; B takes the thread over with an append of its own.
+    drop(on_a);
+    expire(&db, &t);
+    let mut on_b = b.forwarded().expect("PostgreSQL forwards");
+    b.append(&t, vec![turn_started(&t, "turn-2")])
+        .await
+        .unwrap();
+
+    let reply = within(started).await.unwrap().unwrap();
+    assert!(
+        matches!(&reply, ForwardReply::Error { message, .. } if message.contains("took effect")),
+        "{reply:?}"
+    );
+    let rerun = within(on_b.recv()).await.unwrap();
+    assert_eq!(
+        rerun.id, second.id,
+        "only the request that had not begun runs again"
+    );
+    b.forward_done(&rerun.id, &ForwardReply::Result(json!({"ran": "on B"})))
+        .await
+        .unwrap();
+    let reply = within(steered).await.unwrap().unwrap();
+    assert_eq!(reply, ForwardReply::Result(json!({"ran": "on B"})));
+    assert_eq!(
+        db.query(&format!(
+            "SELECT claimed_by = '{a_id}' AND applied_at IS NOT NULL AND done_at IS NOT NULL \
+             FROM commands WHERE id = '{}'",
+            first.id
+        ))
+        .unwrap(),
+        "t",
+        "the request that took effect stays A's, ended"
+    );
+}
+
+/// `future`'s output, which must come within 10 s.
+async fn within<T>(future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(10), future)
+        .await
+        .expect("in time")
 }

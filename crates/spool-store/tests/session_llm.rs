@@ -57,7 +57,42 @@ on_every_backend!(
     the_model_gets_the_raw_items_paired,
     newest_first_reading_matches_the_whole_thread_view,
     the_view_starts_at_the_latest_compaction,
+    sessions_written_in_shared_commits_keep_views_of_their_own,
 );
+
+/// Sessions appended at the same time share group commits, which write
+/// the rows of all their threads together: each session's view, its turn
+/// counts included, must still be its own.
+async fn sessions_written_in_shared_commits_keep_views_of_their_own(ts: TestStore) {
+    let store = ts.store.clone();
+    let mut tasks = tokio::task::JoinSet::new();
+    for k in 0..6usize {
+        let s = session(&store, &format!("shared-{k}")).await;
+        tasks.spawn(async move {
+            for n in 0..25usize {
+                let size = (n + k) % 4 + 1;
+                let turn: Vec<Value> = (0..size).map(|j| sdk_item(k * 1000 + n * 10 + j)).collect();
+                s.add_items(turn).await.unwrap();
+                // Some turns end up with nothing in the view.
+                if (n + k) % 6 == 0 {
+                    for _ in 0..size {
+                        s.pop_item().await.unwrap();
+                    }
+                }
+            }
+            s
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.unwrap();
+    }
+    for k in 0..6 {
+        let thread_id = format!("shared-{k}");
+        for tokens in [0, 120, 900, 1_000_000] {
+            assert_same_view(&store, &thread_id, budget(tokens)).await;
+        }
+    }
+}
 
 async fn the_model_gets_the_raw_items_paired(ts: TestStore) {
     let store = ts.store.clone();

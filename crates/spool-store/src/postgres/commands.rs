@@ -9,7 +9,10 @@
 //! server when nobody holds it (its holder died, or let it go): that
 //! server then takes the thread over to run it. A takeover also frees the
 //! claims a lost holder left unfinished (`holder.rs`), so a command whose
-//! holder died before answering runs on the new holder.
+//! holder died before it took effect runs on the new holder. One that had
+//! taken effect (`applied_at`, set in the transaction of its first events:
+//! `Store::forward_applying`) is never run twice: the takeover ends it
+//! with an error saying so.
 
 use std::time::Duration;
 
@@ -165,6 +168,17 @@ pub(super) async fn claim(q: &impl Query, me: &str) -> Result<Vec<Forwarded>, St
             })
         })
         .collect()
+}
+
+/// The error that ends a command whose holder died after it took effect
+/// (`holder.rs`), as the `error` column holds it.
+pub(super) fn ended_by_takeover() -> String {
+    serde_json::json!({
+        "code": spool_protocol::jsonrpc::error_codes::INTERNAL_ERROR,
+        "message": "the server running this request stopped after it took effect, \
+                    before answering; it is not run again: read the thread to see what it did",
+    })
+    .to_string()
 }
 
 /// Records a command's reply and tells the server that forwarded it.

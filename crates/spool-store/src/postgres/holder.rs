@@ -25,10 +25,19 @@ const ABANDONED: &str = "SELECT l.thread_id FROM thread_leases l \
 
 const HOLDER: &str = "SELECT holder FROM thread_leases WHERE thread_id = $1";
 /// A new holder runs again what a lost one claimed and did not finish
-/// (`commands.rs`): the claims go, and this server is told.
+/// (`commands.rs`), unless it had taken effect: the claims go, and this
+/// server is told.
 const FREE_CLAIMS: &str = "WITH freed AS (UPDATE commands SET claimed_by = NULL \
-     WHERE thread_id = $1 AND done_at IS NULL AND claimed_by IS NOT NULL AND claimed_by <> $2 \
+     WHERE thread_id = $1 AND done_at IS NULL AND applied_at IS NULL \
+       AND claimed_by IS NOT NULL AND claimed_by <> $2 \
      RETURNING id) SELECT pg_notify('spool_commands', $2 || ' ' || freed.id) FROM freed";
+/// What a lost holder began and did not answer is never run again: it
+/// ends with an error (`$3`), and its sender is told.
+const END_APPLIED: &str = "WITH ended AS (UPDATE commands SET done_at = now(), error = $3 \
+     WHERE thread_id = $1 AND done_at IS NULL AND applied_at IS NOT NULL \
+       AND claimed_by IS NOT NULL AND claimed_by <> $2 \
+     RETURNING from_server, id) \
+     SELECT pg_notify('spool_replies', ended.from_server || ' ' || ended.id) FROM ended";
 const SERVER_BEAT: &str = "INSERT INTO servers (id) VALUES ($1) \
      ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()";
 const SERVER_GONE: &str = "DELETE FROM servers WHERE id = $1";
@@ -70,11 +79,12 @@ impl Writer {
         };
         self.leases.insert(thread_id.to_owned(), granted.generation);
         self.threads.remove(thread_id);
-        self.conn.block_on(
-            self.conn
-                .client
-                .rows(FREE_CLAIMS, &[&thread_id, &&*self.me]),
-        )?;
+        let client = &self.conn.client;
+        let (me, ended) = (&*self.me, super::commands::ended_by_takeover());
+        self.conn.block_on(async {
+            client.rows(FREE_CLAIMS, &[&thread_id, &me]).await?;
+            client.rows(END_APPLIED, &[&thread_id, &me, &ended]).await
+        })?;
         if self.take_over(thread_id)? && !batch.dirty.iter().any(|id| id == thread_id) {
             batch.dirty.push(thread_id.to_owned());
         }
@@ -123,17 +133,16 @@ impl Writer {
             .iter()
             .map(|id| self.leases.get(id).copied().unwrap_or(-1))
             .collect();
-        let held: HashSet<String> = self
-            .conn
-            .block_on(lease::fence_all(
-                self.conn.client.raw(),
-                &self.me,
-                threads,
-                &generations,
-                self.ttl,
-            ))?
-            .into_iter()
-            .collect();
+        let (me, ttl) = (&*self.me, lease::ttl_millis(self.ttl));
+        let rows = self.conn.block_on(
+            self.conn
+                .client
+                .rows(lease::FENCE_ALL, &[&threads, &generations, &me, &ttl]),
+        )?;
+        let held = rows
+            .iter()
+            .map(|row| row.try_get(0))
+            .collect::<Result<HashSet<String>, _>>()?;
         Ok(threads
             .iter()
             .filter(|id| !held.contains(*id))
@@ -147,6 +156,7 @@ impl Writer {
             tracing::warn!(thread_id, "lost the lease on a thread");
         }
         self.threads.remove(thread_id);
+        self.applying.remove(thread_id);
     }
 
     /// Lets an idle thread go: any server may take it at once.

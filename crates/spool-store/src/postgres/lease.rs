@@ -83,35 +83,49 @@ pub(crate) async fn renew_all(
         .await
 }
 
-/// The fence of an append: of `threads` (held by `me` at `generations`),
-/// those whose lease still holds, unexpired, at its generation, each
-/// renewed for `ttl` (a thread being written never depends on the
-/// heartbeat). Called inside the appending transaction, it locks those
-/// lease rows until the transaction ends (in id order, so two servers'
-/// batches never deadlock): a takeover waits for a commit in flight and
-/// then judges the expiry afresh.
-pub(crate) async fn fence_all(
-    client: &impl GenericClient,
-    me: &str,
-    threads: &[String],
-    generations: &[i64],
-    ttl: Duration,
-) -> Result<Vec<String>, PgError> {
-    let rows = client
-        .query(
-            "WITH held AS (
-                 SELECT l.thread_id FROM thread_leases l
-                 JOIN unnest($1::text[], $2::bigint[]) AS m(thread_id, generation)
-                   ON l.thread_id = m.thread_id AND l.generation = m.generation
-                 WHERE l.holder = $3 AND l.expires_at > now()
-                 ORDER BY l.thread_id FOR UPDATE OF l)
-             UPDATE thread_leases SET expires_at = now() + $4::bigint * interval '1 millisecond'
-             FROM held WHERE thread_leases.thread_id = held.thread_id
-             RETURNING thread_leases.thread_id",
-            &[&threads, &generations, &me, &millis(ttl)],
-        )
-        .await?;
-    rows.iter().map(|row| row.try_get(0)).collect()
+/// The fence's renewal, as a statement's `WITH`: `renewed` holds the
+/// threads that pass (parameters as [`FENCE_ALL`]'s).
+macro_rules! fence_held {
+    () => {
+        "WITH held AS ( \
+           SELECT l.thread_id FROM thread_leases l \
+           JOIN unnest($1::text[], $2::bigint[]) AS m(thread_id, generation) \
+             ON l.thread_id = m.thread_id AND l.generation = m.generation \
+           WHERE l.holder = $3 AND l.expires_at > now() \
+           ORDER BY l.thread_id FOR UPDATE OF l), \
+         renewed AS ( \
+           UPDATE thread_leases SET expires_at = now() + $4::bigint * interval '1 millisecond' \
+           FROM held WHERE thread_leases.thread_id = held.thread_id \
+           RETURNING thread_leases.thread_id)"
+    };
+}
+/// The fence of an append: of `threads` (`$1`, held by `me`, `$3`, at
+/// `generations`, `$2`), those whose lease still holds, unexpired, at its
+/// generation, each renewed for `ttl` (`$4`, in milliseconds: a thread
+/// being written never depends on the heartbeat). Run inside the
+/// appending transaction, it locks those lease rows until the transaction
+/// ends (in id order, so two servers' batches never deadlock): a takeover
+/// waits for a commit in flight and then judges the expiry afresh.
+pub(crate) const FENCE_ALL: &str = concat!(fence_held!(), " SELECT thread_id FROM renewed");
+
+/// [`FENCE_ALL`] for a pipeline (`pipeline.rs`), whose later statements
+/// cannot wait for its answer: unless every thread passes, it fails with
+/// `division_by_zero` (SQL has no assertion; see [`fence_failed`]), which
+/// aborts the transaction, so nothing after it is stored.
+pub(crate) const FENCE_ALL_OR_ABORT: &str = concat!(
+    fence_held!(),
+    " SELECT 1 / (CASE WHEN (SELECT count(*) FROM renewed) = cardinality($1::text[]) \
+     THEN 1 ELSE 0 END)"
+);
+
+/// Whether `error` is [`FENCE_ALL_OR_ABORT`]'s failure.
+pub(crate) fn fence_failed(error: &PgError) -> bool {
+    error.code() == Some(&tokio_postgres::error::SqlState::DIVISION_BY_ZERO)
+}
+
+/// The ttl as the fence's fourth parameter.
+pub(crate) fn ttl_millis(ttl: Duration) -> i64 {
+    millis(ttl)
 }
 
 /// Gives the thread up (nothing of it is in flight): any server may take
@@ -135,6 +149,20 @@ mod tests {
     use tokio_postgres::{Client, NoTls};
 
     const TTL: Duration = Duration::from_secs(30);
+
+    /// [`FENCE_ALL`]: the threads that pass.
+    async fn fence_all(
+        client: &impl GenericClient,
+        me: &str,
+        threads: &[String],
+        generations: &[i64],
+        ttl: Duration,
+    ) -> Result<Vec<String>, PgError> {
+        let rows = client
+            .query(FENCE_ALL, &[&threads, &generations, &me, &millis(ttl)])
+            .await?;
+        rows.iter().map(|row| row.try_get(0)).collect()
+    }
 
     /// Whether `lease` passes the fence.
     async fn fence(client: &impl GenericClient, lease: &Lease) -> Result<bool, PgError> {

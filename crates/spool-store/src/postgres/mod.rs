@@ -10,11 +10,13 @@
 mod batch;
 mod codec;
 mod commands;
+mod commit;
 mod conn;
 mod holder;
 mod lease;
 mod listen;
 mod llm_read;
+mod pipeline;
 mod query;
 mod reads;
 mod requests;

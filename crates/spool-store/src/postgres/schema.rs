@@ -22,7 +22,7 @@ use super::PgError;
 use crate::error::StoreError;
 
 /// The newest schema this build knows.
-pub const PG_SCHEMA_VERSION: i64 = 1;
+pub const PG_SCHEMA_VERSION: i64 = 2;
 
 /// The advisory lock key migrations hold (any constant the database's
 /// other users do not use; these are the bytes of "spoolmig").
@@ -33,10 +33,16 @@ struct Migration {
     sql: &'static str,
 }
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    sql: V1,
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        sql: V1,
+    },
+    Migration {
+        version: 2,
+        sql: V2,
+    },
+];
 
 /// Version 1: the log and its projections as in SQLite's latest schema,
 /// plus the tables of several servers.
@@ -178,6 +184,11 @@ CREATE TABLE running_processes (
     PRIMARY KEY (thread_id, item_id)
 );
 "#;
+
+/// Version 2: when a forwarded command took effect (`commands.rs`): set in
+/// the transaction of the first events it wrote, so a holder that dies
+/// after it is never run again by the next.
+const V2: &str = "ALTER TABLE commands ADD COLUMN applied_at timestamptz;";
 
 /// The database's schema version; 0 when it has none.
 pub(super) async fn schema_version(client: &impl GenericClient) -> Result<i64, PgError> {

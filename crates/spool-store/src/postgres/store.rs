@@ -230,6 +230,15 @@ impl Store for PgStore {
         Some(receiver)
     }
 
+    async fn forward_applying(&self, id: &str, thread_id: &str) -> Result<(), StoreError> {
+        self.ask(|reply| Request::Applying {
+            command_id: id.to_owned(),
+            thread_id: thread_id.to_owned(),
+            reply,
+        })
+        .await
+    }
+
     async fn forward_done(&self, id: &str, reply: &ForwardReply) -> Result<(), StoreError> {
         commands::done(&self.client().await?, id, reply).await
     }
@@ -268,7 +277,14 @@ impl Store for PgStore {
     }
 
     async fn close(&self) -> Result<(), StoreError> {
-        self.ask(|reply| Request::Close { reply }).await
+        let closed = self.ask(|reply| Request::Close { reply }).await;
+        // A closed store hears no more and keeps no connection open, even
+        // while clones of it live on.
+        if let Some((_, listener)) = self.inner.heard.get() {
+            listener.abort();
+        }
+        self.inner.db.pool.close();
+        closed
     }
 
     async fn thread(&self, thread_id: &str) -> Result<Option<ThreadRecord>, StoreError> {

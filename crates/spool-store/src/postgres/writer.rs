@@ -5,7 +5,9 @@
 //! takes one request, drains whatever else is queued, checks every append
 //! against its thread's state (`thread_state`, the same code as SQLite's),
 //! writes the batch in one transaction and commits it, then answers each
-//! caller. Every append is answered after the commit that covers it,
+//! caller. The transaction goes in one round trip: its statements are
+//! pipelined (`pipeline.rs`), rows of every thread of the batch together
+//! (`batch.rs`). Every append is answered after the commit that covers it,
 //! deltas included: a seq a client saw is then always committed, so no
 //! seq reservation is needed, at the price of a commit's round trip per
 //! group of deltas. A refused append is answered at once.
@@ -24,11 +26,12 @@ use std::time::{Duration, Instant};
 use spool_core::ItemRecord;
 use tokio::sync::oneshot;
 
+use super::commit::{APPLIED, applied_commands, notify};
 pub(super) use super::conn::Conn;
-use super::query::{CachedClient, Query};
+use super::query::Query;
 use super::requests::{RequestOp, StateSource};
 use super::thread_ops::ThreadOp;
-use super::{PgDatabase, batch, reads};
+use super::{PgDatabase, reads};
 use crate::error::StoreError;
 use crate::options::StoreOptions;
 use crate::thread_state::prepare::now_ms;
@@ -61,6 +64,13 @@ pub(super) enum Request {
     Requests(RequestOp),
     /// Archive, revert, fork, delete, history (`thread_ops.rs`).
     Threads(ThreadOp),
+    /// A forwarded command is about to run on the thread: the thread's
+    /// next commit records that it took effect (`commit.rs`).
+    Applying {
+        command_id: String,
+        thread_id: String,
+        reply: Reply<()>,
+    },
     /// Removes the newest item in the model's view of the thread and
     /// answers with it (`session.rs`).
     PopNewest {
@@ -102,6 +112,7 @@ pub(super) async fn spawn(
                 leases: HashMap::new(),
                 ttl,
                 last_beat: Instant::now(),
+                applying: HashMap::new(),
             };
             writer.run(inbox);
         })
@@ -130,6 +141,9 @@ pub(super) struct Writer {
     pub(super) leases: HashMap<String, i64>,
     pub(super) ttl: Duration,
     pub(super) last_beat: Instant,
+    /// Forwarded commands running on each thread, not yet recorded as
+    /// having taken effect.
+    pub(super) applying: HashMap<String, Vec<String>>,
 }
 
 /// A caller answered once the batch commits.
@@ -273,6 +287,14 @@ impl Writer {
                 }
             },
             Request::Flush { reply } => batch.waiters.push(Waiter::Flush(reply)),
+            Request::Applying {
+                command_id,
+                thread_id,
+                reply,
+            } => {
+                self.applying.entry(thread_id).or_default().push(command_id);
+                let _ = reply.send(Ok(()));
+            }
             Request::Requests(op) => {
                 // Its own transaction, after what came before it.
                 self.finish(batch);
@@ -345,61 +367,6 @@ impl Writer {
         }
     }
 
-    /// Writes the dirty threads in one transaction and commits it; answers
-    /// the threads this server lost (their leases were fenced: nothing of
-    /// them is written, and their states and leases are forgotten). On
-    /// failure nothing of the batch is stored, and the states of its
-    /// threads are dropped (they held what was not stored): the next
-    /// append of each loads it again from what is committed.
-    pub(super) fn commit(&mut self, dirty: &[String]) -> Result<Vec<String>, Arc<StoreError>> {
-        if dirty.is_empty() {
-            return Ok(Vec::new());
-        }
-        let conn = &self.conn;
-        let result = conn
-            .block_on(conn.client.simple("BEGIN"))
-            .map_err(StoreError::from)
-            .and_then(|()| self.fence(dirty))
-            .and_then(|lost| {
-                conn.block_on(async {
-                    for thread_id in dirty.iter().filter(|id| !lost.contains(id)) {
-                        let Some(state) = self.threads.get_mut(thread_id) else {
-                            return Err(StoreError::StateLost {
-                                thread_id: thread_id.clone(),
-                                reason: "its state was dropped before the commit".to_owned(),
-                            });
-                        };
-                        batch::write_thread(&conn.client, thread_id, state).await?;
-                    }
-                    let written: Vec<&String> =
-                        dirty.iter().filter(|id| !lost.contains(id)).collect();
-                    notify(&conn.client, &self.me, &written, &self.threads).await?;
-                    conn.client.simple("COMMIT").await?;
-                    Ok(lost)
-                })
-            });
-        match result {
-            Ok(lost) => {
-                for thread_id in dirty {
-                    if lost.contains(thread_id) {
-                        self.forget(thread_id);
-                    } else if let Some(state) = self.threads.get_mut(thread_id) {
-                        state.committed();
-                    }
-                }
-                Ok(lost)
-            }
-            Err(error) => {
-                let _ = self.conn.block_on(self.conn.client.simple("ROLLBACK"));
-                for thread_id in dirty {
-                    self.threads.remove(thread_id);
-                }
-                tracing::error!(%error, "a PostgreSQL group commit failed");
-                Err(Arc::new(error))
-            }
-        }
-    }
-
     /// Runs `work` in a transaction of its own and commits it (the caller
     /// committed what was pending before). `work` runs each statement
     /// with [`Conn::block_on`]: a thread's state reads rows that way too,
@@ -441,6 +408,10 @@ impl Writer {
                 touched: &mut touched,
             };
             let value = work(conn, source)?;
+            let applied = applied_commands(&self.applying, touched.iter());
+            if !applied.is_empty() {
+                conn.block_on(conn.client.exec(APPLIED, &[&applied]))?;
+            }
             let written: Vec<&String> = touched.iter().collect();
             conn.block_on(notify(&conn.client, &self.me, &written, &self.threads))?;
             conn.block_on(conn.client.simple("COMMIT"))?;
@@ -452,6 +423,7 @@ impl Writer {
                     if let Some(state) = self.threads.get_mut(thread_id) {
                         state.committed();
                     }
+                    self.applying.remove(thread_id);
                 }
                 Ok(value)
             }
@@ -486,29 +458,6 @@ impl Writer {
             self.release(&thread_id);
         }
     }
-}
-
-/// Inside a commit's transaction: tells the other servers (`listen.rs`)
-/// which threads it wrote, up to which seq. Delivered with the commit.
-async fn notify(
-    q: &CachedClient,
-    me: &str,
-    written: &[&String],
-    threads: &HashMap<String, ThreadState>,
-) -> Result<(), StoreError> {
-    const NOTIFY: &str = "SELECT pg_notify('spool_events', $1 || ' ' || x.seq || ' ' || x.thread_id) \
-         FROM unnest($2::text[], $3::bigint[]) AS x(thread_id, seq)";
-    let (ids, seqs): (Vec<&str>, Vec<i64>) = written
-        .iter()
-        .filter_map(|id| {
-            let state = threads.get(id.as_str())?;
-            Some((id.as_str(), crate::codec::sql_int(state.reducer.last_seq())))
-        })
-        .unzip();
-    if !ids.is_empty() {
-        q.rows(NOTIFY, &[&me, &ids, &seqs]).await?;
-    }
-    Ok(())
 }
 
 /// A waiter's answer: `value` if the commit went through.
