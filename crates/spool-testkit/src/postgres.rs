@@ -69,6 +69,12 @@ impl TestDatabase {
     }
 }
 
+/// [`TestDatabase::query`] on the database `url` names: one line per row,
+/// columns separated by `|`.
+pub fn query_at(url: &str, sql: &str) -> Result<String, String> {
+    psql(url, sql)
+}
+
 impl Drop for TestDatabase {
     fn drop(&mut self) {
         let sql = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);

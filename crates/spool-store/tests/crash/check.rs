@@ -2,13 +2,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::AddAssign;
-use std::path::Path;
 
 use spool_core::{ThreadReducer, View};
 use spool_protocol::{ItemStatus, ServerNotification, ThreadEvent, TurnStatus};
-use spool_store::{SqliteStore, Store};
+use spool_store::{AnyStore, Store};
+use spool_testkit::postgres::query_at;
 
-use crate::child::Config;
+use crate::child::{Config, Target};
 use crate::script::{Script, thread_id, thread_seed};
 
 /// More events than any run writes.
@@ -38,35 +38,69 @@ impl AddAssign for Recovered {
     }
 }
 
-pub fn read_before(db: &Path) -> Before {
-    let conn = rusqlite::Connection::open(db).unwrap();
+/// The rows of `sql` read straight from the store, before or beside any
+/// store handle, each as its columns' text.
+fn raw_rows(db: &Target, sql: &str) -> Vec<Vec<String>> {
+    match db {
+        Target::File(path) => {
+            let conn = rusqlite::Connection::open(path).unwrap();
+            let mut statement = conn.prepare(sql).unwrap();
+            let columns = statement.column_count();
+            statement
+                .query_map([], |row| {
+                    (0..columns)
+                        .map(|i| {
+                            let value: rusqlite::types::Value = row.get(i)?;
+                            Ok(match value {
+                                rusqlite::types::Value::Integer(n) => n.to_string(),
+                                rusqlite::types::Value::Text(text) => text,
+                                other => format!("{other:?}"),
+                            })
+                        })
+                        .collect()
+                })
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        }
+        Target::Postgres(url) => query_at(url, sql)
+            .unwrap()
+            .lines()
+            .filter(|line| !line.is_empty())
+            .map(|line| line.split('|').map(str::to_owned).collect())
+            .collect(),
+    }
+}
+
+pub fn read_before(db: &Target) -> Before {
     // A child killed early may not have created the schema yet.
-    let has_schema: bool = conn
-        .query_row(
-            "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'threads'",
-            [],
-            |row| row.get(0),
-        )
-        .unwrap();
-    if !has_schema {
+    let has_schema = match db {
+        Target::File(_) => raw_rows(
+            db,
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'threads'",
+        ),
+        Target::Postgres(_) => raw_rows(
+            db,
+            "SELECT count(*) FROM pg_tables WHERE tablename = 'threads'",
+        ),
+    };
+    if has_schema[0][0] == "0" {
         return Before::default();
     }
-    let last_seq = conn
-        .prepare(
-            "SELECT id, (SELECT max(seq) FROM events WHERE thread_id = threads.id) FROM threads",
-        )
-        .unwrap()
-        .query_map([], |row| Ok((row.get(0)?, row.get::<_, i64>(1)? as u64)))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let last_seq = raw_rows(
+        db,
+        "SELECT id, (SELECT max(seq) FROM events WHERE thread_id = threads.id) FROM threads",
+    )
+    .into_iter()
+    .map(|row| (row[0].clone(), row[1].parse().unwrap()))
+    .collect();
     Before { last_seq }
 }
 
 /// Checks the reopened (so recovered) store against the acknowledgements,
 /// the child's script and the file as the crash left it.
 pub async fn after_recovery(
-    store: &SqliteStore,
+    store: &AnyStore,
     config: &Config,
     acked: &BTreeMap<String, u64>,
     before: &Before,
@@ -99,7 +133,7 @@ pub async fn after_recovery(
 }
 
 async fn check_thread(
-    store: &SqliteStore,
+    store: &AnyStore,
     thread: &str,
     seed: u64,
     last_seq_before: u64,
@@ -223,45 +257,38 @@ fn check_recovery_events(
     }
 }
 
-fn thread_ids(db: &Path) -> BTreeSet<String> {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    let mut stmt = conn.prepare("SELECT id FROM threads").unwrap();
-    stmt.query_map([], |row| row.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
+fn thread_ids(db: &Target) -> BTreeSet<String> {
+    raw_rows(db, "SELECT id FROM threads")
+        .into_iter()
+        .map(|row| row[0].clone())
+        .collect()
 }
 
-/// Straight from the file, not through the reducer: no item id is started
-/// twice in a thread's log, and the projection has one row per started id.
-fn assert_no_item_started_twice(db: &Path) {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    let twice: Vec<(String, String)> = conn
-        .prepare(
-            "SELECT thread_id, item_id FROM events \
-             WHERE method IN ('item/started', 'item/recorded', 'item/projected') \
-             GROUP BY thread_id, item_id HAVING count(*) > 1",
-        )
-        .unwrap()
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+/// Straight from the store, not through the reducer: no item id is
+/// started twice in a thread's log, and the projection has one row per
+/// started id.
+fn assert_no_item_started_twice(db: &Target) {
+    let twice = raw_rows(
+        db,
+        "SELECT thread_id, item_id FROM events \
+         WHERE method IN ('item/started', 'item/recorded', 'item/projected') \
+         GROUP BY thread_id, item_id HAVING count(*) > 1",
+    );
     assert!(twice.is_empty(), "items started twice: {twice:?}");
-    let (started, rows): (i64, i64) = conn
-        .query_row(
-            "SELECT (SELECT count(*) FROM events \
-                     WHERE method IN ('item/started', 'item/recorded', 'item/projected')), \
-                    (SELECT count(*) FROM items)",
-            [],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
-        .unwrap();
-    assert_eq!(started, rows, "item rows vs item/started events");
+    let counts = raw_rows(
+        db,
+        "SELECT (SELECT count(*) FROM events \
+                 WHERE method IN ('item/started', 'item/recorded', 'item/projected')), \
+                (SELECT count(*) FROM items)",
+    );
+    assert_eq!(
+        counts[0][0], counts[0][1],
+        "item rows vs item/started events"
+    );
 }
 
 /// Every event of every thread the crash left, to compare two opens.
-pub async fn snapshot(store: &SqliteStore, before: &Before) -> BTreeMap<String, Vec<ThreadEvent>> {
+pub async fn snapshot(store: &AnyStore, before: &Before) -> BTreeMap<String, Vec<ThreadEvent>> {
     let mut all = BTreeMap::new();
     for thread in before.last_seq.keys() {
         let events = store.events_after(thread, 0, ALL).await.unwrap();

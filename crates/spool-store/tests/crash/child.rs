@@ -16,7 +16,8 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use spool_store::{Durability, NewThread, SqliteStore, Store, StoreOptions};
+use spool_store::postgres::PgStore;
+use spool_store::{AnyStore, Durability, NewThread, SqliteStore, Store, StoreOptions};
 use tokio::task::JoinSet;
 
 use crate::common::{agent_delta, agent_message, started, turn_started};
@@ -32,6 +33,49 @@ const DELTA_DELAY_MS: &str = "SPOOL_CRASH_CHILD_DELTA_DELAY_MS";
 /// The thread of [`Mode::Hold`].
 pub const HELD_THREAD: &str = "held";
 
+/// The leases of a child on PostgreSQL: short, so that the server which
+/// checks after the kill takes its threads over soon.
+pub const CHILD_LEASE: Duration = Duration::from_millis(1_000);
+
+/// Where the child's store is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A SQLite file.
+    File(PathBuf),
+    /// A PostgreSQL database: the child is a server, and the one that
+    /// checks after it died takes its threads over.
+    Postgres(String),
+}
+
+impl Target {
+    fn parse(value: String) -> Target {
+        match value.starts_with("postgres://") {
+            true => Target::Postgres(value),
+            false => Target::File(PathBuf::from(value)),
+        }
+    }
+
+    fn env_value(&self) -> String {
+        match self {
+            Target::File(path) => path.display().to_string(),
+            Target::Postgres(url) => url.clone(),
+        }
+    }
+
+    /// Opens a store there.
+    pub async fn open(&self, options: StoreOptions) -> AnyStore {
+        match self {
+            Target::File(path) => SqliteStore::open(path, options)
+                .expect("open the SQLite store")
+                .into(),
+            Target::Postgres(url) => PgStore::open(url, options)
+                .await
+                .expect("open the PostgreSQL store")
+                .into(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     /// Several threads appending turns, concurrently, forever.
@@ -44,7 +88,7 @@ pub enum Mode {
 /// What the parent tells the child, through the environment.
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub db: PathBuf,
+    pub db: Target,
     pub mode: Mode,
     pub seed: u64,
     pub threads: usize,
@@ -55,7 +99,7 @@ pub struct Config {
 impl Config {
     /// The child's configuration, or `None` in the ordinary test run.
     pub fn from_env() -> Option<Config> {
-        let db = std::env::var_os(DB)?;
+        let db = std::env::var(DB).ok()?;
         let var = |name: &str| std::env::var(name).unwrap_or_else(|_| panic!("child: {name}"));
         let number = |name: &str| -> u64 {
             var(name)
@@ -63,7 +107,7 @@ impl Config {
                 .unwrap_or_else(|_| panic!("child: {name} is not a number"))
         };
         Some(Config {
-            db: PathBuf::from(db),
+            db: Target::parse(db),
             mode: match var(MODE).as_str() {
                 "hold" => Mode::Hold,
                 _ => Mode::Workload,
@@ -80,7 +124,7 @@ impl Config {
 
     pub fn env(&self) -> Vec<(&'static str, String)> {
         vec![
-            (DB, self.db.display().to_string()),
+            (DB, self.db.env_value()),
             (
                 MODE,
                 match self.mode {
@@ -119,9 +163,10 @@ pub fn run(config: Config) {
         let options = StoreOptions {
             durability: config.durability,
             delta_commit_delay: config.delta_commit_delay,
+            lease_ttl: CHILD_LEASE,
             ..StoreOptions::default()
         };
-        let store = SqliteStore::open(&config.db, options).expect("child: open the store");
+        let store = config.db.open(options).await;
         match config.mode {
             Mode::Workload => workload(store, &config).await,
             Mode::Hold => hold(store).await,
@@ -129,7 +174,7 @@ pub fn run(config: Config) {
     });
 }
 
-async fn workload(store: SqliteStore, config: &Config) {
+async fn workload(store: AnyStore, config: &Config) {
     let mut tasks = JoinSet::new();
     for index in 0..config.threads {
         let store = store.clone();
@@ -143,7 +188,7 @@ async fn workload(store: SqliteStore, config: &Config) {
     }
 }
 
-async fn run_thread(store: SqliteStore, thread: String, seed: u64) {
+async fn run_thread(store: AnyStore, thread: String, seed: u64) {
     let new = NewThread {
         id: Some(thread.clone()),
         ..NewThread::new("openai", "/work")
@@ -175,7 +220,7 @@ async fn run_thread(store: SqliteStore, thread: String, seed: u64) {
     }
 }
 
-async fn hold(store: SqliteStore) {
+async fn hold(store: AnyStore) {
     let t = HELD_THREAD;
     let new = NewThread {
         id: Some(t.to_owned()),

@@ -4,17 +4,17 @@
 
 use spool_core::View;
 use spool_protocol::{ItemStatus, ServerNotification, TurnStatus};
-use spool_store::{SqliteStore, Store};
+use spool_store::{AnyStore, Store};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use crate::child::{Config, HELD_THREAD, Mode};
+use crate::child::{Config, HELD_THREAD, Mode, Target};
 use crate::common::{agent_delta, agent_message, new_thread, started, turn_started};
 use crate::parent::{Acks, close, open, spawn_child};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_handle_in_the_same_process_recovers_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("spool.db");
+    let db = Target::File(dir.path().join("spool.db"));
     let first = open(&db).await;
     let t = new_thread(&first, false).await;
     first
@@ -54,7 +54,7 @@ async fn a_second_handle_in_the_same_process_recovers_nothing() {
 async fn a_live_process_keeps_its_turn_and_a_dead_one_loses_it() {
     let dir = tempfile::tempdir().unwrap();
     let config = Config {
-        db: dir.path().join("spool.db"),
+        db: Target::File(dir.path().join("spool.db")),
         mode: Mode::Hold,
         seed: 0,
         threads: 1,
@@ -84,7 +84,7 @@ async fn a_live_process_keeps_its_turn_and_a_dead_one_loses_it() {
     close(store).await;
 }
 
-async fn assert_in_progress(store: &SqliteStore, thread: &str, last_seq: u64) {
+async fn assert_in_progress(store: &AnyStore, thread: &str, last_seq: u64) {
     let record = store.thread(thread).await.unwrap().unwrap();
     assert_eq!(record.last_seq, last_seq, "nothing was appended");
     let turns = store.turns(thread).await.unwrap();
@@ -106,7 +106,7 @@ enum Closed {
 /// The open item and turn were closed by two events after `last_seq`, the
 /// item keeping its committed text.
 async fn assert_recovered(
-    store: &SqliteStore,
+    store: &AnyStore,
     thread: &str,
     last_seq: u64,
     text: &str,

@@ -4,6 +4,11 @@
 //! no item twice, a log the reducer accepts, and the turns the crash left
 //! open closed by recovery events at the end of the log.
 //!
+//! On PostgreSQL the same: the child is a server on a database of its
+//! own, and the check is a second server, which takes the dead one's
+//! threads over when their leases run out (a takeover is the recovery of
+//! one thread).
+//!
 //! The child is this test binary run again with `--exact child_main`: the
 //! environment (see `child::Config`) turns that test into the child's
 //! main; in an ordinary run it returns at once.
@@ -34,11 +39,16 @@ fn child_main() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_at_25_random_points_loses_nothing_acknowledged() {
-    parent::kill_runs(25).await;
+    parent::kill_runs(25, parent::Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_on_postgres_killed_at_10_random_points_loses_nothing_acknowledged() {
+    parent::kill_runs(10, parent::Backend::Postgres).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "soak: 500 kills; cargo nextest run -p spool-store --run-ignored only crash_soak"]
 async fn crash_soak() {
-    parent::kill_runs(500).await;
+    parent::kill_runs(500, parent::Backend::Sqlite).await;
 }

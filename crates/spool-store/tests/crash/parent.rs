@@ -4,16 +4,17 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use spool_store::{Durability, SqliteStore, Store, StoreOptions};
+use spool_protocol::TurnStatus;
+use spool_store::{AnyStore, Durability, SqliteStore, Store, StoreOptions};
+use spool_testkit::postgres::TestDatabase;
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
 
 use crate::check::{self, Recovered};
-use crate::child::{Config, Mode};
+use crate::child::{CHILD_LEASE, Config, Mode, Target};
 use crate::script::Rng;
 
 /// Replays the plans of an earlier run (the kill instants still depend on
@@ -66,8 +67,20 @@ impl Plan {
     }
 }
 
-/// Kills `runs` children at random points and checks each file.
-pub async fn kill_runs(runs: usize) {
+/// Where the children write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// A SQLite file: the child is the store's process, and the check
+    /// opens the file again, which recovers.
+    Sqlite,
+    /// A PostgreSQL database: the child is a server, and the check is
+    /// another server, which takes its threads over once its leases ran
+    /// out.
+    Postgres,
+}
+
+/// Kills `runs` children at random points and checks each store.
+pub async fn kill_runs(runs: usize, backend: Backend) {
     let base_seed = match std::env::var(SEED_VAR) {
         Ok(seed) => seed.parse().expect("SPOOL_CRASH_SEED is a u64"),
         Err(_) => clock_seed(),
@@ -79,7 +92,7 @@ pub async fn kill_runs(runs: usize) {
     for run in 0..runs {
         let plan = Plan::draw(base_seed, run);
         eprintln!("{plan:?}");
-        let (acked, recovered) = kill_and_check(&plan).await;
+        let (acked, recovered) = kill_and_check(&plan, backend).await;
         acks += acked;
         total += recovered;
     }
@@ -89,17 +102,22 @@ pub async fn kill_runs(runs: usize) {
     );
     // Guards the test itself: if no run ever died mid-turn, the kill
     // points are not exercising recovery.
-    if runs >= 25 {
+    if runs >= 10 {
         assert!(total.turns > 0, "no run was killed mid-turn");
     }
 }
 
 /// One run; returns how many acknowledgements were read and what recovery
 /// closed.
-async fn kill_and_check(plan: &Plan) -> (u64, Recovered) {
+async fn kill_and_check(plan: &Plan, backend: Backend) -> (u64, Recovered) {
     let dir = tempfile::tempdir().unwrap();
+    let database = (backend == Backend::Postgres).then(TestDatabase::create);
+    let db = match &database {
+        Some(database) => Target::Postgres(database.url().to_owned()),
+        None => Target::File(dir.path().join("spool.db")),
+    };
     let config = Config {
-        db: dir.path().join("spool.db"),
+        db,
         mode: Mode::Workload,
         seed: plan.seed,
         threads: plan.threads,
@@ -135,19 +153,47 @@ async fn kill_and_check(plan: &Plan) -> (u64, Recovered) {
         close(observer).await;
     }
     let store = open(&config.db).await;
+    settled(&store, &config.db, &before).await;
     let recovered = check::after_recovery(&store, &config, &acks.durable, &before).await;
     let snapshot = check::snapshot(&store, &before).await;
     close(store).await;
-    // The second reopen finds nothing left to recover.
+    // The second open finds nothing left to recover.
     let store = open(&config.db).await;
+    settled(&store, &config.db, &before).await;
     assert_eq!(
         check::snapshot(&store, &before).await,
         snapshot,
-        "run {}: reopening again changed the log",
+        "run {}: opening again changed the log",
         plan.run
     );
     close(store).await;
     (acks.count, recovered)
+}
+
+/// On PostgreSQL, waits until the checking server took over every thread
+/// the child left with a turn in progress (its leases run out first). A
+/// SQLite store recovered when it opened.
+async fn settled(store: &AnyStore, db: &Target, before: &check::Before) {
+    if matches!(db, Target::File(_)) {
+        return;
+    }
+    let deadline = Instant::now() + STUCK;
+    for thread in before.last_seq.keys() {
+        loop {
+            let turns = store.turns(thread).await.unwrap();
+            if turns
+                .iter()
+                .all(|turn| turn.status != TurnStatus::InProgress)
+            {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{thread}: not taken over in {STUCK:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
 }
 
 /// Runs this test binary as the child: libtest runs only `child_main`,
@@ -209,19 +255,34 @@ impl Acks {
     }
 }
 
-/// Opens the store off the async runtime: opening waits for the lock and
-/// may recover, which blocks.
-pub async fn open(db: &Path) -> SqliteStore {
-    let db: PathBuf = db.to_owned();
-    blocking("opening the store", move || {
-        SqliteStore::open(db, StoreOptions::default())
-    })
-    .await
-    .expect("open the store")
+/// Opens the store: a file off the async runtime (opening waits for the
+/// lock and may recover, which blocks); a database as a server with the
+/// child's lease length, so that it takes the child's threads over soon.
+pub async fn open(db: &Target) -> AnyStore {
+    match db {
+        Target::File(path) => {
+            let path = path.clone();
+            blocking("opening the store", move || {
+                SqliteStore::open(path, StoreOptions::default())
+            })
+            .await
+            .expect("open the store")
+            .into()
+        }
+        Target::Postgres(_) => {
+            let options = StoreOptions {
+                lease_ttl: CHILD_LEASE,
+                ..StoreOptions::default()
+            };
+            tokio::time::timeout(STUCK, db.open(options))
+                .await
+                .expect("opening the store is stuck")
+        }
+    }
 }
 
 /// Closes and drops a handle (dropping joins the writer, which blocks).
-pub async fn close(store: SqliteStore) {
+pub async fn close(store: AnyStore) {
     store.close().await.expect("close the store");
     blocking("dropping the store", move || drop(store)).await;
 }
