@@ -341,6 +341,18 @@ async fn an_approval_asked_on_a_killed_server_is_answered_on_b_and_the_tool_runs
         .await;
     b.send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"decision": "accept"}}))
         .await;
+    // The answer waits for the thread's holder (here, for A's lease to run
+    // out) off B's connection, which answers its client's next request at
+    // once: before the approval is resolved.
+    b.send(json!({"jsonrpc": "2.0", "id": 3, "method": "thread/read", "params": {"threadId": thread_id}}))
+        .await;
+    let first = b
+        .until(|m| {
+            (m["id"] == 3 && m.get("method").is_none())
+                || method_of(m) == "serverRequest/resolved"
+        })
+        .await;
+    assert_eq!(first["id"], 3, "B's client waited for the answer: {first}");
     let done = b.until(|m| method_of(m) == "turn/completed").await;
     assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
 

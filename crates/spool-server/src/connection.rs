@@ -600,8 +600,27 @@ async fn handle_answer(
     if hub.answer(&key, answer.clone()).await.is_err() {
         // Nobody waits in this process: the run paused (or the server
         // restarted). Record the answer and resume it.
-        if let Err(error) = hub.answer_paused(&request.thread_id, &key, answer).await {
-            tracing::warn!(request = %key, %error, "answering a paused request failed");
+        let thread_id = request.thread_id;
+        let elsewhere = matches!(
+            spool_store::Store::held_elsewhere(hub.store(), &thread_id).await,
+            Ok(Some(_))
+        );
+        let hub = hub.clone();
+        let answering = async move {
+            if let Err(error) = hub.answer_paused(&thread_id, &key, answer).await {
+                tracing::warn!(request = %key, %error, "answering a paused request failed");
+            }
+        };
+        match elsewhere {
+            // Forwarded to the server holding the thread, whose reply may
+            // take until its lease runs out if it died: not on this
+            // connection, which goes on serving its client.
+            true => {
+                tokio::spawn(answering);
+            }
+            // Here: before this client's next message, which may act on
+            // the resumed run.
+            false => answering.await,
         }
     }
     None
