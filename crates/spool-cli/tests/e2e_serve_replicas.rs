@@ -348,8 +348,7 @@ async fn an_approval_asked_on_a_killed_server_is_answered_on_b_and_the_tool_runs
         .await;
     let first = b
         .until(|m| {
-            (m["id"] == 3 && m.get("method").is_none())
-                || method_of(m) == "serverRequest/resolved"
+            (m["id"] == 3 && m.get("method").is_none()) || method_of(m) == "serverRequest/resolved"
         })
         .await;
     assert_eq!(first["id"], 3, "B's client waited for the answer: {first}");
