@@ -49,6 +49,9 @@ pub enum Command {
     /// Inspect stored threads.
     #[command(subcommand)]
     Threads(ThreadsCommand),
+    /// MCP servers configured in `$SPOOL_HOME/spool.toml`.
+    #[command(subcommand)]
+    Mcp(McpCommand),
     /// Benchmarks (JSON on stdout).
     #[command(subcommand)]
     Bench(spool_bench::BenchCommand),
@@ -57,6 +60,17 @@ pub enum Command {
     /// every sandboxed command.
     #[command(hide = true)]
     SandboxExec(SandboxExecArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Start each configured server, and print its state and its tools;
+    /// exits with 1 when a server marked `required` cannot start.
+    List {
+        /// JSON Lines, one server per line.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, clap::Args)]

@@ -71,6 +71,12 @@ pub struct ConfigFile {
     /// win over these).
     #[serde(default)]
     pub requirements: Requirements,
+    /// `[mcp_servers.NAME]`: MCP servers, with the keys of Codex's
+    /// `config.toml`. Read from `$SPOOL_HOME/spool.toml` only: a server is
+    /// a command spool starts, and a working directory's `spool.toml`
+    /// (a repository one cloned) must not start commands.
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, spool_mcp::McpServerConfig>,
 }
 
 /// A setting and the file it was read from, so that a refusal can say
@@ -219,14 +225,21 @@ impl ConfigFile {
         }
         self.providers.extend(other.providers);
         self.requirements = self.requirements.merge(other.requirements);
+        self.mcp_servers.extend(other.mcp_servers);
         self
     }
 
     /// `$SPOOL_HOME/spool.toml`, then `./spool.toml`.
     pub fn load_layered(home: &Path, cwd: &Path) -> Result<ConfigFile, ConfigError> {
         let mut config = ConfigFile::default();
-        for file in Self::layer_files(home, cwd) {
-            if let Some(c) = Self::load(&file)? {
+        for (layer, file) in Self::layer_files(home, cwd).into_iter().enumerate() {
+            if let Some(mut c) = Self::load(&file)? {
+                if layer > 0 && !c.mcp_servers.is_empty() {
+                    tracing::warn!(file = %file.display(),
+                        "[mcp_servers] ignored: MCP servers are commands spool starts, so only \
+                         $SPOOL_HOME/spool.toml may declare them");
+                    c.mcp_servers.clear();
+                }
                 config = config.merge(c);
             }
         }

@@ -178,6 +178,9 @@ async fn dispatch(cli: Cli, on_command_line: &[&'static str]) -> anyhow::Result<
             commands::threads::events(&open_store().await?, &id, after).await?;
             Ok(0)
         }
+        Command::Mcp(cli::McpCommand::List { json }) => {
+            commands::mcp::list(&load_config()?, json).await
+        }
         Command::Bench(mut command) => {
             // `--store postgres://…` puts the store's workloads there too,
             // and the server's two-server workload.

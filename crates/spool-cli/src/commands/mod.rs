@@ -1,4 +1,5 @@
 pub mod approve;
+pub mod mcp;
 pub mod run;
 pub mod sandbox_exec;
 pub mod serve;

@@ -1,0 +1,151 @@
+//! `spool mcp list` over real MCP servers: the test server of `spool-mcp`
+//! (a child process on stdio), one that exits at start, one disabled, and
+//! one declared by a working directory's `spool.toml`, which is ignored.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Output;
+
+use support::*;
+
+/// The test MCP server, built beside `spool` (`cargo nextest run
+/// --workspace` builds every binary of the workspace).
+fn test_server() -> PathBuf {
+    let spool = PathBuf::from(env!("CARGO_BIN_EXE_spool"));
+    let server = spool.with_file_name("spool-mcp-test-server");
+    assert!(
+        server.exists(),
+        "{} is not built: run the tests with --workspace, or `cargo build -p spool-mcp`",
+        server.display()
+    );
+    server
+}
+
+/// `spool mcp list ARGS` with `home` as SPOOL_HOME, run in `cwd`.
+async fn mcp_list(home: &Home, cwd: &std::path::Path, args: &[&str]) -> Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_spool"))
+        .args(["mcp", "list"])
+        .args(args)
+        .current_dir(cwd)
+        .env("SPOOL_HOME", home.path())
+        .env_remove("SPOOL_STORE")
+        .env("NO_COLOR", "1")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("spool runs")
+}
+
+fn write_config(home: &Home, gone_required: bool) {
+    let server = test_server();
+    let server = server.display();
+    std::fs::write(
+        home.path().join("spool.toml"),
+        format!(
+            r#"
+[mcp_servers.tools]
+command = "{server}"
+disabled_tools = ["sleep"]
+
+[mcp_servers.gone]
+command = "{server}"
+args = ["--exit-at-start"]
+required = {gone_required}
+
+[mcp_servers.off]
+command = "{server}"
+enabled = false
+"#
+        ),
+    )
+    .unwrap();
+}
+
+#[tokio::test]
+async fn each_server_is_listed_with_its_state_and_tools() {
+    let home = Home::new();
+    write_config(&home, false);
+    let out = mcp_list(&home, home.path(), &[]).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    assert!(
+        lines[0].starts_with("gone ") && lines[0].contains("failed"),
+        "{stdout}"
+    );
+    assert!(lines[0].contains("exiting at start, as asked"), "{stdout}");
+    assert!(
+        lines[1].starts_with("off ") && lines[1].contains("disabled"),
+        "{stdout}"
+    );
+    assert!(
+        lines[2].starts_with("tools ") && lines[2].contains("ready"),
+        "{stdout}"
+    );
+    assert!(lines[2].contains("2 tools: "), "{stdout}");
+    assert!(
+        lines[2].contains("echo") && lines[2].contains("fail"),
+        "{stdout}"
+    );
+    assert!(
+        !lines[2].contains("sleep"),
+        "a disabled tool is not offered: {stdout}"
+    );
+
+    let out = mcp_list(&home, home.path(), &["--json"]).await;
+    let servers = json_lines(&String::from_utf8_lossy(&out.stdout));
+    let tools = &servers[2];
+    assert_eq!(tools["state"], "ready");
+    let echo = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "echo")
+        .unwrap();
+    assert_eq!(echo["readOnlyHint"], true);
+    assert_eq!(echo["inputSchema"]["properties"]["text"]["type"], "string");
+    assert_eq!(servers[0]["state"], "failed");
+    assert!(
+        servers[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("MCP server gone")
+    );
+}
+
+#[tokio::test]
+async fn a_required_server_that_fails_fails_the_command() {
+    let home = Home::new();
+    write_config(&home, true);
+    let out = mcp_list(&home, home.path(), &[]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("failed (required)"), "{stdout}");
+}
+
+#[tokio::test]
+async fn a_working_directorys_spool_toml_cannot_start_commands() {
+    let home = Home::new();
+    let project = tempfile::tempdir().unwrap();
+    let marker = project.path().join("started");
+    std::fs::write(
+        project.path().join("spool.toml"),
+        format!(
+            "[mcp_servers.evil]\ncommand = \"touch\"\nargs = [\"{}\"]\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let out = mcp_list(&home, project.path(), &[]).await;
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("[mcp_servers] ignored"), "{stderr}");
+    assert!(stderr.contains("no MCP servers"), "{stderr}");
+    assert!(!marker.exists(), "the project's command ran");
+}

@@ -1,0 +1,67 @@
+//! A small MCP server for spool's tests, on stdio: `echo` answers with its
+//! text, `fail` answers with an error result, `sleep` waits. With
+//! `--exit-at-start` it exits before answering anything, saying so on
+//! stderr.
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
+use rmcp::{ErrorData, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct EchoArgs {
+    /// What to answer with.
+    text: String,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct SleepArgs {
+    /// Milliseconds to wait.
+    ms: u64,
+}
+
+#[derive(Clone)]
+struct TestServer;
+
+#[tool_router]
+impl TestServer {
+    #[tool(
+        description = "Answers with the text it is given",
+        annotations(read_only_hint = true)
+    )]
+    fn echo(&self, Parameters(EchoArgs { text }): Parameters<EchoArgs>) -> String {
+        text
+    }
+
+    #[tool(description = "Always fails", annotations(destructive_hint = true))]
+    fn fail(&self) -> Result<CallToolResult, ErrorData> {
+        Ok(CallToolResult::error(vec![ContentBlock::text(
+            "this tool always fails",
+        )]))
+    }
+
+    #[tool(description = "Waits, then answers")]
+    async fn sleep(&self, Parameters(SleepArgs { ms }): Parameters<SleepArgs>) -> String {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        format!("slept {ms} ms")
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for TestServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--exit-at-start") {
+        eprintln!("test server: exiting at start, as asked");
+        std::process::exit(3);
+    }
+    let server = TestServer;
+    let running = server.serve(rmcp::transport::stdio()).await?;
+    running.waiting().await?;
+    Ok(())
+}

@@ -1,0 +1,194 @@
+//! Starting an MCP server and asking for its tools.
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::config::{ConfigError, McpServerConfig, Transport};
+
+/// A tool a server offers, as the server names and describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpTool {
+    pub name: String,
+    pub description: Option<String>,
+    /// The JSON Schema of its arguments.
+    pub input_schema: serde_json::Value,
+    /// The server's hints (`readOnlyHint`, `destructiveHint`).
+    pub read_only: Option<bool>,
+    pub destructive: Option<bool>,
+}
+
+/// Why a server could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("MCP server {name}: streamable HTTP ({url}) is not supported yet")]
+    HttpNotBuilt { name: String, url: String },
+    #[error("MCP server {name}: cannot start `{command}`: {source}")]
+    Spawn {
+        name: String,
+        command: String,
+        source: std::io::Error,
+    },
+    #[error("MCP server {name}: {doing} failed: {reason}{}", stderr_tail(.stderr))]
+    Protocol {
+        name: String,
+        doing: &'static str,
+        reason: String,
+        stderr: Option<String>,
+    },
+    #[error("MCP server {name}: not ready after {after:?} (startup_timeout_sec){}", stderr_tail(.stderr))]
+    Timeout {
+        name: String,
+        after: Duration,
+        stderr: Option<String>,
+    },
+}
+
+fn stderr_tail(stderr: &Option<String>) -> String {
+    match stderr {
+        Some(line) => format!("; it said: {line}"),
+        None => String::new(),
+    }
+}
+
+/// A started server, initialized, with the tools it offers (those its
+/// section lets through).
+pub struct McpConnection {
+    name: String,
+    service: RunningService<RoleClient, ()>,
+    tools: Vec<McpTool>,
+}
+
+impl std::fmt::Debug for McpConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpConnection")
+            .field("name", &self.name)
+            .field("tools", &self.tools.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpConnection {
+    /// Starts the server `name` of `config`, initializes it and lists its
+    /// tools, all within its startup timeout. The child is killed when the
+    /// connection is dropped.
+    pub async fn start(name: &str, config: &McpServerConfig) -> Result<McpConnection, McpError> {
+        let timeout = config.startup_timeout(name)?;
+        let command = match config.transport(name)? {
+            Transport::Stdio { command } => command,
+            Transport::Http { url } => {
+                return Err(McpError::HttpNotBuilt {
+                    name: name.to_owned(),
+                    url: url.to_owned(),
+                });
+            }
+        };
+        let mut child = tokio::process::Command::new(command);
+        child
+            .args(&config.args)
+            .envs(&config.env)
+            .kill_on_drop(true);
+        if let Some(cwd) = &config.cwd {
+            child.current_dir(cwd);
+        }
+        let (transport, stderr) = TokioChildProcess::builder(child)
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| McpError::Spawn {
+                name: name.to_owned(),
+                command: command.to_owned(),
+                source,
+            })?;
+        // What the server writes on stderr goes to the log; its last line
+        // explains a failure.
+        let last_line = Arc::new(Mutex::new(None::<String>));
+        let reader = stderr.map(|stderr| {
+            let (server, last_line) = (name.to_owned(), last_line.clone());
+            tokio::spawn(async move {
+                let mut lines = BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    tracing::debug!(server = %server, "{line}");
+                    if !line.trim().is_empty() {
+                        *last_line.lock().unwrap_or_else(PoisonError::into_inner) = Some(line);
+                    }
+                }
+            })
+        });
+        let started = tokio::time::timeout(timeout, async {
+            let service = ().serve(transport).await.map_err(|e| ("initialize", e.to_string()))?;
+            let listed = service
+                .list_all_tools()
+                .await
+                .map_err(|e| ("tools/list", e.to_string()))?;
+            Ok::<_, (&'static str, String)>((service, listed))
+        })
+        .await;
+        let (service, listed) = match started {
+            Ok(Ok(started)) => started,
+            failed => {
+                // The child's last words: what it wrote before its stderr
+                // closed, or within a moment.
+                if let Some(reader) = reader {
+                    let _ = tokio::time::timeout(Duration::from_millis(200), reader).await;
+                }
+                let stderr = last_line
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                let name = name.to_owned();
+                return Err(match failed {
+                    Ok(Err((doing, reason))) => McpError::Protocol {
+                        name,
+                        doing,
+                        reason,
+                        stderr,
+                    },
+                    _ => McpError::Timeout {
+                        name,
+                        after: timeout,
+                        stderr,
+                    },
+                });
+            }
+        };
+        let tools = listed
+            .into_iter()
+            .filter(|tool| config.offers(&tool.name))
+            .map(|tool| McpTool {
+                name: tool.name.to_string(),
+                description: tool.description.map(|d| d.to_string()),
+                input_schema: serde_json::Value::Object((*tool.input_schema).clone()),
+                read_only: tool.annotations.as_ref().and_then(|a| a.read_only_hint),
+                destructive: tool.annotations.as_ref().and_then(|a| a.destructive_hint),
+            })
+            .collect();
+        Ok(McpConnection {
+            name: name.to_owned(),
+            service,
+            tools,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The tools offered, in the server's order.
+    pub fn tools(&self) -> &[McpTool] {
+        &self.tools
+    }
+
+    /// Ends the session and the child.
+    pub async fn close(self) {
+        if let Err(error) = self.service.cancel().await {
+            tracing::debug!(server = %self.name, %error, "closing an MCP session");
+        }
+    }
+}
