@@ -24,17 +24,12 @@ fn test_server() -> PathBuf {
 
 /// `spool mcp list ARGS` with `home` as SPOOL_HOME, run in `cwd`.
 async fn mcp_list(home: &Home, cwd: &std::path::Path, args: &[&str]) -> Output {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_spool"))
-        .args(["mcp", "list"])
-        .args(args)
-        .current_dir(cwd)
-        .env("SPOOL_HOME", home.path())
-        .env_remove("SPOOL_STORE")
-        .env("NO_COLOR", "1")
-        .kill_on_drop(true)
-        .output()
-        .await
-        .expect("spool runs")
+    let args: Vec<&str> = ["mcp", "list"]
+        .into_iter()
+        .chain(args.iter().copied())
+        .collect();
+    // No model is called: any URL.
+    home.spool_in(cwd, "http://127.0.0.1:9/v1", &args).await
 }
 
 fn write_config(home: &Home, gone_required: bool) {

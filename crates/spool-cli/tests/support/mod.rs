@@ -79,9 +79,15 @@ impl Home {
     /// Runs `spool ARGS` with this home, no OpenAI key, and the given
     /// local model URL.
     pub async fn spool(&self, model_url: &str, args: &[&str]) -> Output {
+        self.spool_in(self.path(), model_url, args).await
+    }
+
+    /// Like [`Home::spool`], run in `cwd` (another directory than the
+    /// home, so its own `spool.toml` is a second layer).
+    pub async fn spool_in(&self, cwd: &Path, model_url: &str, args: &[&str]) -> Output {
         tokio::process::Command::new(env!("CARGO_BIN_EXE_spool"))
             .args(args)
-            .current_dir(self.path())
+            .current_dir(cwd)
             .env("SPOOL_HOME", self.path())
             .env("SPOOL_LOCAL_MODEL_URL", model_url)
             .env_remove("OPENAI_API_KEY")
