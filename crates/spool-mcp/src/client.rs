@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -56,6 +57,33 @@ fn stderr_tail(stderr: &Option<String>) -> String {
         Some(line) => format!("; it said: {line}"),
         None => String::new(),
     }
+}
+
+/// What a tool answered: its content blocks and structured content as the
+/// protocol carries them (the shapes Codex's `mcpToolCall` result holds),
+/// and whether the tool says it failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpCallResult {
+    pub content: Vec<serde_json::Value>,
+    pub structured_content: Option<serde_json::Value>,
+    pub is_error: bool,
+}
+
+/// Why a tool call has no result.
+#[derive(Debug, thiserror::Error)]
+pub enum McpCallError {
+    #[error("MCP tool {server}/{tool}: no answer within {after:?} (tool_timeout_sec)")]
+    Timeout {
+        server: String,
+        tool: String,
+        after: Duration,
+    },
+    #[error("MCP tool {server}/{tool}: {reason}")]
+    Failed {
+        server: String,
+        tool: String,
+        reason: String,
+    },
 }
 
 /// A started server, initialized, with the tools it offers (those its
@@ -183,6 +211,54 @@ impl McpConnection {
     /// The tools offered, in the server's order.
     pub fn tools(&self) -> &[McpTool] {
         &self.tools
+    }
+
+    /// Calls `tool` (as the server names it) with `arguments`, waiting at
+    /// most `timeout`; past it, the request is cancelled (the server is
+    /// told) and the connection stays usable.
+    pub async fn call_tool(
+        &self,
+        tool: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+        timeout: Duration,
+    ) -> Result<McpCallResult, McpCallError> {
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        if let Some(arguments) = arguments {
+            params = params.with_arguments(arguments);
+        }
+        let called = tokio::time::timeout(timeout, self.service.call_tool(params)).await;
+        let result = match called {
+            Ok(Ok(result)) => result,
+            Ok(Err(error)) => {
+                return Err(McpCallError::Failed {
+                    server: self.name.clone(),
+                    tool: tool.to_owned(),
+                    reason: error.to_string(),
+                });
+            }
+            Err(_) => {
+                return Err(McpCallError::Timeout {
+                    server: self.name.clone(),
+                    tool: tool.to_owned(),
+                    after: timeout,
+                });
+            }
+        };
+        let content = result
+            .content
+            .iter()
+            .map(serde_json::to_value)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| McpCallError::Failed {
+                server: self.name.clone(),
+                tool: tool.to_owned(),
+                reason: format!("cannot read its content: {error}"),
+            })?;
+        Ok(McpCallResult {
+            content,
+            structured_content: result.structured_content,
+            is_error: result.is_error.unwrap_or(false),
+        })
     }
 
     /// Ends the session and the child.

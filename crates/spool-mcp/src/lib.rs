@@ -4,7 +4,7 @@
 //!
 //! What is built: servers run as child processes speaking MCP on stdio,
 //! initialized and asked for their tools (every page), within the startup
-//! timeout. Not built yet: streamable-HTTP servers, tool calls from turns
+//! timeout; a tool called with a timeout. Not built yet: streamable-HTTP servers, tool calls from turns
 //! (`mcpToolCall` items), progress, elicitation, restarts, and Codex's
 //! `mcpServer*` methods (`docs/internals/mcp.md`).
 
@@ -15,7 +15,7 @@
 mod client;
 mod config;
 
-pub use client::{McpConnection, McpError, McpTool};
+pub use client::{McpCallError, McpCallResult, McpConnection, McpError, McpTool};
 pub use config::{
     ConfigError, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpServerConfig, Transport,
 };

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use spool_mcp::{McpConnection, McpError, McpServerConfig};
+use spool_mcp::{McpCallError, McpConnection, McpError, McpServerConfig};
 
 fn test_server(args: &[&str]) -> McpServerConfig {
     McpServerConfig {
@@ -112,4 +112,62 @@ async fn a_missing_command_or_an_http_server_is_a_clear_error() {
     };
     let error = McpConnection::start("web", &http).await.unwrap_err();
     assert!(matches!(error, McpError::HttpNotBuilt { .. }), "{error:?}");
+}
+
+#[tokio::test]
+async fn tools_are_called_and_a_slow_one_times_out_without_ending_the_session() {
+    let connection = McpConnection::start("test", &test_server(&[]))
+        .await
+        .unwrap();
+    let args = |value: serde_json::Value| value.as_object().cloned();
+    let wait = Duration::from_secs(10);
+
+    let echoed = connection
+        .call_tool("echo", args(serde_json::json!({"text": "hello"})), wait)
+        .await
+        .unwrap();
+    assert!(!echoed.is_error);
+    assert_eq!(
+        echoed.content,
+        [serde_json::json!({"type": "text", "text": "hello"})]
+    );
+
+    let failed = connection.call_tool("fail", None, wait).await.unwrap();
+    assert!(failed.is_error, "an error result is a result, marked");
+    assert_eq!(failed.content[0]["text"], "this tool always fails");
+
+    let slow = connection
+        .call_tool(
+            "sleep",
+            args(serde_json::json!({"ms": 5_000})),
+            Duration::from_millis(200),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&slow, McpCallError::Timeout { tool, .. } if tool == "sleep"),
+        "{slow:?}"
+    );
+    assert!(slow.to_string().contains("tool_timeout_sec"), "{slow}");
+
+    // The session goes on after the timeout.
+    let again = connection
+        .call_tool(
+            "echo",
+            args(serde_json::json!({"text": "still here"})),
+            wait,
+        )
+        .await
+        .unwrap();
+    assert_eq!(again.content[0]["text"], "still here");
+
+    let unknown = connection
+        .call_tool("no_such_tool", None, wait)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(unknown, McpCallError::Failed { .. }),
+        "{unknown:?}"
+    );
+    connection.close().await;
 }
