@@ -144,3 +144,81 @@ async fn a_working_directorys_spool_toml_cannot_start_commands() {
     assert!(stderr.contains("no MCP servers"), "{stderr}");
     assert!(!marker.exists(), "the project's command ran");
 }
+
+/// Whether process `pid` still runs (a zombie does not).
+fn running(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Waits up to 20 s for `check`; whether it held.
+async fn eventually(mut check: impl FnMut() -> bool) -> bool {
+    for _ in 0..200 {
+        if check() {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    check()
+}
+
+#[tokio::test]
+async fn no_server_outlives_spool_even_when_spool_is_killed() {
+    let server = test_server();
+    let home = Home::new();
+    let (listed, muted) = (
+        home.path().join("listed.pid"),
+        home.path().join("muted.pid"),
+    );
+    std::fs::write(
+        home.path().join("spool.toml"),
+        format!(
+            r#"
+[mcp_servers.listed]
+command = "{server}"
+args = ["--pid-file", "{listed}"]
+
+[mcp_servers.muted]
+command = "{server}"
+args = ["--pid-file", "{muted}", "--mute"]
+startup_timeout_sec = 600
+"#,
+            server = server.display(),
+            listed = listed.display(),
+            muted = muted.display(),
+        ),
+    )
+    .unwrap();
+    let mut spool = tokio::process::Command::new(env!("CARGO_BIN_EXE_spool"))
+        .args(["mcp", "list"])
+        .current_dir(home.path())
+        .env("SPOOL_HOME", home.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    // Both servers started; the muted one keeps `spool mcp list` waiting.
+    assert!(eventually(|| listed.exists() && muted.exists()).await);
+    let pid = |path: &std::path::Path| std::fs::read_to_string(path).unwrap();
+    let (listed_pid, muted_pid) = (pid(&listed), pid(&muted));
+    assert!(
+        running(&muted_pid),
+        "the muted server runs while spool waits"
+    );
+    assert!(
+        eventually(|| !running(&listed_pid)).await,
+        "a server spool is done with is ended"
+    );
+
+    spool.start_kill().unwrap();
+    spool.wait().await.unwrap();
+    assert!(
+        eventually(|| !running(&muted_pid)).await,
+        "the server outlived spool, killed with SIGKILL"
+    );
+}

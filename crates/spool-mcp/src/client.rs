@@ -10,6 +10,8 @@ use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+use spool_tools::sandbox::Launcher;
+
 use crate::config::{ConfigError, McpServerConfig, Transport};
 
 /// A tool a server offers, as the server names and describes it.
@@ -92,6 +94,26 @@ pub struct McpConnection {
     name: String,
     service: RunningService<RoleClient, ()>,
     tools: Vec<McpTool>,
+    /// Dropped last: kills what the session's end did not.
+    _group: Group,
+}
+
+/// The process group of a server (its leader's pid): killed, whole, when
+/// dropped. Killing only the leader would leave what the server started
+/// (`npx` starts `node`), and under the helper, the server itself.
+struct Group(Option<u32>);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let Some(pid) = self.0.and_then(|pid| i32::try_from(pid).ok()) else {
+            return;
+        };
+        // Gone already (it exited, and was reaped) is fine.
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
 }
 
 impl std::fmt::Debug for McpConnection {
@@ -105,9 +127,18 @@ impl std::fmt::Debug for McpConnection {
 
 impl McpConnection {
     /// Starts the server `name` of `config`, initializes it and lists its
-    /// tools, all within its startup timeout. The child is killed when the
-    /// connection is dropped.
-    pub async fn start(name: &str, config: &McpServerConfig) -> Result<McpConnection, McpError> {
+    /// tools, all within its startup timeout. The server, and whatever it
+    /// started, is killed when the connection is dropped.
+    ///
+    /// With a `launcher` (spool's own `sandbox-exec` helper, unconfined),
+    /// the server runs under the helper, in a process group of its own:
+    /// the helper kills the group when spool dies, however it dies, so no
+    /// server outlives spool. Without one it is spool's direct child.
+    pub async fn start(
+        name: &str,
+        config: &McpServerConfig,
+        launcher: Option<&Launcher>,
+    ) -> Result<McpConnection, McpError> {
         let timeout = config.startup_timeout(name)?;
         let command = match config.transport(name)? {
             Transport::Stdio { command } => command,
@@ -118,11 +149,19 @@ impl McpConnection {
                 });
             }
         };
-        let mut child = tokio::process::Command::new(command);
+        let argv: Vec<String> = std::iter::once(command.to_owned())
+            .chain(config.args.iter().cloned())
+            .collect();
+        let argv = match launcher {
+            Some(launcher) => launcher.wrap_unconfined(&argv),
+            None => argv,
+        };
+        let mut child = tokio::process::Command::new(&argv[0]);
         child
-            .args(&config.args)
+            .args(&argv[1..])
             .envs(&config.env)
-            .kill_on_drop(true);
+            .kill_on_drop(true)
+            .process_group(0);
         if let Some(cwd) = &config.cwd {
             child.current_dir(cwd);
         }
@@ -134,6 +173,8 @@ impl McpConnection {
                 command: command.to_owned(),
                 source,
             })?;
+        // From here on, dropping `group` kills the server's whole group.
+        let group = Group(transport.id());
         // What the server writes on stderr goes to the log; its last line
         // explains a failure.
         let last_line = Arc::new(Mutex::new(None::<String>));
@@ -201,6 +242,7 @@ impl McpConnection {
             name: name.to_owned(),
             service,
             tools,
+            _group: group,
         })
     }
 

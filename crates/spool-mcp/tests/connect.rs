@@ -22,7 +22,7 @@ fn names(connection: &McpConnection) -> Vec<&str> {
 
 #[tokio::test]
 async fn a_server_starts_and_lists_its_tools_with_their_hints() {
-    let connection = McpConnection::start("test", &test_server(&[]))
+    let connection = McpConnection::start("test", &test_server(&[]), None)
         .await
         .unwrap();
     assert_eq!(connection.name(), "test");
@@ -52,14 +52,14 @@ async fn a_section_chooses_which_tools_are_offered() {
     let mut config = test_server(&[]);
     config.enabled_tools = Some(vec!["echo".to_owned(), "sleep".to_owned()]);
     config.disabled_tools = vec!["sleep".to_owned()];
-    let connection = McpConnection::start("test", &config).await.unwrap();
+    let connection = McpConnection::start("test", &config, None).await.unwrap();
     assert_eq!(names(&connection), ["echo"]);
     connection.close().await;
 }
 
 #[tokio::test]
 async fn a_server_that_exits_is_an_error_with_its_last_words() {
-    let error = McpConnection::start("gone", &test_server(&["--exit-at-start"]))
+    let error = McpConnection::start("gone", &test_server(&["--exit-at-start"]), None)
         .await
         .unwrap_err();
     let message = error.to_string();
@@ -87,7 +87,9 @@ async fn a_server_that_never_answers_times_out() {
         enabled: true,
         ..McpServerConfig::default()
     };
-    let error = McpConnection::start("mute", &config).await.unwrap_err();
+    let error = McpConnection::start("mute", &config, None)
+        .await
+        .unwrap_err();
     assert!(
         matches!(error, McpError::Timeout { after, .. } if after == Duration::from_millis(300)),
         "{error:?}"
@@ -101,7 +103,9 @@ async fn a_missing_command_or_an_http_server_is_a_clear_error() {
         enabled: true,
         ..McpServerConfig::default()
     };
-    let error = McpConnection::start("missing", &missing).await.unwrap_err();
+    let error = McpConnection::start("missing", &missing, None)
+        .await
+        .unwrap_err();
     assert!(matches!(error, McpError::Spawn { .. }), "{error:?}");
     assert!(error.to_string().contains("/nonexistent/spool-mcp-server"));
 
@@ -110,13 +114,13 @@ async fn a_missing_command_or_an_http_server_is_a_clear_error() {
         enabled: true,
         ..McpServerConfig::default()
     };
-    let error = McpConnection::start("web", &http).await.unwrap_err();
+    let error = McpConnection::start("web", &http, None).await.unwrap_err();
     assert!(matches!(error, McpError::HttpNotBuilt { .. }), "{error:?}");
 }
 
 #[tokio::test]
 async fn tools_are_called_and_a_slow_one_times_out_without_ending_the_session() {
-    let connection = McpConnection::start("test", &test_server(&[]))
+    let connection = McpConnection::start("test", &test_server(&[]), None)
         .await
         .unwrap();
     let args = |value: serde_json::Value| value.as_object().cloned();

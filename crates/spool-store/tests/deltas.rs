@@ -159,3 +159,55 @@ async fn deltas_alone_are_committed_within_the_delay() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
+
+/// `Store::items` reads an in-progress item's row and then the deltas
+/// committed after it: both in one snapshot. Read in two, a completion
+/// committed in between looked like a row that missed its own lifecycle
+/// event ("corrupt row"). Items are completed while another task reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn items_read_while_items_complete_are_one_committed_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let thread = new_thread(&store, false).await;
+    store
+        .append(&thread, vec![turn_started(&thread, "turn-1")])
+        .await
+        .unwrap();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (store, thread, done) = (store.clone(), thread.clone(), done.clone());
+        tokio::spawn(async move {
+            let mut reads = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                store.items(&thread, View::All).await.unwrap();
+                reads += 1;
+            }
+            reads
+        })
+    };
+    for k in 0..300 {
+        let id = format!("m{k}");
+        store
+            .append(
+                &thread,
+                vec![started(&thread, "turn-1", agent_message(&id, ""))],
+            )
+            .await
+            .unwrap();
+        store
+            .append(&thread, vec![agent_delta(&thread, "turn-1", &id, "x")])
+            .await
+            .unwrap();
+        store
+            .append(
+                &thread,
+                vec![completed(&thread, "turn-1", agent_message(&id, "x"))],
+            )
+            .await
+            .unwrap();
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let reads = reader.await.unwrap();
+    assert!(reads > 0);
+    store.close().await.unwrap();
+}

@@ -21,13 +21,18 @@ pub async fn list(config: &ConfigFile, json_lines: bool) -> anyhow::Result<i32> 
         eprintln!("no MCP servers: declare them as [mcp_servers.NAME] in $SPOOL_HOME/spool.toml");
         return Ok(0);
     }
+    // Each server runs under spool's own helper, which kills it when spool
+    // dies, however it dies.
+    let launcher = std::env::current_exe()
+        .ok()
+        .map(spool_tools::sandbox::Launcher::spool);
     let mut starting = JoinSet::new();
     for (name, server) in &config.mcp_servers {
-        let (name, server) = (name.clone(), server.clone());
+        let (name, server, launcher) = (name.clone(), server.clone(), launcher.clone());
         starting.spawn(async move {
             let state = match server.enabled {
                 false => State::Disabled,
-                true => match McpConnection::start(&name, &server).await {
+                true => match McpConnection::start(&name, &server, launcher.as_ref()).await {
                     Ok(connection) => {
                         let tools = connection.tools().to_vec();
                         connection.close().await;

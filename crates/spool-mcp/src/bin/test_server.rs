@@ -1,7 +1,8 @@
 //! A small MCP server for spool's tests, on stdio: `echo` answers with its
 //! text, `fail` answers with an error result, `sleep` waits. With
 //! `--exit-at-start` it exits before answering anything, saying so on
-//! stderr.
+//! stderr; with `--pid-file PATH` it writes its pid there first; with
+//! `--mute` it never answers (and never exits by itself).
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
@@ -56,6 +57,15 @@ impl ServerHandler for TestServer {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--pid-file") {
+        let path = args.get(at + 1).ok_or("--pid-file PATH")?;
+        std::fs::write(path, std::process::id().to_string())?;
+    }
+    if args.iter().any(|a| a == "--mute") {
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+        }
+    }
     if args.iter().any(|a| a == "--exit-at-start") {
         eprintln!("test server: exiting at start, as asked");
         std::process::exit(3);

@@ -190,6 +190,14 @@ pub(crate) fn read_items(
             " FROM items WHERE thread_id = ?1 ORDER BY ordinal"
         )
     };
+    // The rows and the deltas committed after them are read in one
+    // snapshot (the caller's transaction, or one of our own): read in two,
+    // an item completed in between would look like a row that missed its
+    // own completion.
+    let own = match conn.is_autocommit() {
+        true => Some(conn.unchecked_transaction()?),
+        false => None,
+    };
     let mut stmt = conn.prepare_cached(sql)?;
     let mut rows = stmt.query((thread_id,))?;
     let mut items = Vec::new();
@@ -200,6 +208,7 @@ pub(crate) fn read_items(
     for record in &mut items {
         catch_up(conn, record)?;
     }
+    drop(own);
     Ok(items)
 }
 
