@@ -57,7 +57,7 @@ struct Shared {
     /// closes: a replay waiting for room goes on (see [`Room`]).
     drained: Notify,
     /// Deliveries the connection holds back, not yet encoded, until the
-    /// reply they must follow is sent (`connection.rs`): not in `queued`,
+    /// reply they must follow is sent (`connection/mod.rs`): not in `queued`,
     /// yet waiting for the client all the same.
     held: AtomicUsize,
 }
