@@ -285,14 +285,7 @@ async fn events(
         .send_request("turn/start", turn_params(&thread))
         .await?;
     let (clients, (on_a, on_b)) = read_both(clients, 1, provider).await?;
-    for (name, seen) in [("A", &on_a), ("B", &on_b)] {
-        ensure!(
-            seen.deltas == deltas && seen.in_order,
-            "server {name}'s client received {} deltas of {deltas} (in order: {})",
-            seen.deltas,
-            seen.in_order
-        );
-    }
+    all_received(&on_a, &on_b, deltas)?;
     let rate = |seen: &Seen| {
         let seconds = seen.done.duration_since(start).as_secs_f64();
         Rate {
@@ -331,14 +324,7 @@ async fn latency(
     let (clients, (mut on_a, mut on_b)) = read_both(clients, sizes.threads, provider).await?;
     provider.set_pace(Duration::ZERO);
     let expected = sizes.threads * sizes.thread_deltas;
-    for (name, seen) in [("A", &on_a), ("B", &on_b)] {
-        ensure!(
-            seen.deltas == expected && seen.in_order,
-            "server {name}'s client received {} deltas of {expected} (in order: {})",
-            seen.deltas,
-            seen.in_order
-        );
-    }
+    all_received(&on_a, &on_b, expected)?;
     let holder = percentiles(&mut on_a.latencies_ns);
     let other = percentiles(&mut on_b.latencies_ns);
     let latency = Latency {
@@ -352,6 +338,19 @@ async fn latency(
         other,
     };
     Ok((clients, latency))
+}
+
+/// Both clients received every one of `deltas`, each thread's in order.
+fn all_received(on_a: &Seen, on_b: &Seen, deltas: usize) -> anyhow::Result<()> {
+    for (name, seen) in [("A", on_a), ("B", on_b)] {
+        ensure!(
+            seen.deltas == deltas && seen.in_order,
+            "server {name}'s client received {} deltas of {deltas} (in order: {})",
+            seen.deltas,
+            seen.in_order
+        );
+    }
+    Ok(())
 }
 
 fn percentiles(latencies_ns: &mut [f64]) -> Percentiles {

@@ -98,9 +98,26 @@ pub struct McpConnection {
     _group: Group,
 }
 
+/// What a server gets of spool's environment: what a program needs to run
+/// (as Codex passes on), never the rest, which holds API keys and tokens a
+/// third-party server has no business seeing. Its section's `env` adds to
+/// it.
+const PASSED_ON: &[&str] = &[
+    "HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ",
+];
+
+fn passed_on() -> impl Iterator<Item = (&'static str, std::ffi::OsString)> {
+    PASSED_ON
+        .iter()
+        .filter_map(|name| std::env::var_os(name).map(|value| (*name, value)))
+}
+
 /// The process group of a server (its leader's pid): killed, whole, when
 /// dropped. Killing only the leader would leave what the server started
-/// (`npx` starts `node`), and under the helper, the server itself.
+/// (`npx` starts `node`), and under the helper, the server itself. (A
+/// group whose every process ended long before could in principle see
+/// its id reused by a new group; sessions end promptly on close, which is
+/// when this runs in practice.)
 struct Group(Option<u32>);
 
 impl Drop for Group {
@@ -159,6 +176,8 @@ impl McpConnection {
         let mut child = tokio::process::Command::new(&argv[0]);
         child
             .args(&argv[1..])
+            .env_clear()
+            .envs(passed_on())
             .envs(&config.env)
             .kill_on_drop(true)
             .process_group(0);

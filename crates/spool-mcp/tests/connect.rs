@@ -26,7 +26,7 @@ async fn a_server_starts_and_lists_its_tools_with_their_hints() {
         .await
         .unwrap();
     assert_eq!(connection.name(), "test");
-    assert_eq!(names(&connection), ["echo", "fail", "sleep"]);
+    assert_eq!(names(&connection), ["echo", "env", "fail", "sleep"]);
     let echo = connection
         .tools()
         .iter()
@@ -173,5 +173,31 @@ async fn tools_are_called_and_a_slow_one_times_out_without_ending_the_session() 
         matches!(unknown, McpCallError::Failed { .. }),
         "{unknown:?}"
     );
+    connection.close().await;
+}
+
+#[tokio::test]
+async fn a_server_sees_only_the_basic_environment_and_its_own_env() {
+    let mut config = test_server(&[]);
+    config
+        .env
+        .insert("SPOOL_MCP_GIVEN".to_owned(), "given".to_owned());
+    let connection = McpConnection::start("test", &config, None).await.unwrap();
+    let read = |name: &str| {
+        let args = serde_json::json!({"name": name}).as_object().cloned();
+        let connection = &connection;
+        async move {
+            let result = connection
+                .call_tool("env", args, Duration::from_secs(10))
+                .await
+                .unwrap();
+            result.content[0]["text"].as_str().unwrap().to_owned()
+        }
+    };
+    assert_eq!(read("SPOOL_MCP_GIVEN").await, "given");
+    assert_eq!(read("PATH").await, std::env::var("PATH").unwrap());
+    // Set for this test process by cargo, and not passed on.
+    assert!(std::env::var("CARGO_MANIFEST_DIR").is_ok());
+    assert_eq!(read("CARGO_MANIFEST_DIR").await, "unset");
     connection.close().await;
 }

@@ -1,5 +1,6 @@
 //! A small MCP server for spool's tests, on stdio: `echo` answers with its
-//! text, `fail` answers with an error result, `sleep` waits. With
+//! text, `fail` answers with an error result, `sleep` waits, `env` reads
+//! its environment. With
 //! `--exit-at-start` it exits before answering anything, saying so on
 //! stderr; with `--pid-file PATH` it writes its pid there first; with
 //! `--mute` it never answers (and never exits by itself).
@@ -12,6 +13,12 @@ use rmcp::{ErrorData, ServerHandler, ServiceExt, schemars, tool, tool_handler, t
 struct EchoArgs {
     /// What to answer with.
     text: String,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct EnvArgs {
+    /// The variable to read.
+    name: String,
 }
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -38,6 +45,11 @@ impl TestServer {
         Ok(CallToolResult::error(vec![ContentBlock::text(
             "this tool always fails",
         )]))
+    }
+
+    #[tool(description = "Answers with an environment variable's value, or `unset`")]
+    fn env(&self, Parameters(EnvArgs { name }): Parameters<EnvArgs>) -> String {
+        std::env::var(name).unwrap_or_else(|_| "unset".to_owned())
     }
 
     #[tool(description = "Waits, then answers")]

@@ -107,13 +107,7 @@ impl Writer {
                     plan.add(id, state, shape)?;
                 }
             }
-            let (notify_ids, notify_seqs): (Vec<&str>, Vec<i64>) = ids
-                .iter()
-                .filter_map(|&id| {
-                    let state = threads.get(id)?;
-                    Some((id.as_str(), crate::codec::sql_int(state.reducer.last_seq())))
-                })
-                .unzip();
+            let (notify_ids, notify_seqs) = last_seqs(ids, threads);
             let generations: Vec<i64> = ids
                 .iter()
                 .map(|&id| leases.get(id).copied().unwrap_or(-1))
@@ -190,6 +184,20 @@ pub(super) fn applied_commands<'a>(
         .collect()
 }
 
+/// [`NOTIFY`]'s threads and their last seqs, for the threads `written`.
+fn last_seqs<'a>(
+    written: &[&'a String],
+    threads: &HashMap<String, ThreadState>,
+) -> (Vec<&'a str>, Vec<i64>) {
+    written
+        .iter()
+        .filter_map(|&id| {
+            let state = threads.get(id)?;
+            Some((id.as_str(), crate::codec::sql_int(state.reducer.last_seq())))
+        })
+        .unzip()
+}
+
 /// [`NOTIFY`] on its own.
 pub(super) async fn notify(
     q: &CachedClient,
@@ -197,13 +205,7 @@ pub(super) async fn notify(
     written: &[&String],
     threads: &HashMap<String, ThreadState>,
 ) -> Result<(), StoreError> {
-    let (ids, seqs): (Vec<&str>, Vec<i64>) = written
-        .iter()
-        .filter_map(|id| {
-            let state = threads.get(id.as_str())?;
-            Some((id.as_str(), crate::codec::sql_int(state.reducer.last_seq())))
-        })
-        .unzip();
+    let (ids, seqs) = last_seqs(written, threads);
     if !ids.is_empty() {
         q.rows(NOTIFY, &[&me, &ids, &seqs]).await?;
     }
