@@ -291,6 +291,8 @@ struct Tmux {
     screen: String,
     /// Whether a failure message already showed the screen.
     reported: std::cell::Cell<bool>,
+    /// Whether the session exists: a later TUI is respawned in its pane.
+    started: bool,
 }
 
 impl Tmux {
@@ -300,6 +302,7 @@ impl Tmux {
             session: "codex".to_owned(),
             screen: String::new(),
             reported: std::cell::Cell::new(false),
+            started: false,
         }
     }
 
@@ -321,7 +324,6 @@ impl Tmux {
     /// prints how the TUI exited and keeps the pane, so a start-up error
     /// (printed after the TUI leaves its screen) can still be captured.
     async fn start_codex(&mut self, codex: &Path, home: &Path, cwd: &Path, addr: &str) {
-        let _ = self.tmux(&["kill-session", "-t", &self.session]).await;
         let script = format!(
             "{} --remote ws://{addr}; echo \"[codex exited: $?]\"; exec sleep 3600",
             shell_quote(&codex.display().to_string())
@@ -329,32 +331,28 @@ impl Tmux {
         let home_env = format!("HOME={}", home.display());
         let codex_home_env = format!("CODEX_HOME={}", home.join(".codex").display());
         let cwd = cwd.display().to_string();
-        let out = self
-            .tmux(&[
-                "new-session",
-                "-d",
-                "-s",
-                &self.session,
-                "-x",
-                WIDTH,
-                "-y",
-                HEIGHT,
-                "-c",
-                &cwd,
-                "-e",
-                &home_env,
-                "-e",
-                &codex_home_env,
-                "sh",
-                "-c",
-                &script,
-            ])
-            .await;
+        let env = ["-c", &cwd, "-e", &home_env, "-e", &codex_home_env];
+        // A later TUI replaces the earlier one in the same pane. Killing the
+        // only session and creating another would race the tmux server's
+        // own exit (it quits when its last session ends), and the new
+        // session could reach a server already on its way out.
+        let mut args: Vec<&str> = if self.started {
+            vec!["respawn-pane", "-k", "-t", &self.session]
+        } else {
+            let session = ["new-session", "-d", "-s", &self.session];
+            let size = ["-x", WIDTH, "-y", HEIGHT];
+            session.into_iter().chain(size).collect()
+        };
+        args.extend(env);
+        args.extend(["sh", "-c", &script]);
+        let out = self.tmux(&args).await;
         assert!(
             out.status.success(),
-            "tmux new-session: {}",
+            "tmux {}: {}",
+            args[0],
             String::from_utf8_lossy(&out.stderr)
         );
+        self.started = true;
     }
 
     async fn capture(&mut self) -> String {
