@@ -54,6 +54,9 @@ fn graph_for(stem: &str) -> StaticAgentGraph {
         "minimal" => StaticAgentGraph::new([("assistant", vec!["shell"])]),
         "resume_pending_approval" => resume_graph(),
         "paused_previous_response_id" => StaticAgentGraph::new([("assistant", vec!["shell"])]),
+        "paused_mcp_approval" => {
+            StaticAgentGraph::new([("assistant", vec!["shell", "mcp__files__delete"])])
+        }
         other => panic!("fixture {other}.json has no graph in graph_for"),
     }
 }
@@ -361,7 +364,7 @@ fn every_negative_fixture_fails_typed_and_never_echoes_content() {
         let display = error.to_string();
         let debug = format!("{error:?}");
         assert!(
-            display.contains("supported RunState versions: 1.0, 1.1"),
+            display.contains("supported RunState versions: 1.0, 1.1, 1.2"),
             "{name}: {display}"
         );
 
@@ -398,16 +401,16 @@ fn negative_messages_read_well() {
     assert_eq!(
         message("future_version"),
         "RunState version 9.0 is not supported by this build (it is newer); \
-         supported RunState versions: 1.0, 1.1"
+         supported RunState versions: 1.0, 1.1, 1.2"
     );
     assert_eq!(
         message("wrong_field_type"),
         "RunState 1.0 field `calls[0].executed` has the wrong type \
-         (expected a boolean, found a string); supported RunState versions: 1.0, 1.1"
+         (expected a boolean, found a string); supported RunState versions: 1.0, 1.1, 1.2"
     );
     assert_eq!(
         message("bad_version_format"),
         "RunState `$schemaVersion` must be a string of the form MAJOR.MINOR, \
-         found a string that is not MAJOR.MINOR; supported RunState versions: 1.0, 1.1"
+         found a string that is not MAJOR.MINOR; supported RunState versions: 1.0, 1.1, 1.2"
     );
 }

@@ -246,7 +246,7 @@ proptest! {
             let debug = format!("{error:?}");
             prop_assert!(!display.contains(SECRET), "{}", display);
             prop_assert!(!debug.contains(SECRET), "{}", debug);
-            prop_assert!(display.contains("supported RunState versions: 1.0, 1.1"), "{}", display);
+            prop_assert!(display.contains("supported RunState versions: 1.0, 1.1, 1.2"), "{}", display);
         }
     }
 }

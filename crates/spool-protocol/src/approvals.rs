@@ -287,6 +287,8 @@ pub enum ServerRequest {
     FileChangeRequestApproval(FileChangeRequestApprovalParams),
     #[serde(rename = "item/tool/call")]
     DynamicToolCall(DynamicToolCallParams),
+    #[serde(rename = "mcpServer/elicitation/request")]
+    McpServerElicitation(crate::McpServerElicitationRequestParams),
 }
 
 impl ServerRequest {
@@ -297,6 +299,7 @@ impl ServerRequest {
             }
             ServerRequest::FileChangeRequestApproval(_) => "item/fileChange/requestApproval",
             ServerRequest::DynamicToolCall(_) => "item/tool/call",
+            ServerRequest::McpServerElicitation(_) => "mcpServer/elicitation/request",
         }
     }
 
@@ -305,6 +308,7 @@ impl ServerRequest {
             ServerRequest::CommandExecutionRequestApproval(p) => &p.thread_id,
             ServerRequest::FileChangeRequestApproval(p) => &p.thread_id,
             ServerRequest::DynamicToolCall(p) => &p.thread_id,
+            ServerRequest::McpServerElicitation(p) => &p.thread_id,
         }
     }
 
@@ -313,6 +317,28 @@ impl ServerRequest {
             ServerRequest::CommandExecutionRequestApproval(p) => &p.turn_id,
             ServerRequest::FileChangeRequestApproval(p) => &p.turn_id,
             ServerRequest::DynamicToolCall(p) => &p.turn_id,
+            ServerRequest::McpServerElicitation(p) => p.turn_id.as_deref().unwrap_or_default(),
+        }
+    }
+
+    /// `value` as the answer this request expects. Answers are untagged on
+    /// the wire, and some shapes fit two kinds (a file change answer,
+    /// `{"decision": "accept"}`, is also a command answer): read without
+    /// their request they could come back as the wrong kind.
+    pub fn answer_from(&self, value: Value) -> Result<ServerRequestAnswer, serde_json::Error> {
+        match self {
+            ServerRequest::CommandExecutionRequestApproval(_) => {
+                serde_json::from_value(value).map(ServerRequestAnswer::CommandExecution)
+            }
+            ServerRequest::FileChangeRequestApproval(_) => {
+                serde_json::from_value(value).map(ServerRequestAnswer::FileChange)
+            }
+            ServerRequest::DynamicToolCall(_) => {
+                serde_json::from_value(value).map(ServerRequestAnswer::DynamicToolCall)
+            }
+            ServerRequest::McpServerElicitation(_) => {
+                serde_json::from_value(value).map(ServerRequestAnswer::McpServerElicitation)
+            }
         }
     }
 
@@ -338,6 +364,9 @@ impl ServerRequest {
                     success: false,
                 })
             }
+            ServerRequest::McpServerElicitation(_) => ServerRequestAnswer::McpServerElicitation(
+                crate::McpServerElicitationRequestResponse::decline(),
+            ),
         }
     }
 
@@ -348,20 +377,10 @@ impl ServerRequest {
         let started = match self {
             ServerRequest::CommandExecutionRequestApproval(p) => &mut p.started_at_ms,
             ServerRequest::FileChangeRequestApproval(p) => &mut p.started_at_ms,
-            ServerRequest::DynamicToolCall(_) => return,
+            ServerRequest::DynamicToolCall(_) | ServerRequest::McpServerElicitation(_) => return,
         };
         if *started == 0 {
             *started = at_ms;
-        }
-    }
-
-    /// The item the request is about (a dynamic tool call's item id is its
-    /// call id).
-    pub fn item_id(&self) -> &str {
-        match self {
-            ServerRequest::CommandExecutionRequestApproval(p) => &p.item_id,
-            ServerRequest::FileChangeRequestApproval(p) => &p.item_id,
-            ServerRequest::DynamicToolCall(p) => &p.call_id,
         }
     }
 }
@@ -373,6 +392,7 @@ pub enum ServerRequestAnswer {
     CommandExecution(CommandExecutionRequestApprovalResponse),
     FileChange(FileChangeRequestApprovalResponse),
     DynamicToolCall(DynamicToolCallResponse),
+    McpServerElicitation(crate::McpServerElicitationRequestResponse),
 }
 
 #[cfg(test)]

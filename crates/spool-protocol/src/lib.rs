@@ -10,6 +10,7 @@
 
 pub mod approvals;
 pub mod client_requests;
+pub mod elicitation;
 pub mod envelope;
 pub mod event;
 pub mod items;
@@ -22,6 +23,7 @@ pub mod user_input;
 
 pub use approvals::*;
 pub use client_requests::*;
+pub use elicitation::*;
 pub use envelope::{Audience, ItemEnvelope, ItemStatus, Provenance, WorkPhase};
 pub use event::{EventPayload, ThreadEvent};
 pub use items::*;

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use spool_core::run_state::{AgentGraph, AgentKey, ToolKey};
 use spool_model::ToolSpec;
 use spool_tools::function::FunctionTool;
+use spool_tools::mcp::{MODEL_NAME_PREFIX, McpToolbox};
 use spool_tools::policy::{ApprovalPolicy, SandboxMode};
 
 /// One agent. Cheap to clone: handoff targets are shared.
@@ -37,6 +38,9 @@ pub struct Agent {
     /// Environment variables that are secrets whatever their names (the
     /// provider's key variable): never given to commands.
     pub env_secrets: Vec<String>,
+    /// The MCP servers whose tools the agent may call (`mcpToolCall`
+    /// items), listed before each model call.
+    pub mcp: Option<Arc<dyn McpToolbox>>,
 }
 
 /// The parts of a sandbox policy beyond its mode (Codex's
@@ -85,6 +89,7 @@ impl Agent {
             sandbox_options: SandboxOptions::default(),
             env_pass_through: Vec::new(),
             env_secrets: Vec::new(),
+            mcp: None,
         }
     }
 
@@ -130,6 +135,7 @@ impl std::fmt::Debug for Agent {
             .field("approval_policy", &self.approval_policy)
             .field("sandbox", &self.sandbox)
             .field("confinement", &self.confinement)
+            .field("mcp", &self.mcp.is_some())
             .finish()
     }
 }
@@ -362,6 +368,9 @@ impl AgentGraph for AgentSet {
             return false;
         };
         agent.tools.iter().any(|tool| tool.name() == key.name)
+            // MCP tools are listed at each step; a call to one that is
+            // gone by then is told so when it is filed.
+            || (agent.mcp.is_some() && key.name.starts_with(MODEL_NAME_PREFIX))
             || agent.handoffs.iter().any(|target| {
                 self.key_of(target)
                     .is_some_and(|k| AgentSet::handoff_tool_name(k) == key.name)

@@ -33,7 +33,7 @@ async fn an_exported_state_resumes_and_a_changed_graph_is_refused() {
     assert_eq!(paused.status, RunStatus::Paused);
     let exported = paused.to_state();
     assert!(
-        exported.starts_with("{\n  \"$schemaVersion\": \"1.1\""),
+        exported.starts_with("{\n  \"$schemaVersion\": \"1.2\""),
         "{exported}"
     );
     let request = paused.interruptions()[0].request_id.clone();

@@ -11,17 +11,7 @@ pub(crate) fn answer_of(
     request: &ServerRequest,
     value: Value,
 ) -> Result<ServerRequestAnswer, serde_json::Error> {
-    match request {
-        ServerRequest::CommandExecutionRequestApproval(_) => {
-            serde_json::from_value(value).map(ServerRequestAnswer::CommandExecution)
-        }
-        ServerRequest::FileChangeRequestApproval(_) => {
-            serde_json::from_value(value).map(ServerRequestAnswer::FileChange)
-        }
-        ServerRequest::DynamicToolCall(_) => {
-            serde_json::from_value(value).map(ServerRequestAnswer::DynamicToolCall)
-        }
-    }
+    request.answer_from(value)
 }
 
 /// The answers `request` takes, for the client told its answer was not one.
@@ -37,6 +27,10 @@ pub(crate) fn valid_answers(request: &ServerRequest) -> &'static str {
              \"cancel\""
         }
         ServerRequest::DynamicToolCall(_) => "{\"contentItems\": [...], \"success\": true|false}",
+        ServerRequest::McpServerElicitation(_) => {
+            "{\"action\": A} with A one of \"accept\", \"decline\", \"cancel\" (and for a tool \
+             approval, \"_meta\": {\"persist\": \"session\"} to allow it for the session)"
+        }
     }
 }
 

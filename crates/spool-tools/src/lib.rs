@@ -1,7 +1,8 @@
 //! The tools an agent can call: shell commands, file patches, in-process
-//! function tools, and the approval rules that decide which calls need a
-//! person. Each tool is a library with no knowledge of the store or the
-//! turn loop; the runtime turns what they report into items.
+//! function tools, MCP tools (the interface to them), and the approval
+//! rules that decide which calls need a person. Each tool is a library
+//! with no knowledge of the store or the turn loop; the runtime turns
+//! what they report into items.
 
 // Code that ships never panics on an unwrap: every `expect` names the
 // invariant that makes it safe, and is allowed where it stands.
@@ -9,6 +10,7 @@
 
 pub mod apply_patch;
 pub mod function;
+pub mod mcp;
 pub mod policy;
 pub mod review;
 pub mod sandbox;

@@ -86,6 +86,10 @@ fn what(request: &ServerRequest) -> String {
             p.grant_root.clone().unwrap_or_default()
         ),
         ServerRequest::DynamicToolCall(p) => format!("the client tool `{}`", p.tool),
+        ServerRequest::McpServerElicitation(p) => match p.approved_tool() {
+            Some(tool) => format!("the MCP tool `{tool}` of {}", p.server_name),
+            None => format!("a question of the MCP server {}", p.server_name),
+        },
     }
 }
 
@@ -123,7 +127,16 @@ fn prompt(request: &ServerRequest, changes: &[FileUpdateChange]) -> ServerReques
                 let _ = writeln!(stderr, "  … {} more lines", lines.len() - MAX_DIFF_LINES);
             }
         }
-        ServerRequest::DynamicToolCall(_) => return not_a_terminal(request),
+        ServerRequest::McpServerElicitation(p) if p.approved_tool().is_some() => {
+            let McpElicitation::Form { message, meta, .. } = &p.request;
+            let _ = writeln!(stderr, "\n{message}");
+            if let Some(arguments) = meta.as_ref().and_then(|m| m.get("tool_params")) {
+                let _ = writeln!(stderr, "  with {arguments}");
+            }
+        }
+        ServerRequest::DynamicToolCall(_) | ServerRequest::McpServerElicitation(_) => {
+            return not_a_terminal(request);
+        }
     }
     let stdin = std::io::stdin();
     loop {
@@ -175,6 +188,20 @@ fn answer(request: &ServerRequest, choice: Choice) -> ServerRequestAnswer {
                     Choice::Decline => FileChangeApprovalDecision::Decline,
                     Choice::Cancel => FileChangeApprovalDecision::Cancel,
                 },
+            })
+        }
+        ServerRequest::McpServerElicitation(_) => {
+            let action = match choice {
+                Choice::Accept | Choice::Session => McpServerElicitationAction::Accept,
+                Choice::Decline => McpServerElicitationAction::Decline,
+                Choice::Cancel => McpServerElicitationAction::Cancel,
+            };
+            let meta = matches!(choice, Choice::Session)
+                .then(|| serde_json::json!({"persist": "session"}));
+            ServerRequestAnswer::McpServerElicitation(McpServerElicitationRequestResponse {
+                action,
+                content: None,
+                meta,
             })
         }
         ServerRequest::DynamicToolCall(_) => request.refusal(NO_CLIENT),

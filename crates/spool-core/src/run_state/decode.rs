@@ -5,7 +5,7 @@ use serde_json::Value;
 use super::error::{RunStateError, json_type_name};
 use super::types::RunState;
 use super::version::{SCHEMA_VERSIONS, SchemaVersion, is_newer_than_supported};
-use super::{v1_0, v1_1, validate};
+use super::{v1_0, v1_1, v1_2, validate};
 
 const VERSION_KEY: &str = "$schemaVersion";
 
@@ -53,6 +53,7 @@ pub(crate) fn from_value(value: Value) -> Result<RunState, RunStateError> {
     let state = match (version.major, version.minor) {
         (1, 0) => v1_0::decode(shipped("1.0"), map)?,
         (1, 1) => v1_1::decode(shipped("1.1"), map)?,
+        (1, 2) => v1_2::decode(shipped("1.2"), map)?,
         _ => {
             return Err(RunStateError::UnsupportedVersion {
                 version: version.to_string(),
@@ -241,9 +242,9 @@ mod tests {
         assert!(error.contains("version 9.0 is not supported"), "{error}");
         let state: RunState = serde_json::from_value(minimal()).unwrap();
         assert_eq!(serde_json::to_value(&state).unwrap(), {
-            // A 1.0 snapshot is written back as 1.1 with 1.0's defaults.
+            // A 1.0 snapshot is written back as 1.2 with 1.0's defaults.
             let mut expected = minimal();
-            expected["$schemaVersion"] = "1.1".into();
+            expected["$schemaVersion"] = "1.2".into();
             expected["lastResponseId"] = Value::Null;
             expected["reasoningIds"] = "preserve".into();
             expected["history"] = Value::Null;

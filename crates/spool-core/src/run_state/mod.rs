@@ -11,7 +11,7 @@
 //!
 //! ```json
 //! {
-//!   "$schemaVersion": "1.1",
+//!   "$schemaVersion": "1.2",
 //!   "threadId": "...", "turnId": "...",
 //!   "currentAgent": { "name": "coder", "occurrence": 1 },
 //!   "step": 1, "maxTurns": 10, "lastResponseId": "resp_..." | null,
@@ -115,6 +115,7 @@ mod reader;
 mod types;
 mod v1_0;
 mod v1_1;
+mod v1_2;
 mod validate;
 mod version;
 

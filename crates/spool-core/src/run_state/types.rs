@@ -92,6 +92,8 @@ pub enum InterruptionKind {
     FileChange,
     DynamicToolCall,
     Network,
+    /// An MCP tool waiting for a person's approval.
+    McpToolCall,
 }
 
 /// A request still waiting for a person.

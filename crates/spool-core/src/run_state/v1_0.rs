@@ -19,17 +19,30 @@ use crate::llm::ReasoningIdPolicy;
 
 /// The interruption kinds 1.0 knows. Its own list, not the current enum's,
 /// so a kind added later is not silently accepted in a 1.0 snapshot.
-const KINDS: [(&str, InterruptionKind); 4] = [
+pub(crate) const KINDS: [(&str, InterruptionKind); 4] = [
     ("commandExecution", InterruptionKind::CommandExecution),
     ("fileChange", InterruptionKind::FileChange),
     ("dynamicToolCall", InterruptionKind::DynamicToolCall),
     ("network", InterruptionKind::Network),
 ];
-const KIND_NAMES: &str = "commandExecution, fileChange, dynamicToolCall, network";
+pub(crate) const KIND_NAMES: &str = "commandExecution, fileChange, dynamicToolCall, network";
+
+/// The interruption kinds a version reads, and their names for errors.
+pub(crate) type Kinds<'k> = (&'k [(&'static str, InterruptionKind)], &'static str);
 
 pub(crate) fn decode(
     version: &'static str,
     map: &Map<String, Value>,
+) -> Result<RunState, RunStateError> {
+    decode_with(version, map, (&KINDS, KIND_NAMES))
+}
+
+/// 1.0's fields, with the interruption kinds of a later version (which
+/// may know more of them).
+pub(crate) fn decode_with(
+    version: &'static str,
+    map: &Map<String, Value>,
+    kinds: Kinds<'_>,
 ) -> Result<RunState, RunStateError> {
     let root = Obj::root(version, map);
     Ok(RunState {
@@ -43,7 +56,7 @@ pub(crate) fn decode(
         input: each(&root, "input", input_item)?,
         calls: each(&root, "calls", call)?,
         approvals: each(&root, "approvals", approval)?,
-        interruptions: each(&root, "interruptions", interruption)?,
+        interruptions: each(&root, "interruptions", |elem| interruption(elem, kinds))?,
         // 1.0 had neither: ids were kept and spool replayed its log.
         reasoning_ids: ReasoningIdPolicy::Preserve,
         history: None,
@@ -101,14 +114,14 @@ fn approval(elem: &Elem<'_>) -> Result<ApprovalRecord, RunStateError> {
     })
 }
 
-fn interruption(elem: &Elem<'_>) -> Result<Interruption, RunStateError> {
+fn interruption(elem: &Elem<'_>, (kinds, names): Kinds<'_>) -> Result<Interruption, RunStateError> {
     let obj = Obj::from_elem(elem)?;
     Ok(Interruption {
         request_id: obj.string("requestId")?,
         call_id: obj.string("callId")?,
         tool: tool_key(&obj.object("tool")?)?,
         item_id: obj.string("itemId")?,
-        kind: obj.one_of("kind", &KINDS, KIND_NAMES)?,
+        kind: obj.one_of("kind", kinds, names)?,
         summary: obj.string("summary")?,
     })
 }

@@ -39,7 +39,16 @@ pub(crate) fn decode(
     version: &'static str,
     map: &Map<String, Value>,
 ) -> Result<RunState, RunStateError> {
-    let mut state = v1_0::decode(version, map)?;
+    decode_with(version, map, (&v1_0::KINDS, v1_0::KIND_NAMES))
+}
+
+/// 1.1's fields, with the interruption kinds of a later version.
+pub(crate) fn decode_with(
+    version: &'static str,
+    map: &Map<String, Value>,
+    kinds: v1_0::Kinds<'_>,
+) -> Result<RunState, RunStateError> {
+    let mut state = v1_0::decode_with(version, map, kinds)?;
     let root = Obj::root(version, map);
     state.reasoning_ids = root.one_of("reasoningIds", &POLICIES, POLICY_NAMES)?;
     state.history = root

@@ -8,7 +8,7 @@ use std::cmp::Ordering;
 use std::fmt;
 
 /// The version [`RunState::to_json`](super::RunState::to_json) writes.
-pub const CURRENT_SCHEMA_VERSION: &str = "1.1";
+pub const CURRENT_SCHEMA_VERSION: &str = "1.2";
 
 /// Every version this build reads, each with a one-line summary of what it
 /// added. Reading an older entry is a migration to the current struct (one
@@ -25,6 +25,10 @@ pub const SCHEMA_VERSIONS: &[(&str, &str)] = &[
         "1.1",
         "the reasoning-id policy (`reasoningIds`) and a provider-held history \
          (`history`: mode, tracker cursor, conversation id)",
+    ),
+    (
+        "1.2",
+        "the interruption kind `mcpToolCall` (an MCP tool waiting for approval)",
     ),
 ];
 

@@ -62,6 +62,9 @@ pub(crate) struct Run<'r, S> {
     /// A compaction inside this turn failed: the turn goes on without
     /// trying again.
     pub compaction_failed: bool,
+    /// The MCP tools offered at the last model call: the calls of its
+    /// response are checked against them.
+    pub mcp_tools: Vec<spool_tools::mcp::McpToolInfo>,
 }
 
 /// What a turn opens with.
@@ -182,6 +185,7 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
             held: Vec::new(),
             context_tokens: None,
             compaction_failed: false,
+            mcp_tools: Vec::new(),
         })
     }
 
@@ -252,6 +256,21 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
                     parameters: serde_json::json!({"type": "object", "properties": {}}),
                 });
             }
+        }
+        if let Some(toolbox) = &self.agent.mcp {
+            // Listed at every step: a server that started, restarted or
+            // changed its tools since is seen at once.
+            match toolbox.tools().await {
+                Ok(offered) => self.mcp_tools = offered,
+                Err(message) => return Ok(StepEnd::Failed(TurnError::new(message, None))),
+            }
+            tools.extend(self.mcp_tools.iter().map(|tool| spool_model::ToolSpec {
+                name: tool.model_name(),
+                description: tool.description.clone().unwrap_or_else(|| {
+                    format!("The tool {} of the MCP server {}.", tool.tool, tool.server)
+                }),
+                parameters: tool.input_schema.clone(),
+            }));
         }
         let mut request = ModelRequest {
             model: self.agent.model.model.clone(),
@@ -394,7 +413,7 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
         let mut out = std::mem::take(&mut self.held);
         let mut filed_calls = Vec::new();
         for call in calls {
-            let prepared = prepare(&call, &self.agent, &self.agents);
+            let prepared = prepare(&call, &self.agent, &self.agents, &self.mcp_tools);
             let filed = file_call(
                 call,
                 prepared,

@@ -181,6 +181,14 @@ pub(crate) async fn run_filed(
             appender.push(out)?;
             Ok(Ran::Done)
         }
+        Filed::Mcp {
+            open,
+            tool,
+            arguments,
+        } => {
+            super::mcp_call::run(open, &tool, arguments, agent, sink, appender).await?;
+            Ok(Ran::Done)
+        }
         // Run by the client: finished when its answer comes (see `requests.rs`).
         Filed::Dynamic { .. } | Filed::Done => Ok(Ran::Done),
     }
@@ -318,6 +326,7 @@ pub(crate) fn decline(
             }
             vec![sink.complete(open, ItemStatus::Declined)]
         }
+        Filed::Mcp { open, .. } => vec![super::mcp_call::declined(open, reason, sink)],
         Filed::Done => Vec::new(),
     }
 }

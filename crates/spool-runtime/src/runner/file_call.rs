@@ -21,6 +21,7 @@ use spool_core::run_state::{AgentKey, ToolKey};
 use spool_protocol::*;
 use spool_tools::apply_patch::{self, Patch};
 use spool_tools::function::FunctionTool;
+use spool_tools::mcp::McpToolInfo;
 use spool_tools::shell::{self, ShellCommand};
 
 use super::items::{ItemSink, OpenItem};
@@ -42,6 +43,10 @@ pub(crate) enum Prepared {
     Function(FunctionTool),
     Dynamic {
         tool: DynamicTool,
+        arguments: Value,
+    },
+    Mcp {
+        tool: McpToolInfo,
         arguments: Value,
     },
     Plan(String),
@@ -74,6 +79,11 @@ pub(crate) enum Filed {
         tool: DynamicTool,
         arguments: Value,
     },
+    Mcp {
+        open: OpenItem,
+        tool: McpToolInfo,
+        arguments: Value,
+    },
     /// Finished when filed (its events are already out).
     Done,
 }
@@ -87,8 +97,14 @@ pub(crate) struct FiledCall {
     pub handoff: Option<AgentKey>,
 }
 
-/// Checks a call's arguments against the tool it names.
-pub(crate) fn prepare(call: &ModelCall, agent: &Agent, agents: &AgentSet) -> Prepared {
+/// Checks a call's arguments against the tool it names (`mcp`: the MCP
+/// tools offered to the model for this step).
+pub(crate) fn prepare(
+    call: &ModelCall,
+    agent: &Agent,
+    agents: &AgentSet,
+    mcp: &[McpToolInfo],
+) -> Prepared {
     let tool = agent.tools.iter().find(|tool| tool.name() == call.name);
     let prepared = match tool {
         Some(Tool::Shell(settings)) => shell_command(&call.arguments, agent, settings).map(
@@ -119,10 +135,16 @@ pub(crate) fn prepare(call: &ModelCall, agent: &Agent, agents: &AgentSet) -> Pre
         }
         None => match handoff_target(&call.name, agent, agents) {
             Some((key, target)) => Ok(Prepared::Handoff(key, target)),
-            None => Err(format!(
-                "no tool named `{}` is available to this agent",
-                call.name
-            )),
+            None => match mcp.iter().find(|tool| tool.model_name() == call.name) {
+                Some(tool) => mcp_arguments(&call.arguments).map(|arguments| Prepared::Mcp {
+                    tool: tool.clone(),
+                    arguments,
+                }),
+                None => Err(format!(
+                    "no tool named `{}` is available to this agent",
+                    call.name
+                )),
+            },
         },
     };
     prepared.unwrap_or_else(Prepared::Invalid)
@@ -202,6 +224,32 @@ pub(crate) fn file_call(
             out.push(started);
             let id = open.id().to_owned();
             let filed = Filed::Dynamic {
+                open,
+                tool,
+                arguments,
+            };
+            (filed, id)
+        }
+        Prepared::Mcp { tool, arguments } => {
+            let item = ThreadItem::McpToolCall {
+                id: new_item_id(),
+                server: tool.server.clone(),
+                tool: tool.tool.clone(),
+                status: McpToolCallStatus::InProgress,
+                arguments: arguments.clone(),
+                app_context: None,
+                mcp_app_resource_uri: None,
+                mcp_app_ui: None,
+                plugin_id: None,
+                read_only_hint: tool.read_only,
+                result: None,
+                error: None,
+                duration_ms: None,
+            };
+            let (open, started) = sink.start(item, None, raw);
+            out.push(started);
+            let id = open.id().to_owned();
+            let filed = Filed::Mcp {
                 open,
                 tool,
                 arguments,
@@ -308,6 +356,15 @@ fn failed_call(
     out.push(started);
     out.push(sink.complete(open, ItemStatus::Failed));
     id
+}
+
+/// An MCP call's arguments: a JSON object (MCP takes nothing else).
+fn mcp_arguments(arguments: &str) -> Result<Value, String> {
+    match serde_json::from_str::<Value>(non_empty(arguments)) {
+        Ok(object @ Value::Object(_)) => Ok(object),
+        Ok(_) => Err("arguments must be a JSON object".to_owned()),
+        Err(e) => Err(format!("arguments are not JSON: {e}")),
+    }
 }
 
 fn non_empty(arguments: &str) -> &str {

@@ -25,6 +25,7 @@ mod file_call;
 mod history;
 mod input;
 mod items;
+mod mcp_call;
 mod requests;
 mod resume;
 mod review;

@@ -15,6 +15,7 @@ use std::pin::Pin;
 
 use spool_protocol::*;
 use spool_store::PendingRequest;
+use spool_tools::mcp::{McpApproval, McpToolInfo};
 use spool_tools::policy::{self, Grants, ToolRequest, Verdict};
 use spool_tools::shell;
 
@@ -115,6 +116,15 @@ pub(crate) fn gate(
         ),
         // The client runs its own tools and decides about them itself.
         Filed::Function { .. } | Filed::Done => Verdict::Run,
+        Filed::Mcp { tool, .. } => match mcp_asks(tool, agent, grants) {
+            true => Verdict::Ask {
+                reason: format!(
+                    "the MCP tool {} of {} may change things",
+                    tool.tool, tool.server
+                ),
+            },
+            false => Verdict::Run,
+        },
         Filed::Dynamic {
             tool, arguments, ..
         } => {
@@ -142,6 +152,33 @@ pub(crate) fn gate(
                 None => Gate::Run(false),
             }
         }
+    }
+}
+
+/// Whether a person is asked before an MCP tool runs. A server's (or a
+/// tool's) `approval` setting decides first; then the thread's policy,
+/// informed by the tool's hints as MCP defines them (a tool that does not
+/// say otherwise may write, and may destroy): `untrusted` asks for all but
+/// read-only tools, `on-request` for tools that may destroy, `on-failure`
+/// and `never` never ask (no sandbox confines an MCP server, so there is
+/// no failure to ask after). An `accept` for the session is not asked
+/// again.
+fn mcp_asks(tool: &McpToolInfo, agent: &Agent, grants: &Grants) -> bool {
+    if grants
+        .session
+        .is_mcp_tool_approved(&tool.server, &tool.tool)
+    {
+        return false;
+    }
+    let read_only = tool.read_only == Some(true);
+    match tool.approval {
+        Some(McpApproval::Always) => true,
+        Some(McpApproval::Never) => false,
+        None => match agent.approval_policy {
+            policy::ApprovalPolicy::Untrusted => !read_only,
+            policy::ApprovalPolicy::OnRequest => !read_only && tool.destructive != Some(false),
+            policy::ApprovalPolicy::OnFailure | policy::ApprovalPolicy::Never => false,
+        },
     }
 }
 
@@ -301,6 +338,16 @@ pub(crate) fn approval_request(
                 ),
             })
         }
+        Filed::Mcp {
+            tool, arguments, ..
+        } => ServerRequest::McpServerElicitation(McpServerElicitationRequestParams::tool_approval(
+            thread_id,
+            turn_id,
+            &tool.server,
+            &tool.tool,
+            tool.description.as_deref(),
+            arguments,
+        )),
         Filed::Function { .. } | Filed::Dynamic { .. } | Filed::Done => return None,
     };
     Some(new_request(request, &filed.item_id))
@@ -408,9 +455,25 @@ pub(crate) fn apply_answer(
             }
         }
         (
+            ServerRequest::McpServerElicitation(params),
+            ServerRequestAnswer::McpServerElicitation(response),
+        ) => {
+            if let (true, Some(tool)) = (response.for_session(), params.approved_tool()) {
+                grants.session.approve_mcp_tool(&params.server_name, tool);
+            }
+            AnswerEffect {
+                run: response.action == McpServerElicitationAction::Accept,
+                // As for a command: `cancel` stops the turn.
+                interrupt_turn: response.action == McpServerElicitationAction::Cancel,
+                new_rule: None,
+                dynamic: None,
+            }
+        }
+        (
             ServerRequest::CommandExecutionRequestApproval(_)
             | ServerRequest::FileChangeRequestApproval(_)
-            | ServerRequest::DynamicToolCall(_),
+            | ServerRequest::DynamicToolCall(_)
+            | ServerRequest::McpServerElicitation(_),
             _,
         ) => refuse,
     }
@@ -437,6 +500,7 @@ pub(crate) fn replay_session_grants(requests: &[PendingRequest], grants: &mut Gr
                 FileChangeApprovalDecision::AcceptForSession
             ),
             ServerRequestAnswer::DynamicToolCall(_) => false,
+            ServerRequestAnswer::McpServerElicitation(response) => response.for_session(),
         };
         if is_session {
             apply_answer(request, &answer, grants);
@@ -456,24 +520,11 @@ pub(crate) fn stored_answer(request: &PendingRequest) -> Option<ServerRequestAns
     )
 }
 
-/// An answer as the kind its request expects. `ServerRequestAnswer` is
-/// untagged, and a file change answer (`{"decision": "accept"}`) is also a
-/// valid command answer: parsed without its request, it would come back as
-/// the wrong kind, which `apply_answer` treats as a decline.
+/// An answer as the kind its request expects (see
+/// [`ServerRequest::answer_from`]).
 fn parse_answer(
     request: &PendingRequest,
     answer: &serde_json::Value,
 ) -> Option<ServerRequestAnswer> {
-    let answer = answer.clone();
-    match &request.request {
-        ServerRequest::CommandExecutionRequestApproval(_) => serde_json::from_value(answer)
-            .ok()
-            .map(ServerRequestAnswer::CommandExecution),
-        ServerRequest::FileChangeRequestApproval(_) => serde_json::from_value(answer)
-            .ok()
-            .map(ServerRequestAnswer::FileChange),
-        ServerRequest::DynamicToolCall(_) => serde_json::from_value(answer)
-            .ok()
-            .map(ServerRequestAnswer::DynamicToolCall),
-    }
+    request.request.answer_from(answer.clone()).ok()
 }

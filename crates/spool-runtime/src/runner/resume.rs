@@ -151,7 +151,14 @@ pub(crate) async fn reopen<'r, S: Store + Clone + 'static>(
             .get(&record.tool.agent)
             .cloned()
             .unwrap_or(agent.clone());
-        match refile(prepare(&call, &tool_agent, &agents), item) {
+        // A call to an MCP tool is checked against the tools offered now.
+        let mcp_tools = match &tool_agent.mcp {
+            Some(toolbox) if call.name.starts_with(spool_tools::mcp::MODEL_NAME_PREFIX) => {
+                toolbox.tools().await.unwrap_or_default()
+            }
+            _ => Vec::new(),
+        };
+        match refile(prepare(&call, &tool_agent, &agents, &mcp_tools), item) {
             Ok(filed) => waiting.push((
                 request,
                 FiledCall {
@@ -197,6 +204,7 @@ pub(crate) async fn reopen<'r, S: Store + Clone + 'static>(
         held: Vec::new(),
         context_tokens: None,
         compaction_failed: false,
+        mcp_tools: Vec::new(),
     })
 }
 
@@ -215,6 +223,11 @@ fn refile(prepared: Prepared, open: OpenItem) -> Result<Filed, Box<(OpenItem, St
         Prepared::Patch { patch, paths, .. } => Ok(Filed::Patch { open, patch, paths }),
         Prepared::Function(tool) => Ok(Filed::Function { open, tool }),
         Prepared::Dynamic { tool, arguments } => Ok(Filed::Dynamic {
+            open,
+            tool,
+            arguments,
+        }),
+        Prepared::Mcp { tool, arguments } => Ok(Filed::Mcp {
             open,
             tool,
             arguments,

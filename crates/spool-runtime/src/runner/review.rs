@@ -87,6 +87,8 @@ pub fn reviewer(agent: &Agent) -> Agent {
         sandbox_options: Default::default(),
         env_pass_through: agent.env_pass_through.clone(),
         env_secrets: agent.env_secrets.clone(),
+        // Reviews read; the thread's MCP tools could write.
+        mcp: None,
     }
 }
 

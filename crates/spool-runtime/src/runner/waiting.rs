@@ -192,6 +192,7 @@ impl<S: Store + Clone + 'static> Run<'_, S> {
             ServerRequest::DynamicToolCall(_) => {
                 serde_json::json!({"contentItems": [{"type": "inputText", "text": "cancelled"}], "success": false})
             }
+            ServerRequest::McpServerElicitation(_) => serde_json::json!({"action": "cancel"}),
         };
         // What was pushed before goes out before the resolution.
         self.appender.sync().await?;
@@ -233,6 +234,7 @@ fn interruption_kind(request: &ServerRequest) -> InterruptionKind {
         ServerRequest::CommandExecutionRequestApproval(_) => InterruptionKind::CommandExecution,
         ServerRequest::FileChangeRequestApproval(_) => InterruptionKind::FileChange,
         ServerRequest::DynamicToolCall(_) => InterruptionKind::DynamicToolCall,
+        ServerRequest::McpServerElicitation(_) => InterruptionKind::McpToolCall,
     }
 }
 
@@ -247,6 +249,11 @@ fn summary(request: &ServerRequest) -> String {
             params.grant_root.clone().unwrap_or_default()
         ),
         ServerRequest::DynamicToolCall(params) => format!("client tool {}", params.tool),
+        ServerRequest::McpServerElicitation(params) => format!(
+            "MCP tool {} of {}",
+            params.approved_tool().unwrap_or("?"),
+            params.server_name
+        ),
     }
 }
 

@@ -191,6 +191,8 @@ pub struct SessionApprovals {
     commands: HashSet<Vec<String>>,
     roots: Vec<PathBuf>,
     hosts: HashSet<String>,
+    /// MCP tools, as (server, tool).
+    mcp_tools: HashSet<(String, String)>,
 }
 
 impl SessionApprovals {
@@ -221,6 +223,15 @@ impl SessionApprovals {
 
     pub fn is_host_approved(&self, host: &str) -> bool {
         self.hosts.contains(&normalize_host(host))
+    }
+
+    pub fn approve_mcp_tool(&mut self, server: &str, tool: &str) {
+        self.mcp_tools.insert((server.to_owned(), tool.to_owned()));
+    }
+
+    pub fn is_mcp_tool_approved(&self, server: &str, tool: &str) -> bool {
+        self.mcp_tools
+            .contains(&(server.to_owned(), tool.to_owned()))
     }
 }
 

@@ -1,0 +1,193 @@
+//! Running an MCP tool call and finishing its `mcpToolCall` item.
+//!
+//! The call goes to the agent's toolbox; what the server reports on the
+//! way is logged as `item/mcpToolCall/progress` while it runs. The item
+//! always ends with one `item/completed` carrying `durationMs`: the
+//! content the tool answered in `result` (an answer the tool marks as an
+//! error also sets `error`), or, for a call with no answer (the server
+//! gone, the timeout passed), `error` alone. Either way the model is told
+//! (see the model view's tool conversion).
+
+use std::time::Instant;
+
+use serde_json::Value;
+use spool_protocol::*;
+use spool_store::{Appender, StoreError};
+use spool_tools::mcp::{McpProgress, McpToolInfo};
+
+use super::items::{ItemSink, OpenItem};
+use crate::agent::Agent;
+
+/// Calls the tool and logs its progress and its completion.
+pub(super) async fn run(
+    open: OpenItem,
+    tool: &McpToolInfo,
+    arguments: Value,
+    agent: &Agent,
+    sink: &ItemSink,
+    appender: &Appender,
+) -> Result<(), StoreError> {
+    let Some(toolbox) = &agent.mcp else {
+        let error = "this agent has no MCP servers".to_owned();
+        appender.push(vec![finish(open, Err(error), 0, sink)])?;
+        return Ok(());
+    };
+    let arguments = match arguments {
+        Value::Object(map) => Some(map),
+        _ => None,
+    };
+    let item_id = open.id().to_owned();
+    let push_error = std::sync::Mutex::new(None::<StoreError>);
+    let on_progress = |progress: McpProgress| {
+        let notification =
+            ServerNotification::McpToolCallProgress(McpToolCallProgressNotification {
+                thread_id: sink.thread_id.clone(),
+                turn_id: sink.turn_id.clone(),
+                item_id: item_id.clone(),
+                message: progress_message(&progress),
+            });
+        if let Err(error) = appender.push(vec![notification]) {
+            let mut slot = push_error
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            slot.get_or_insert(error);
+        }
+    };
+    let started = Instant::now();
+    let outcome = toolbox
+        .call(&tool.server, &tool.tool, arguments, &on_progress)
+        .await;
+    let duration = started.elapsed().as_millis() as i64;
+    if let Some(error) = push_error
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    {
+        return Err(error);
+    }
+    appender.push(vec![finish(open, outcome, duration, sink)])?;
+    Ok(())
+}
+
+/// The text of a progress report: its message, and how far along it is.
+fn progress_message(progress: &McpProgress) -> String {
+    let fraction = match progress.total {
+        Some(total) => format!("{}/{}", progress.progress, total),
+        None => progress.progress.to_string(),
+    };
+    match &progress.message {
+        Some(message) => format!("{message} ({fraction})"),
+        None => fraction,
+    }
+}
+
+fn finish(
+    mut open: OpenItem,
+    outcome: Result<spool_tools::mcp::McpOutcome, String>,
+    duration_ms: i64,
+    sink: &ItemSink,
+) -> ServerNotification {
+    let (status, new_result, new_error) = match outcome {
+        Ok(outcome) => {
+            let error = outcome.is_error.then(|| McpToolCallError {
+                message: error_text(&outcome.content),
+            });
+            let status = match outcome.is_error {
+                true => McpToolCallStatus::Failed,
+                false => McpToolCallStatus::Completed,
+            };
+            let result = McpToolCallResult {
+                content: outcome.content,
+                structured_content: outcome.structured_content,
+                meta: None,
+            };
+            (status, Some(Box::new(result)), error)
+        }
+        Err(message) => (
+            McpToolCallStatus::Failed,
+            None,
+            Some(McpToolCallError { message }),
+        ),
+    };
+    if let ThreadItem::McpToolCall {
+        status: s,
+        result,
+        error,
+        duration_ms: d,
+        ..
+    } = &mut open.item
+    {
+        *s = status;
+        *result = new_result;
+        *error = new_error;
+        *d = Some(duration_ms);
+    }
+    let envelope = match status {
+        McpToolCallStatus::Completed => ItemStatus::Completed,
+        McpToolCallStatus::Failed | McpToolCallStatus::InProgress => ItemStatus::Failed,
+    };
+    sink.complete(open, envelope)
+}
+
+/// What an error result says: its text blocks, joined.
+fn error_text(content: &[Value]) -> String {
+    let texts: Vec<&str> = content
+        .iter()
+        .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|block| block.get("text").and_then(Value::as_str))
+        .collect();
+    match texts.is_empty() {
+        true => "the tool reported an error".to_owned(),
+        false => texts.join("\n"),
+    }
+}
+
+/// The completion of a call that will not run (declined by a person, or
+/// refused by the policy with `reason`).
+pub(super) fn declined(
+    mut open: OpenItem,
+    reason: Option<String>,
+    sink: &ItemSink,
+) -> ServerNotification {
+    if let ThreadItem::McpToolCall {
+        status,
+        error,
+        duration_ms,
+        ..
+    } = &mut open.item
+    {
+        *status = McpToolCallStatus::Failed;
+        *error = Some(McpToolCallError {
+            message: reason.unwrap_or_else(|| "The user declined this tool call.".to_owned()),
+        });
+        *duration_ms = Some(0);
+    }
+    sink.complete(open, ItemStatus::Declined)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_reads_as_message_and_fraction() {
+        let at = |progress: f64, total: Option<f64>, message: Option<&str>| {
+            progress_message(&McpProgress {
+                progress,
+                total,
+                message: message.map(str::to_owned),
+            })
+        };
+        assert_eq!(at(2.0, Some(5.0), Some("step 2")), "step 2 (2/5)");
+        assert_eq!(at(0.5, None, None), "0.5");
+    }
+
+    #[test]
+    fn an_error_result_says_what_its_text_says() {
+        let content = vec![
+            serde_json::json!({"type": "text", "text": "no such file"}),
+            serde_json::json!({"type": "image", "data": "", "mimeType": "image/png"}),
+        ];
+        assert_eq!(error_text(&content), "no such file");
+        assert_eq!(error_text(&[]), "the tool reported an error");
+    }
+}
