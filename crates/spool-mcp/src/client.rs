@@ -1,17 +1,22 @@
-//! Starting an MCP server and asking for its tools.
+//! Starting an MCP server, asking for its tools and calling them.
 
-use std::process::Stdio;
-use std::sync::{Arc, Mutex, PoisonError};
+mod session;
+mod stdio;
+
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::TokioChildProcess;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, RequestId,
+    ServerResult,
+};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
+use rmcp::transport::Transport as RmcpTransport;
 
 use spool_tools::sandbox::Launcher;
 
+use self::session::{Session, Tap};
 use crate::config::{ConfigError, McpServerConfig, Transport};
 
 /// A tool a server offers, as the server names and describes it.
@@ -86,6 +91,24 @@ pub enum McpCallError {
         tool: String,
         reason: String,
     },
+    /// The connection ended during the call (the server exited, or
+    /// crashed): the call has no answer, and no later call on this
+    /// connection will have one.
+    #[error("MCP tool {server}/{tool}: the connection to the server closed: {reason}")]
+    Closed {
+        server: String,
+        tool: String,
+        reason: String,
+    },
+}
+
+/// A progress notification of a call in flight, as the server sent it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpProgress {
+    /// How far along: grows with each notification, total known or not.
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
 }
 
 /// A started server, initialized, with the tools it offers (those its
@@ -94,43 +117,11 @@ pub struct McpConnection {
     name: String,
     service: RunningService<RoleClient, ()>,
     tools: Vec<McpTool>,
+    session: Arc<Session>,
+    /// A child's stderr (none for a server reached over HTTP).
+    stderr: Option<stdio::StderrTail>,
     /// Dropped last: kills what the session's end did not.
-    _group: Group,
-}
-
-/// What a server gets of spool's environment: what a program needs to run
-/// (as Codex passes on), never the rest, which holds API keys and tokens a
-/// third-party server has no business seeing. Its section's `env` adds to
-/// it.
-const PASSED_ON: &[&str] = &[
-    "HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ",
-];
-
-fn passed_on() -> impl Iterator<Item = (&'static str, std::ffi::OsString)> {
-    PASSED_ON
-        .iter()
-        .filter_map(|name| std::env::var_os(name).map(|value| (*name, value)))
-}
-
-/// The process group of a server (its leader's pid): killed, whole, when
-/// dropped. Killing only the leader would leave what the server started
-/// (`npx` starts `node`), and under the helper, the server itself. (A
-/// group whose every process ended long before could in principle see
-/// its id reused by a new group; sessions end promptly on close, which is
-/// when this runs in practice.)
-struct Group(Option<u32>);
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        let Some(pid) = self.0.and_then(|pid| i32::try_from(pid).ok()) else {
-            return;
-        };
-        // Gone already (it exited, and was reaped) is fine.
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
+    _group: Option<stdio::Group>,
 }
 
 impl std::fmt::Debug for McpConnection {
@@ -157,60 +148,198 @@ impl McpConnection {
         launcher: Option<&Launcher>,
     ) -> Result<McpConnection, McpError> {
         let timeout = config.startup_timeout(name)?;
-        let command = match config.transport(name)? {
-            Transport::Stdio { command } => command,
-            Transport::Http { url } => {
-                return Err(McpError::HttpNotBuilt {
-                    name: name.to_owned(),
-                    url: url.to_owned(),
-                });
+        match config.transport(name)? {
+            Transport::Stdio { command } => {
+                let child = stdio::spawn(name, command, config, launcher)?;
+                let started = Started {
+                    stderr: Some(child.stderr),
+                    group: Some(child.group),
+                };
+                started
+                    .initialize(name, config, timeout, child.transport)
+                    .await
+            }
+            Transport::Http { url } => Err(McpError::HttpNotBuilt {
+                name: name.to_owned(),
+                url: url.to_owned(),
+            }),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The tools offered, in the server's order, as listed at start.
+    pub fn tools(&self) -> &[McpTool] {
+        &self.tools
+    }
+
+    /// Whether the server said its tools changed since they were listed
+    /// (`notifications/tools/list_changed`).
+    pub fn tools_changed(&self) -> bool {
+        self.session.tools_changed()
+    }
+
+    /// Whether the connection ended (the server exited, crashed or hung
+    /// up): every call from now on is [`McpCallError::Closed`].
+    pub fn is_closed(&self) -> bool {
+        self.session.is_closed() || self.service.is_transport_closed()
+    }
+
+    /// Calls `tool` (as the server names it) with `arguments`, waiting at
+    /// most `timeout`; past it, the request is cancelled (the server is
+    /// told) and the connection stays usable. The server's progress
+    /// notifications for the call go to `progress`, in the order it sent
+    /// them, each before the call returns. A call dropped before its answer
+    /// is cancelled too.
+    pub async fn call_tool(
+        &self,
+        tool: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+        timeout: Duration,
+        progress: &(dyn Fn(McpProgress) + Send + Sync),
+    ) -> Result<McpCallResult, McpCallError> {
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        if let Some(arguments) = arguments {
+            params = params.with_arguments(arguments);
+        }
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        // rmcp's own timeout: past it, it tells the server the request is
+        // cancelled and forgets it.
+        let options = PeerRequestOptions::with_timeout(timeout);
+        let handle = match self
+            .service
+            .send_request_with_option(request, options)
+            .await
+        {
+            Ok(handle) => handle,
+            Err(error) => return Err(self.call_error(tool, error).await),
+        };
+        let mut subscription = self.session.subscribe(handle.progress_token.clone());
+        let mut abandoned = Abandoned {
+            peer: self.service.peer(),
+            id: Some(handle.id.clone()),
+        };
+        let answer = handle.await_response();
+        tokio::pin!(answer);
+        let answer = loop {
+            tokio::select! {
+                // Progress first: what the server sent before its answer
+                // reaches the caller before the answer does.
+                biased;
+                Some(update) = subscription.receiver.recv() => progress(update),
+                answer = &mut answer => break answer,
             }
         };
-        let argv: Vec<String> = std::iter::once(command.to_owned())
-            .chain(config.args.iter().cloned())
-            .collect();
-        let argv = match launcher {
-            Some(launcher) => launcher.wrap_unconfined(&argv),
-            None => argv,
-        };
-        let mut child = tokio::process::Command::new(&argv[0]);
-        child
-            .args(&argv[1..])
-            .env_clear()
-            .envs(passed_on())
-            .envs(&config.env)
-            .kill_on_drop(true)
-            .process_group(0);
-        if let Some(cwd) = &config.cwd {
-            child.current_dir(cwd);
+        abandoned.id = None;
+        // Routed before the answer arrived (the tap routes as it reads),
+        // not yet handed on.
+        while let Ok(update) = subscription.receiver.try_recv() {
+            progress(update);
         }
-        let (transport, stderr) = TokioChildProcess::builder(child)
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|source| McpError::Spawn {
-                name: name.to_owned(),
-                command: command.to_owned(),
-                source,
+        let result = match answer {
+            Ok(ServerResult::CallToolResult(result)) => result,
+            // A tool may answer with nothing at all.
+            Ok(ServerResult::EmptyResult(_)) => Default::default(),
+            Ok(_) => {
+                return Err(self
+                    .call_error(tool, ServiceError::UnexpectedResponse)
+                    .await);
+            }
+            Err(error) => return Err(self.call_error(tool, error).await),
+        };
+        let content = result
+            .content
+            .iter()
+            .map(serde_json::to_value)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| McpCallError::Failed {
+                server: self.name.clone(),
+                tool: tool.to_owned(),
+                reason: format!("cannot read its content: {error}"),
             })?;
-        // From here on, dropping `group` kills the server's whole group.
-        let group = Group(transport.id());
-        // What the server writes on stderr goes to the log; its last line
-        // explains a failure.
-        let last_line = Arc::new(Mutex::new(None::<String>));
-        let reader = stderr.map(|stderr| {
-            let (server, last_line) = (name.to_owned(), last_line.clone());
-            tokio::spawn(async move {
-                let mut lines = BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    tracing::debug!(server = %server, "{line}");
-                    if !line.trim().is_empty() {
-                        *last_line.lock().unwrap_or_else(PoisonError::into_inner) = Some(line);
-                    }
+        Ok(McpCallResult {
+            content,
+            structured_content: result.structured_content,
+            is_error: result.is_error.unwrap_or(false),
+        })
+    }
+
+    /// Why a call has no result: a timeout, the connection's end, or what
+    /// the server or the transport said.
+    async fn call_error(&self, tool: &str, error: ServiceError) -> McpCallError {
+        let (server, tool) = (self.name.clone(), tool.to_owned());
+        // A message that could not be written once the transport ended
+        // failed for the same reason.
+        let closed = match &error {
+            ServiceError::TransportClosed => true,
+            ServiceError::TransportSend(_) => self.is_closed(),
+            _ => false,
+        };
+        match error {
+            ServiceError::Timeout { timeout } => McpCallError::Timeout {
+                server,
+                tool,
+                after: timeout,
+            },
+            _ if closed => {
+                let mut reason = "the server hung up (it exited?)".to_owned();
+                if let Some(stderr) = &self.stderr
+                    && let Some(line) = stderr.last_words().await
+                {
+                    reason.push_str("; it said: ");
+                    reason.push_str(&line);
                 }
-            })
-        });
+                McpCallError::Closed {
+                    server,
+                    tool,
+                    reason,
+                }
+            }
+            error => McpCallError::Failed {
+                server,
+                tool,
+                reason: error.to_string(),
+            },
+        }
+    }
+
+    /// Ends the session and the child.
+    pub async fn close(self) {
+        if let Err(error) = self.service.cancel().await {
+            tracing::debug!(server = %self.name, %error, "closing an MCP session");
+        }
+    }
+}
+
+/// A transport on its way to being a connection, and what the connection
+/// keeps of how it was started.
+struct Started {
+    stderr: Option<stdio::StderrTail>,
+    group: Option<stdio::Group>,
+}
+
+impl Started {
+    /// Initializes the session over `transport` and lists the tools, within
+    /// `timeout`.
+    async fn initialize<T>(
+        self,
+        name: &str,
+        config: &McpServerConfig,
+        timeout: Duration,
+        transport: T,
+    ) -> Result<McpConnection, McpError>
+    where
+        T: RmcpTransport<RoleClient> + 'static,
+    {
+        let session = Arc::new(Session::default());
+        let tap = Tap {
+            inner: transport,
+            session: session.clone(),
+        };
         let started = tokio::time::timeout(timeout, async {
-            let service = ().serve(transport).await.map_err(|e| ("initialize", e.to_string()))?;
+            let service = ().serve(tap).await.map_err(|e| ("initialize", e.to_string()))?;
             let listed = service
                 .list_all_tools()
                 .await
@@ -221,15 +350,10 @@ impl McpConnection {
         let (service, listed) = match started {
             Ok(Ok(started)) => started,
             failed => {
-                // The child's last words: what it wrote before its stderr
-                // closed, or within a moment.
-                if let Some(reader) = reader {
-                    let _ = tokio::time::timeout(Duration::from_millis(200), reader).await;
-                }
-                let stderr = last_line
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .clone();
+                let stderr = match &self.stderr {
+                    Some(stderr) => stderr.last_words().await,
+                    None => None,
+                };
                 let name = name.to_owned();
                 return Err(match failed {
                     Ok(Err((doing, reason))) => McpError::Protocol {
@@ -261,71 +385,33 @@ impl McpConnection {
             name: name.to_owned(),
             service,
             tools,
-            _group: group,
+            session,
+            stderr: self.stderr,
+            _group: self.group,
         })
     }
+}
 
-    pub fn name(&self) -> &str {
-        &self.name
-    }
+/// Tells the server a call is cancelled when the caller drops it before
+/// its answer (a turn interrupted): the server can stop working on it.
+struct Abandoned<'a> {
+    peer: &'a Peer<RoleClient>,
+    id: Option<RequestId>,
+}
 
-    /// The tools offered, in the server's order.
-    pub fn tools(&self) -> &[McpTool] {
-        &self.tools
-    }
-
-    /// Calls `tool` (as the server names it) with `arguments`, waiting at
-    /// most `timeout`; past it, the request is cancelled (the server is
-    /// told) and the connection stays usable.
-    pub async fn call_tool(
-        &self,
-        tool: &str,
-        arguments: Option<serde_json::Map<String, serde_json::Value>>,
-        timeout: Duration,
-    ) -> Result<McpCallResult, McpCallError> {
-        let mut params = CallToolRequestParams::new(tool.to_owned());
-        if let Some(arguments) = arguments {
-            params = params.with_arguments(arguments);
-        }
-        let called = tokio::time::timeout(timeout, self.service.call_tool(params)).await;
-        let result = match called {
-            Ok(Ok(result)) => result,
-            Ok(Err(error)) => {
-                return Err(McpCallError::Failed {
-                    server: self.name.clone(),
-                    tool: tool.to_owned(),
-                    reason: error.to_string(),
-                });
-            }
-            Err(_) => {
-                return Err(McpCallError::Timeout {
-                    server: self.name.clone(),
-                    tool: tool.to_owned(),
-                    after: timeout,
-                });
-            }
+impl Drop for Abandoned<'_> {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
         };
-        let content = result
-            .content
-            .iter()
-            .map(serde_json::to_value)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|error| McpCallError::Failed {
-                server: self.name.clone(),
-                tool: tool.to_owned(),
-                reason: format!("cannot read its content: {error}"),
-            })?;
-        Ok(McpCallResult {
-            content,
-            structured_content: result.structured_content,
-            is_error: result.is_error.unwrap_or(false),
-        })
-    }
-
-    /// Ends the session and the child.
-    pub async fn close(self) {
-        if let Err(error) = self.service.cancel().await {
-            tracing::debug!(server = %self.name, %error, "closing an MCP session");
-        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        runtime.spawn(async move {
+            let reason = "the caller abandoned the call".to_owned();
+            let cancelled = CancelledNotificationParam::new(Some(id), Some(reason));
+            let _ = peer.notify_cancelled(cancelled).await;
+        });
     }
 }

@@ -15,7 +15,7 @@
 mod client;
 mod config;
 
-pub use client::{McpCallError, McpCallResult, McpConnection, McpError, McpTool};
+pub use client::{McpCallError, McpCallResult, McpConnection, McpError, McpProgress, McpTool};
 pub use config::{
     ConfigError, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpServerConfig, Transport,
 };

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use spool_mcp::{McpCallError, McpConnection, McpError, McpServerConfig};
+use spool_mcp::{McpCallError, McpConnection, McpError, McpProgress, McpServerConfig};
 
 fn test_server(args: &[&str]) -> McpServerConfig {
     McpServerConfig {
@@ -12,6 +12,12 @@ fn test_server(args: &[&str]) -> McpServerConfig {
         enabled: true,
         ..McpServerConfig::default()
     }
+}
+
+fn no_progress(_: McpProgress) {}
+
+fn args(value: serde_json::Value) -> Option<serde_json::Map<String, serde_json::Value>> {
+    value.as_object().cloned()
 }
 
 fn names(connection: &McpConnection) -> Vec<&str> {
@@ -123,11 +129,15 @@ async fn tools_are_called_and_a_slow_one_times_out_without_ending_the_session() 
     let connection = McpConnection::start("test", &test_server(&[]), None)
         .await
         .unwrap();
-    let args = |value: serde_json::Value| value.as_object().cloned();
     let wait = Duration::from_secs(10);
 
     let echoed = connection
-        .call_tool("echo", args(serde_json::json!({"text": "hello"})), wait)
+        .call_tool(
+            "echo",
+            args(serde_json::json!({"text": "hello"})),
+            wait,
+            &no_progress,
+        )
         .await
         .unwrap();
     assert!(!echoed.is_error);
@@ -136,7 +146,10 @@ async fn tools_are_called_and_a_slow_one_times_out_without_ending_the_session() 
         [serde_json::json!({"type": "text", "text": "hello"})]
     );
 
-    let failed = connection.call_tool("fail", None, wait).await.unwrap();
+    let failed = connection
+        .call_tool("fail", None, wait, &no_progress)
+        .await
+        .unwrap();
     assert!(failed.is_error, "an error result is a result, marked");
     assert_eq!(failed.content[0]["text"], "this tool always fails");
 
@@ -145,6 +158,7 @@ async fn tools_are_called_and_a_slow_one_times_out_without_ending_the_session() 
             "sleep",
             args(serde_json::json!({"ms": 5_000})),
             Duration::from_millis(200),
+            &no_progress,
         )
         .await
         .unwrap_err();
@@ -160,13 +174,14 @@ async fn tools_are_called_and_a_slow_one_times_out_without_ending_the_session() 
             "echo",
             args(serde_json::json!({"text": "still here"})),
             wait,
+            &no_progress,
         )
         .await
         .unwrap();
     assert_eq!(again.content[0]["text"], "still here");
 
     let unknown = connection
-        .call_tool("no_such_tool", None, wait)
+        .call_tool("no_such_tool", None, wait, &no_progress)
         .await
         .unwrap_err();
     assert!(
@@ -188,7 +203,7 @@ async fn a_server_sees_only_the_basic_environment_and_its_own_env() {
         let connection = &connection;
         async move {
             let result = connection
-                .call_tool("env", args, Duration::from_secs(10))
+                .call_tool("env", args, Duration::from_secs(10), &no_progress)
                 .await
                 .unwrap();
             result.content[0]["text"].as_str().unwrap().to_owned()
