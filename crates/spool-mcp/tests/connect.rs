@@ -1,6 +1,7 @@
 //! Starting real MCP servers (child processes on stdio) and listing their
 //! tools: the test server of this crate, and children that fail.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use spool_mcp::{McpCallError, McpConnection, McpError, McpProgress, McpServerConfig};
@@ -32,7 +33,10 @@ async fn a_server_starts_and_lists_its_tools_with_their_hints() {
         .await
         .unwrap();
     assert_eq!(connection.name(), "test");
-    assert_eq!(names(&connection), ["echo", "env", "fail", "sleep"]);
+    assert_eq!(
+        names(&connection),
+        ["crash", "echo", "env", "fail", "progress", "sleep"]
+    );
     let echo = connection
         .tools()
         .iter()
@@ -214,5 +218,104 @@ async fn a_server_sees_only_the_basic_environment_and_its_own_env() {
     // Set for this test process by cargo, and not passed on.
     assert!(std::env::var("CARGO_MANIFEST_DIR").is_ok());
     assert_eq!(read("CARGO_MANIFEST_DIR").await, "unset");
+    connection.close().await;
+}
+
+/// A call's progress, as `progress` with `steps` reports it.
+fn steps(steps: u32) -> Vec<McpProgress> {
+    (1..=steps)
+        .map(|step| McpProgress {
+            progress: f64::from(step),
+            total: Some(f64::from(steps)),
+            message: Some(format!("step {step}")),
+        })
+        .collect()
+}
+
+/// Calls `progress` with `n` steps: its answer, and the progress seen
+/// before the call returned.
+async fn call_progress(connection: &McpConnection, n: u32) -> (String, Vec<McpProgress>) {
+    let seen = Mutex::new(Vec::new());
+    let result = connection
+        .call_tool(
+            "progress",
+            args(serde_json::json!({"steps": n})),
+            Duration::from_secs(10),
+            &|update| seen.lock().unwrap().push(update),
+        )
+        .await
+        .unwrap();
+    let text = result.content[0]["text"].as_str().unwrap().to_owned();
+    (text, seen.into_inner().unwrap())
+}
+
+// On several worker threads, as spool runs: rmcp's notification handlers
+// run in tasks of their own there, in any order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_reaches_the_caller_in_order_before_the_answer() {
+    let connection = McpConnection::start("test", &test_server(&[]), None)
+        .await
+        .unwrap();
+    let (text, seen) = call_progress(&connection, 50).await;
+    assert_eq!(text, "done");
+    assert_eq!(seen, steps(50));
+    // Each call gets its own progress only, also when two run at once.
+    let ((a, seen_a), (b, seen_b)) =
+        tokio::join!(call_progress(&connection, 3), call_progress(&connection, 7));
+    assert_eq!((a.as_str(), b.as_str()), ("done", "done"));
+    assert_eq!(seen_a, steps(3));
+    assert_eq!(seen_b, steps(7));
+    connection.close().await;
+}
+
+#[tokio::test]
+async fn a_server_that_crashes_mid_call_closes_the_connection_with_its_last_words() {
+    let connection = McpConnection::start("test", &test_server(&[]), None)
+        .await
+        .unwrap();
+    assert!(!connection.is_closed());
+    let error = connection
+        .call_tool("crash", None, Duration::from_secs(10), &no_progress)
+        .await
+        .unwrap_err();
+    let McpCallError::Closed { tool, reason, .. } = &error else {
+        panic!("not Closed: {error:?}");
+    };
+    assert_eq!(tool, "crash");
+    assert!(
+        reason.contains("test server: crashing in the middle of a call, as asked"),
+        "{error}"
+    );
+    assert!(connection.is_closed());
+    // Every later call is refused the same way, not left waiting.
+    let later = connection
+        .call_tool(
+            "echo",
+            args(serde_json::json!({"text": "anyone?"})),
+            Duration::from_secs(10),
+            &no_progress,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(later, McpCallError::Closed { .. }), "{later:?}");
+}
+
+#[tokio::test]
+async fn a_server_that_says_its_tools_changed_is_noted() {
+    let connection = McpConnection::start("test", &test_server(&["--list-changed"]), None)
+        .await
+        .unwrap();
+    assert!(!connection.tools_changed());
+    // `echo` says so before it answers: noted by the time the answer is.
+    connection
+        .call_tool(
+            "echo",
+            args(serde_json::json!({"text": "hi"})),
+            Duration::from_secs(10),
+            &no_progress,
+        )
+        .await
+        .unwrap();
+    assert!(connection.tools_changed());
     connection.close().await;
 }

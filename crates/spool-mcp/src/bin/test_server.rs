@@ -1,12 +1,19 @@
 //! A small MCP server for spool's tests, on stdio: `echo` answers with its
 //! text, `fail` answers with an error result, `sleep` waits, `env` reads
-//! its environment. With
+//! its environment, `progress` reports its steps before answering, `crash`
+//! exits in the middle of its call (code 3, saying so on stderr). With
+//! `--list-changed`, `echo` says the server's tools changed before it
+//! answers. With
 //! `--exit-at-start` it exits before answering anything, saying so on
 //! stderr; with `--pid-file PATH` it writes its pid there first; with
 //! `--mute` it never answers (and never exits by itself).
 
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
+use rmcp::model::{
+    CallToolResult, ContentBlock, ProgressNotificationParam, RequestMetaObject, ServerCapabilities,
+    ServerConfig,
+};
+use rmcp::service::{Peer, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -27,8 +34,17 @@ struct SleepArgs {
     ms: u64,
 }
 
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct ProgressArgs {
+    /// How many progress notifications to send.
+    steps: u32,
+}
+
 #[derive(Clone)]
-struct TestServer;
+struct TestServer {
+    /// `echo` sends `notifications/tools/list_changed` first.
+    list_changed: bool,
+}
 
 #[tool_router]
 impl TestServer {
@@ -36,8 +52,17 @@ impl TestServer {
         description = "Answers with the text it is given",
         annotations(read_only_hint = true)
     )]
-    fn echo(&self, Parameters(EchoArgs { text }): Parameters<EchoArgs>) -> String {
-        text
+    async fn echo(
+        &self,
+        Parameters(EchoArgs { text }): Parameters<EchoArgs>,
+        peer: Peer<RoleServer>,
+    ) -> Result<String, ErrorData> {
+        if self.list_changed {
+            peer.notify_tool_list_changed()
+                .await
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        }
+        Ok(text)
     }
 
     #[tool(description = "Always fails", annotations(destructive_hint = true))]
@@ -57,12 +82,44 @@ impl TestServer {
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
         format!("slept {ms} ms")
     }
+
+    #[tool(description = "Reports `steps` steps of progress, then answers `done`")]
+    async fn progress(
+        &self,
+        Parameters(ProgressArgs { steps }): Parameters<ProgressArgs>,
+        meta: RequestMetaObject,
+        peer: Peer<RoleServer>,
+    ) -> Result<String, ErrorData> {
+        let token = meta
+            .get_progress_token()
+            .ok_or_else(|| ErrorData::invalid_params("no progress token", None))?;
+        for step in 1..=steps {
+            let update = ProgressNotificationParam::new(token.clone(), f64::from(step))
+                .with_total(f64::from(steps))
+                .with_message(format!("step {step}"));
+            peer.notify_progress(update)
+                .await
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        }
+        Ok("done".to_owned())
+    }
+
+    #[tool(description = "Exits (code 3) in the middle of the call")]
+    fn crash(&self) -> String {
+        eprintln!("test server: crashing in the middle of a call, as asked");
+        std::process::exit(3)
+    }
 }
 
 #[tool_handler]
 impl ServerHandler for TestServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
     }
 }
 
@@ -82,7 +139,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         eprintln!("test server: exiting at start, as asked");
         std::process::exit(3);
     }
-    let server = TestServer;
+    let server = TestServer {
+        list_changed: args.iter().any(|a| a == "--list-changed"),
+    };
     let running = server.serve(rmcp::transport::stdio()).await?;
     running.waiting().await?;
     Ok(())
