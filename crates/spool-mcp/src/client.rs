@@ -1,5 +1,7 @@
 //! Starting an MCP server, asking for its tools and calling them.
 
+mod failure;
+mod http;
 mod session;
 mod stdio;
 
@@ -16,6 +18,7 @@ use rmcp::transport::Transport as RmcpTransport;
 
 use spool_tools::sandbox::Launcher;
 
+use self::failure::{Failure, describe, failure};
 use self::session::{Session, Tap};
 use crate::config::{ConfigError, McpServerConfig, Transport};
 
@@ -36,8 +39,20 @@ pub struct McpTool {
 pub enum McpError {
     #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("MCP server {name}: streamable HTTP ({url}) is not supported yet")]
-    HttpNotBuilt { name: String, url: String },
+    /// `bearer_token_env_var` names a variable that is not set (its value
+    /// is never part of an error).
+    #[error("MCP server {name}: bearer_token_env_var names {var}, which is not set (or is empty)")]
+    TokenUnset { name: String, var: String },
+    #[error("MCP server {name}: cannot make an HTTP client: {reason}")]
+    Http { name: String, reason: String },
+    /// The server answered 401 or 403: no token, or not one it accepts.
+    #[error("MCP server {name}: refused with HTTP {status}; {}", token_hint(.token_var))]
+    Unauthorized {
+        name: String,
+        status: u16,
+        /// `bearer_token_env_var`, when the section names one.
+        token_var: Option<String>,
+    },
     #[error("MCP server {name}: cannot start `{command}`: {source}")]
     Spawn {
         name: String,
@@ -57,6 +72,15 @@ pub enum McpError {
         after: Duration,
         stderr: Option<String>,
     },
+}
+
+fn token_hint(token_var: &Option<String>) -> String {
+    match token_var {
+        Some(var) => format!("the token in {var} was not accepted"),
+        None => {
+            "no token was sent (bearer_token_env_var names the variable holding one)".to_owned()
+        }
+    }
 }
 
 fn stderr_tail(stderr: &Option<String>) -> String {
@@ -91,9 +115,11 @@ pub enum McpCallError {
         tool: String,
         reason: String,
     },
-    /// The connection ended during the call (the server exited, or
-    /// crashed): the call has no answer, and no later call on this
-    /// connection will have one.
+    /// The connection ended during the call: the server exited or
+    /// crashed. Over stdio no later call on the connection will have an
+    /// answer either ([`McpConnection::is_closed`]); over HTTP it is the
+    /// call's response stream that broke off (and could not be resumed),
+    /// and a later call reaches whatever answers at the URL then.
     #[error("MCP tool {server}/{tool}: the connection to the server closed: {reason}")]
     Closed {
         server: String,
@@ -159,10 +185,14 @@ impl McpConnection {
                     .initialize(name, config, timeout, child.transport)
                     .await
             }
-            Transport::Http { url } => Err(McpError::HttpNotBuilt {
-                name: name.to_owned(),
-                url: url.to_owned(),
-            }),
+            Transport::Http { url } => {
+                let transport = http::transport(name, url, config)?;
+                let started = Started {
+                    stderr: None,
+                    group: None,
+                };
+                started.initialize(name, config, timeout, transport).await
+            }
         }
     }
 
@@ -181,8 +211,9 @@ impl McpConnection {
         self.session.tools_changed()
     }
 
-    /// Whether the connection ended (the server exited, crashed or hung
-    /// up): every call from now on is [`McpCallError::Closed`].
+    /// Whether the connection ended (a child that exited or crashed, an
+    /// HTTP transport that gave up): every call from now on is
+    /// [`McpCallError::Closed`].
     pub fn is_closed(&self) -> bool {
         self.session.is_closed() || self.service.is_transport_closed()
     }
@@ -300,7 +331,7 @@ impl McpConnection {
             error => McpCallError::Failed {
                 server,
                 tool,
-                reason: error.to_string(),
+                reason: describe(&error),
             },
         }
     }
@@ -339,12 +370,12 @@ impl Started {
             session: session.clone(),
         };
         let started = tokio::time::timeout(timeout, async {
-            let service = ().serve(tap).await.map_err(|e| ("initialize", e.to_string()))?;
+            let service = ().serve(tap).await.map_err(|e| failure("initialize", &e))?;
             let listed = service
                 .list_all_tools()
                 .await
-                .map_err(|e| ("tools/list", e.to_string()))?;
-            Ok::<_, (&'static str, String)>((service, listed))
+                .map_err(|e| failure("tools/list", &e))?;
+            Ok::<_, Failure>((service, listed))
         })
         .await;
         let (service, listed) = match started {
@@ -356,7 +387,15 @@ impl Started {
                 };
                 let name = name.to_owned();
                 return Err(match failed {
-                    Ok(Err((doing, reason))) => McpError::Protocol {
+                    Ok(Err(Failure {
+                        refused: Some(status),
+                        ..
+                    })) => McpError::Unauthorized {
+                        name,
+                        status,
+                        token_var: config.bearer_token_env_var.clone(),
+                    },
+                    Ok(Err(Failure { doing, reason, .. })) => McpError::Protocol {
                         name,
                         doing,
                         reason,

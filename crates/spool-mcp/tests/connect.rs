@@ -1,5 +1,6 @@
 //! Starting real MCP servers (child processes on stdio) and listing their
-//! tools: the test server of this crate, and children that fail.
+//! tools: the test server of this crate, and children that fail. Servers
+//! over HTTP are in `http.rs`.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -107,7 +108,7 @@ async fn a_server_that_never_answers_times_out() {
 }
 
 #[tokio::test]
-async fn a_missing_command_or_an_http_server_is_a_clear_error() {
+async fn a_missing_command_or_a_url_nothing_answers_is_a_clear_error() {
     let missing = McpServerConfig {
         command: Some("/nonexistent/spool-mcp-server".to_owned()),
         enabled: true,
@@ -119,13 +120,32 @@ async fn a_missing_command_or_an_http_server_is_a_clear_error() {
     assert!(matches!(error, McpError::Spawn { .. }), "{error:?}");
     assert!(error.to_string().contains("/nonexistent/spool-mcp-server"));
 
+    // A port nothing listens on (any more).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let http = McpServerConfig {
-        url: Some("http://127.0.0.1:9/mcp".to_owned()),
+        url: Some(format!("http://127.0.0.1:{port}/mcp")),
         enabled: true,
         ..McpServerConfig::default()
     };
     let error = McpConnection::start("web", &http, None).await.unwrap_err();
-    assert!(matches!(error, McpError::HttpNotBuilt { .. }), "{error:?}");
+    assert!(
+        matches!(
+            error,
+            McpError::Protocol {
+                doing: "initialize",
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(message.contains("MCP server web"), "{message}");
+    // The cause, not only rmcp's "error sending request".
+    assert!(message.contains("Connection refused"), "{message}");
 }
 
 #[tokio::test]

@@ -7,6 +7,11 @@
 //! `--exit-at-start` it exits before answering anything, saying so on
 //! stderr; with `--pid-file PATH` it writes its pid there first; with
 //! `--mute` it never answers (and never exits by itself).
+//!
+//! With `--http ADDR` (`127.0.0.1:0`) it serves the same tools over
+//! streamable HTTP at `/mcp` instead, and says where on stdout, one line:
+//! `listening on http://127.0.0.1:PORT/mcp`; with `--require-token TOKEN`
+//! too, a request without `Authorization: Bearer TOKEN` is answered 401.
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
@@ -142,7 +147,57 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = TestServer {
         list_changed: args.iter().any(|a| a == "--list-changed"),
     };
+    if let Some(at) = args.iter().position(|a| a == "--http") {
+        let addr = args.get(at + 1).ok_or("--http ADDR")?;
+        let token = match args.iter().position(|a| a == "--require-token") {
+            Some(at) => Some(args.get(at + 1).ok_or("--require-token TOKEN")?.clone()),
+            None => None,
+        };
+        return serve_http(server, addr, token).await;
+    }
     let running = server.serve(rmcp::transport::stdio()).await?;
     running.waiting().await?;
+    Ok(())
+}
+
+/// Serves `server`'s tools over streamable HTTP on `addr` until killed.
+async fn serve_http(
+    server: TestServer,
+    addr: &str,
+    token: Option<String>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        std::sync::Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let mut router = axum::Router::new().route_service("/mcp", service);
+    if let Some(token) = token {
+        let expected = format!("Bearer {token}");
+        router = router.layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                let allowed = request
+                    .headers()
+                    .get(axum::http::header::AUTHORIZATION)
+                    .is_some_and(|given| given.as_bytes() == expected.as_bytes());
+                async move {
+                    if allowed {
+                        next.run(request).await
+                    } else {
+                        axum::response::IntoResponse::into_response(
+                            axum::http::StatusCode::UNAUTHORIZED,
+                        )
+                    }
+                }
+            },
+        ));
+    }
+    // The one line a test reads to learn the port.
+    println!("listening on http://{}/mcp", listener.local_addr()?);
+    axum::serve(listener, router).await?;
     Ok(())
 }
