@@ -296,6 +296,7 @@ pub(super) fn hub_options(cwd: &str) -> HubOptions {
         ceilings: spool_server::Ceilings::none(),
         facts: spool_server::ServerFacts::default(),
         max_input_chars: spool_server::DEFAULT_MAX_INPUT_CHARS,
+        mcp: None,
     }
 }
 

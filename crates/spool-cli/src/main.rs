@@ -121,8 +121,10 @@ async fn dispatch(cli: Cli, on_command_line: &[&'static str]) -> anyhow::Result<
     }
     match cli.command {
         Command::Run(args) => {
-            let (store, chosen) = (open_store().await?, choose_provider(&load_config()?)?);
-            commands::run::run(store, chosen, args).await
+            let config = load_config()?;
+            let (store, chosen) = (open_store().await?, choose_provider(&config)?);
+            let mcp = commands::mcp::toolbox(&config.mcp_servers);
+            commands::run::run(store, chosen, args, mcp).await
         }
         Command::Serve(mut args) => {
             let store = open_store().await?;
@@ -155,11 +157,14 @@ async fn dispatch(cli: Cli, on_command_line: &[&'static str]) -> anyhow::Result<
                 on_command_line: &set,
                 provider: &chosen.name,
             });
-            commands::serve::serve(store, chosen, config.requirements, args, origins).await
+            let mcp = commands::mcp::servers(&config.mcp_servers);
+            commands::serve::serve(store, chosen, config.requirements, args, origins, mcp).await
         }
         Command::Resume(args) => {
-            let (store, chosen) = (open_store().await?, choose_provider(&load_config()?)?);
-            commands::run::resume(store, chosen, args).await
+            let config = load_config()?;
+            let (store, chosen) = (open_store().await?, choose_provider(&config)?);
+            let mcp = commands::mcp::toolbox(&config.mcp_servers);
+            commands::run::resume(store, chosen, args, mcp).await
         }
         Command::Threads(ThreadsCommand::List { limit, json }) => {
             commands::threads::list(&open_store().await?, limit, json).await?;

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Deserialize;
+use spool_tools::mcp::McpApproval;
 
 /// How long a server may take to start and list its tools, unless its
 /// section says (`startup_timeout_sec`).
@@ -43,6 +44,19 @@ pub struct McpServerConfig {
     /// `false` keeps the section but starts nothing.
     #[serde(default = "enabled")]
     pub enabled: bool,
+    /// Ask a person before every call of this server's tools
+    /// (`"always"`), or never (`"never"`), whatever the thread's policy.
+    pub approval: Option<McpApproval>,
+    /// Settings of single tools (`[mcp_servers.NAME.tools.TOOL]`).
+    #[serde(default)]
+    pub tools: BTreeMap<String, McpToolConfig>,
+}
+
+/// `[mcp_servers.NAME.tools.TOOL]`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct McpToolConfig {
+    /// Over the server's `approval`, for this tool.
+    pub approval: Option<McpApproval>,
 }
 
 fn enabled() -> bool {
@@ -93,6 +107,14 @@ impl McpServerConfig {
     pub fn tool_timeout(&self, name: &str) -> Result<Duration, ConfigError> {
         seconds(name, "tool_timeout_sec", self.tool_timeout_sec)
             .map(|d| d.unwrap_or(DEFAULT_TOOL_TIMEOUT))
+    }
+
+    /// What the configuration says about asking before `tool` runs.
+    pub fn approval_of(&self, tool: &str) -> Option<McpApproval> {
+        self.tools
+            .get(tool)
+            .and_then(|t| t.approval)
+            .or(self.approval)
     }
 
     /// Whether the tool named `tool` (as the server names it) is offered.

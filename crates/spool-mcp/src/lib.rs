@@ -14,8 +14,11 @@
 
 mod client;
 mod config;
+mod servers;
 
 pub use client::{McpCallError, McpCallResult, McpConnection, McpError, McpProgress, McpTool};
 pub use config::{
-    ConfigError, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpServerConfig, Transport,
+    ConfigError, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpServerConfig, McpToolConfig,
+    Transport,
 };
+pub use servers::{McpServers, ServerState, ServerStatus, StartupUpdate};

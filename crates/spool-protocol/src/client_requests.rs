@@ -35,12 +35,16 @@
 //! | `model/list` | [`ModelListParams`] | [`ModelListResponse`] |
 //! | `skills/list`, `hooks/list` | [`CwdsParams`] | [`SkillsListResponse`], [`HooksListResponse`] |
 //! | `plugin/list` | [`PluginListParams`] | [`PluginListResponse`] |
+//! | `mcpServerStatus/list` | [`ListMcpServerStatusParams`] | [`ListMcpServerStatusResponse`] |
+//! | `mcpServer/tool/call` | [`McpServerToolCallParams`] | [`McpServerToolCallResponse`] |
+//! | `config/mcpServer/reload` | [`McpServerReloadParams`] | [`McpServerRefreshResponse`] |
 //! | `collaborationMode/list` | [`CollaborationModeListParams`] | [`CollaborationModeListResponse`] |
 //! | `thread/loaded/list` | [`ThreadLoadedListParams`] | [`ThreadLoadedListResponse`] |
 //! | `thread/unsubscribe` | [`ThreadUnsubscribeParams`] | [`ThreadUnsubscribeResponse`] |
 //! | `thread/delete` | [`ThreadDeleteParams`] | [`ThreadDeleteResponse`] |
 
 mod initialize;
+mod mcp;
 mod requirements;
 mod review;
 mod serde_helpers;
@@ -51,6 +55,7 @@ mod thread_lifecycle;
 mod turn;
 
 pub use initialize::*;
+pub use mcp::*;
 pub use requirements::*;
 pub use review::*;
 pub use settings::{
@@ -157,6 +162,12 @@ client_requests! {
     ThreadUnsubscribe => "thread/unsubscribe" (ThreadUnsubscribeParams),
     /// Delete a thread and everything of it.
     ThreadDelete => "thread/delete" (ThreadDeleteParams),
+    /// The configured MCP servers: state and tools.
+    McpServerStatusList => "mcpServerStatus/list" (ListMcpServerStatusParams),
+    /// A client calls an MCP tool itself: a turn of its own on the thread.
+    McpServerToolCall => "mcpServer/tool/call" (McpServerToolCallParams),
+    /// Read `[mcp_servers]` again: changed servers restart on next use.
+    McpServerReload => "config/mcpServer/reload" (McpServerReloadParams),
 }
 
 impl ClientRequest {
@@ -201,7 +212,9 @@ impl ClientRequest {
             | ClientRequest::HooksList(_)
             | ClientRequest::PluginList(_)
             | ClientRequest::CollaborationModeList(_)
-            | ClientRequest::ThreadLoadedList(_) => None,
+            | ClientRequest::ThreadLoadedList(_)
+            | ClientRequest::McpServerStatusList(_)
+            | ClientRequest::McpServerReload(_) => None,
             ClientRequest::ThreadUnsubscribe(p) => Some(&p.thread_id),
             ClientRequest::ThreadDelete(p) => Some(&p.thread_id),
             ClientRequest::ThreadResume(p) => Some(&p.thread_id),
@@ -219,6 +232,7 @@ impl ClientRequest {
             ClientRequest::TurnInterrupt(p) => Some(&p.thread_id),
             ClientRequest::ReviewStart(p) => Some(&p.thread_id),
             ClientRequest::ThreadCompactStart(p) => Some(&p.thread_id),
+            ClientRequest::McpServerToolCall(p) => Some(&p.thread_id),
         }
     }
 }

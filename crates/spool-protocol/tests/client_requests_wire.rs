@@ -474,7 +474,7 @@ fn turn_steer_and_interrupt() {
 
 #[test]
 fn every_method_is_known_and_tagged_by_name() {
-    assert_eq!(ClientRequest::METHODS.len(), 29);
+    assert_eq!(ClientRequest::METHODS.len(), 32);
     for method in ClientRequest::METHODS {
         // Empty params are read, or rejected as params, never as a method.
         match ClientRequest::from_method_params(method, json!({})) {

@@ -28,6 +28,7 @@ pub(crate) fn needs_holder(call: &ClientRequest) -> Option<&str> {
         | ClientRequest::ThreadRevert(_)
         | ClientRequest::ThreadRollback(_)
         | ClientRequest::ThreadCompactStart(_)
+        | ClientRequest::McpServerToolCall(_)
         | ClientRequest::ThreadDelete(_) => call.thread_id(),
         _ => None,
     }

@@ -67,6 +67,7 @@ pub use hub::{
     AgentFactory, DEFAULT_MAX_INPUT_CHARS, Hub, HubOptions, ServerFacts, ThreadSettings,
 };
 pub use listen::{ListenError, ListenUrl, Listeners, Running};
+pub use methods::mcp::McpAdmin;
 pub use shutdown::Shutdown;
 
 /// Serves one client on standard input and output until input ends.

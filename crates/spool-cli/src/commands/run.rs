@@ -24,7 +24,12 @@ use crate::provider_choice::ChosenProvider;
 /// Exit code of an interrupted turn (as a shell reports SIGINT).
 const EXIT_INTERRUPTED: i32 = 130;
 
-pub async fn run(store: AnyStore, chosen: ChosenProvider, args: RunArgs) -> anyhow::Result<i32> {
+pub async fn run(
+    store: AnyStore,
+    chosen: ChosenProvider,
+    args: RunArgs,
+    mcp: Option<McpToolboxRef>,
+) -> anyhow::Result<i32> {
     if chosen.fell_back_to_local {
         eprintln!(
             "spool: no provider configured and OPENAI_API_KEY is not set; using the local model server at {}",
@@ -73,8 +78,8 @@ pub async fn run(store: AnyStore, chosen: ChosenProvider, args: RunArgs) -> anyh
         &store,
         &chosen,
         &args.agent,
-        instructions,
-        args.max_output_tokens,
+        (instructions, args.max_output_tokens),
+        mcp,
     )?;
     runner.history_token_budget = args.history_tokens;
     let stop_rx = interrupt_on_ctrl_c();
@@ -108,9 +113,10 @@ pub async fn resume(
     store: AnyStore,
     chosen: ChosenProvider,
     args: ResumeArgs,
+    mcp: Option<McpToolboxRef>,
 ) -> anyhow::Result<i32> {
     let instructions = chosen.instructions.clone();
-    let (runner, agent) = terminal_runner(&store, &chosen, &args.agent, instructions, None)?;
+    let (runner, agent) = terminal_runner(&store, &chosen, &args.agent, (instructions, None), mcp)?;
     let stop_rx = interrupt_on_ctrl_c();
     let (tx, rx) = mpsc::unbounded_channel();
     let thread_id = args.thread.clone();
@@ -128,11 +134,11 @@ fn terminal_runner(
     store: &AnyStore,
     chosen: &ChosenProvider,
     args: &AgentArgs,
-    instructions: Option<String>,
-    max_output_tokens: Option<u32>,
+    (instructions, max_output_tokens): (Option<String>, Option<u32>),
+    mcp: Option<McpToolboxRef>,
 ) -> anyhow::Result<(Runner<AnyStore>, Arc<Agent>)> {
     let provider: Arc<dyn ModelProvider> = Arc::from(build_provider(chosen));
-    let mut agent = agent_of(args, chosen)?;
+    let mut agent = agent_of(args, chosen, mcp)?;
     agent.instructions = instructions;
     agent.model = ModelSettings {
         model: chosen.model.clone(),
@@ -166,9 +172,17 @@ fn interrupt_on_ctrl_c() -> watch::Receiver<bool> {
 
 /// The agent `spool run` drives: the tools asked for, in the working
 /// directory, under the given policy.
-pub fn agent_of(args: &AgentArgs, chosen: &ChosenProvider) -> anyhow::Result<Agent> {
+/// The MCP servers of spool.toml, shared by every thread of the process.
+pub type McpToolboxRef = Arc<dyn spool_tools::mcp::McpToolbox>;
+
+pub fn agent_of(
+    args: &AgentArgs,
+    chosen: &ChosenProvider,
+    mcp: Option<McpToolboxRef>,
+) -> anyhow::Result<Agent> {
     let cwd = std::env::current_dir().context("the working directory")?;
     let mut agent = Agent::new("assistant", cwd).with_policy(args.approval_policy, args.sandbox);
+    agent.mcp = mcp;
     agent.confinement = confinement(args)?;
     agent.env_secrets = chosen.api_key_env.iter().cloned().collect();
     agent.env_pass_through = args.pass_env.clone();

@@ -75,6 +75,8 @@ pub(crate) enum Opening {
     Review(super::review::Review),
     /// A compaction: its item comes next (see `compact`).
     Compact,
+    /// A client's own tool call: its item comes next (see `mcp_call`).
+    Direct,
 }
 
 /// How one model call ended.
@@ -140,7 +142,7 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
                 appender.push(super::review::opening(&sink, review))?;
                 sink
             }
-            Opening::Compact => sink,
+            Opening::Compact | Opening::Direct => sink,
         };
         let grants = load_grants(runner, thread_id).await?;
         let state = RunState {

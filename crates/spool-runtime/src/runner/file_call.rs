@@ -231,21 +231,7 @@ pub(crate) fn file_call(
             (filed, id)
         }
         Prepared::Mcp { tool, arguments } => {
-            let item = ThreadItem::McpToolCall {
-                id: new_item_id(),
-                server: tool.server.clone(),
-                tool: tool.tool.clone(),
-                status: McpToolCallStatus::InProgress,
-                arguments: arguments.clone(),
-                app_context: None,
-                mcp_app_resource_uri: None,
-                mcp_app_ui: None,
-                plugin_id: None,
-                read_only_hint: tool.read_only,
-                result: None,
-                error: None,
-                duration_ms: None,
-            };
+            let item = super::mcp_call::item(&tool, &arguments);
             let (open, started) = sink.start(item, None, raw);
             out.push(started);
             let id = open.id().to_owned();

@@ -15,10 +15,64 @@ use spool_protocol::*;
 use spool_store::{Appender, StoreError};
 use spool_tools::mcp::{McpProgress, McpToolInfo};
 
+use std::sync::Arc;
+
+use spool_store::{Appended, Store};
+use tokio::sync::{mpsc, watch};
+
+use super::drive::{Opening, Run};
 use super::items::{ItemSink, OpenItem};
+use super::{RunError, RunResult, Runner};
 use crate::agent::Agent;
 
-/// Calls the tool and logs its progress and its completion.
+/// Who a client's direct call is by, in its item's provenance.
+const CLIENT: &str = "client";
+
+impl<S: Store + Clone + 'static> Runner<S> {
+    /// A client's own call of an MCP tool (`mcpServer/tool/call`), as a
+    /// turn of its own holding its one `mcpToolCall` item: on record like
+    /// any call, so the model sees it and its result in later turns. The
+    /// client asked for it: no approval is asked. Answers the completed
+    /// item beside the run's result.
+    pub async fn mcp_call_streamed(
+        &self,
+        agent: Arc<Agent>,
+        thread_id: &str,
+        (server, tool, arguments): (String, String, Value),
+        events: &mpsc::UnboundedSender<Appended>,
+        interrupt: watch::Receiver<bool>,
+    ) -> Result<(RunResult, ThreadItem), RunError> {
+        let mut run =
+            Run::start(self, agent, thread_id, events, interrupt, Opening::Direct).await?;
+        // What the server says of the tool, when it still offers it.
+        let offered = match &run.agent.mcp {
+            Some(toolbox) => toolbox.tools().await.unwrap_or_default(),
+            None => Vec::new(),
+        };
+        let info = offered
+            .into_iter()
+            .find(|t| t.server == server && t.tool == tool)
+            .unwrap_or(McpToolInfo {
+                server,
+                tool,
+                description: None,
+                input_schema: Value::Null,
+                read_only: None,
+                destructive: None,
+                approval: None,
+            });
+        run.sink.agent = CLIENT.to_owned();
+        let (open, started) = run.sink.start(item(&info, &arguments), None, None);
+        run.appender.push(vec![started])?;
+        let completed =
+            self::run(open, &info, arguments, &run.agent, &run.sink, &run.appender).await?;
+        let result = run.finish(TurnStatus::Completed, None).await?;
+        Ok((result, completed))
+    }
+}
+
+/// Calls the tool and logs its progress and its completion; answers the
+/// item as completed.
 pub(super) async fn run(
     open: OpenItem,
     tool: &McpToolInfo,
@@ -26,11 +80,10 @@ pub(super) async fn run(
     agent: &Agent,
     sink: &ItemSink,
     appender: &Appender,
-) -> Result<(), StoreError> {
+) -> Result<ThreadItem, StoreError> {
     let Some(toolbox) = &agent.mcp else {
         let error = "this agent has no MCP servers".to_owned();
-        appender.push(vec![finish(open, Err(error), 0, sink)])?;
-        return Ok(());
+        return push_completion(finish(open, Err(error), 0, sink), appender);
     };
     let arguments = match arguments {
         Value::Object(map) => Some(map),
@@ -64,8 +117,34 @@ pub(super) async fn run(
     {
         return Err(error);
     }
-    appender.push(vec![finish(open, outcome, duration, sink)])?;
-    Ok(())
+    push_completion(finish(open, outcome, duration, sink), appender)
+}
+
+fn push_completion(
+    (item, completed): (ThreadItem, ServerNotification),
+    appender: &Appender,
+) -> Result<ThreadItem, StoreError> {
+    appender.push(vec![completed])?;
+    Ok(item)
+}
+
+/// The `mcpToolCall` item of a call about to run.
+pub(super) fn item(tool: &McpToolInfo, arguments: &Value) -> ThreadItem {
+    ThreadItem::McpToolCall {
+        id: crate::output_mapper::new_item_id(),
+        server: tool.server.clone(),
+        tool: tool.tool.clone(),
+        status: McpToolCallStatus::InProgress,
+        arguments: arguments.clone(),
+        app_context: None,
+        mcp_app_resource_uri: None,
+        mcp_app_ui: None,
+        plugin_id: None,
+        read_only_hint: tool.read_only,
+        result: None,
+        error: None,
+        duration_ms: None,
+    }
 }
 
 /// The text of a progress report: its message, and how far along it is.
@@ -80,12 +159,13 @@ fn progress_message(progress: &McpProgress) -> String {
     }
 }
 
+/// The completed item and its `item/completed`.
 fn finish(
     mut open: OpenItem,
     outcome: Result<spool_tools::mcp::McpOutcome, String>,
     duration_ms: i64,
     sink: &ItemSink,
-) -> ServerNotification {
+) -> (ThreadItem, ServerNotification) {
     let (status, new_result, new_error) = match outcome {
         Ok(outcome) => {
             let error = outcome.is_error.then(|| McpToolCallError {
@@ -125,7 +205,7 @@ fn finish(
         McpToolCallStatus::Completed => ItemStatus::Completed,
         McpToolCallStatus::Failed | McpToolCallStatus::InProgress => ItemStatus::Failed,
     };
-    sink.complete(open, envelope)
+    (open.item.clone(), sink.complete(open, envelope))
 }
 
 /// What an error result says: its text blocks, joined.

@@ -66,6 +66,9 @@ pub(crate) struct ConnectionState {
     /// `handle_delivering`).
     delivered_threads: HashSet<String>,
     pub deliveries: mpsc::UnboundedSender<Delivery>,
+    /// Methods the client opted out of at `initialize`, for the server's
+    /// own notices (thread events use `capabilities`).
+    pub opted_out_methods: HashSet<String>,
     /// How a replay to this connection waits for it to read (`outbox.rs`).
     pub room: crate::outbox::Room,
     receiver: Option<mpsc::UnboundedReceiver<Delivery>>,
@@ -96,11 +99,19 @@ where
         null_id_replies,
     ));
     let mut deliveries_rx = state.take_deliveries();
+    let mut notices = hub.subscribe_notices();
     loop {
         tokio::select! {
             () = lines_tx.overflowed() => {
                 let _ = close_tx.send(lines_tx.overflow_reason());
                 break;
+            }
+            // The hub outlives its connections: the channel never closes,
+            // and a connection too slow for it skips what it missed.
+            Ok((method, line)) = notices.recv() => {
+                if state.initialized && !state.opted_out_methods.contains(method) {
+                    lines_tx.send_paced(line.to_string());
+                }
             }
             message = queued.recv() => {
                 let Some(message) = message else { break };
@@ -335,6 +346,7 @@ impl ConnectionState {
             answered: HashSet::new(),
             delivered_threads: HashSet::new(),
             deliveries,
+            opted_out_methods: HashSet::new(),
             room: crate::outbox::Room::unbounded(),
             receiver: Some(receiver),
         }

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use spool_model::ModelProvider;
 use spool_protocol::*;
-use spool_runtime::{Agent, Review, RunStatus, Runner};
+use spool_runtime::Agent;
 use spool_store::{AnyStore, Appended, PendingRequest, Store, StoreError};
 use tokio::sync::{mpsc, watch};
 
@@ -27,8 +27,9 @@ use crate::ceilings::{CeilingError, Ceilings, Fields};
 use crate::outbox::Room;
 
 mod questions;
+mod turns;
 
-use questions::{HubClient, Waiting};
+use questions::Waiting;
 
 /// What a connection receives about the threads it watches.
 #[derive(Debug, Clone)]
@@ -94,6 +95,8 @@ pub struct HubOptions {
     /// The most text characters one `turn/start` or `turn/steer` may
     /// carry (Codex refuses over 1,048,576).
     pub max_input_chars: usize,
+    /// The process's MCP servers, for the MCP methods (`None`: none).
+    pub mcp: Option<Arc<dyn crate::McpAdmin>>,
 }
 
 /// Codex's limit on the text of one user input.
@@ -121,12 +124,18 @@ pub struct Hub {
     ceilings: Ceilings,
     facts: ServerFacts,
     max_input_chars: usize,
+    mcp: Option<Arc<dyn crate::McpAdmin>>,
     threads: Mutex<HashMap<String, ThreadSlot>>,
     /// Other processes write the store: watched threads follow their
     /// commits (`tail.rs`).
     pub(crate) follows_remote: std::sync::atomic::AtomicBool,
     /// Answers awaited for server → client requests, by request id.
     waiting: Mutex<HashMap<String, Waiting>>,
+    /// Notifications about the server rather than a thread (an MCP
+    /// server's start), for every initialized connection: (method, line).
+    notices: tokio::sync::broadcast::Sender<(&'static str, Arc<str>)>,
+    /// Woken when a thread's turn ends and the thread is free again.
+    turn_ended: tokio::sync::Notify,
 }
 
 #[derive(Default)]
@@ -185,9 +194,12 @@ impl Hub {
             ceilings: options.ceilings,
             facts: options.facts,
             max_input_chars: options.max_input_chars,
+            mcp: options.mcp,
             threads: Mutex::new(HashMap::new()),
             follows_remote: std::sync::atomic::AtomicBool::new(false),
             waiting: Mutex::new(HashMap::new()),
+            notices: tokio::sync::broadcast::channel(256).0,
+            turn_ended: tokio::sync::Notify::new(),
         })
     }
 
@@ -210,6 +222,25 @@ impl Hub {
 
     pub fn facts(&self) -> &ServerFacts {
         &self.facts
+    }
+
+    /// Sends a notification about the server (not about a thread) to
+    /// every initialized connection that did not opt out of `method`. Not
+    /// logged: a client that connects later asks for the state instead.
+    pub fn notice(&self, method: &'static str, params: &impl serde::Serialize) {
+        let message = serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params});
+        let _ = self.notices.send((method, Arc::from(message.to_string())));
+    }
+
+    pub(crate) fn subscribe_notices(
+        &self,
+    ) -> tokio::sync::broadcast::Receiver<(&'static str, Arc<str>)> {
+        self.notices.subscribe()
+    }
+
+    /// The process's MCP servers, if it has any.
+    pub fn mcp(&self) -> Option<&Arc<dyn crate::McpAdmin>> {
+        self.mcp.as_ref()
     }
 
     /// Refuses input whose text is over the server's limit.
@@ -479,208 +510,6 @@ impl Hub {
             .count()
     }
 
-    /// Marks the thread running (`None` if it already is) and builds the
-    /// agent its settings call for.
-    fn claim(self: &Arc<Self>, thread_id: &str) -> Option<Launch> {
-        let (stop_tx, stop) = watch::channel(false);
-        let settings = {
-            let mut threads = self.threads();
-            let slot = threads.entry(thread_id.to_owned()).or_default();
-            if slot.running.is_some() {
-                return None;
-            }
-            slot.running = Some((String::new(), stop_tx));
-            slot.settings.clone()
-        };
-        Some(Launch {
-            hub: self.clone(),
-            agent: Arc::new((self.agent_for)(&settings)),
-            stop,
-        })
-    }
-
-    /// Starts a turn on the thread; answers with the started turn once
-    /// `turn/started` is logged.
-    pub async fn start_turn(
-        self: &Arc<Self>,
-        thread_id: &str,
-        input: Vec<UserInput>,
-    ) -> Result<Turn, HubError> {
-        self.launch_turn(thread_id, TurnOpening::User(input)).await
-    }
-
-    /// Starts a review turn on the thread (see `spool_runtime::Review`),
-    /// run by the reviewer of the thread's agent.
-    pub async fn start_review(
-        self: &Arc<Self>,
-        thread_id: &str,
-        review: Review,
-    ) -> Result<Turn, HubError> {
-        self.launch_turn(thread_id, TurnOpening::Review(review))
-            .await
-    }
-
-    /// Compacts the thread's history now, as a turn of its own (see
-    /// `spool_runtime::Runner::compact_streamed`).
-    pub async fn start_compaction(self: &Arc<Self>, thread_id: &str) -> Result<Turn, HubError> {
-        self.launch_turn(thread_id, TurnOpening::Compact).await
-    }
-
-    async fn launch_turn(
-        self: &Arc<Self>,
-        thread_id: &str,
-        opening: TurnOpening,
-    ) -> Result<Turn, HubError> {
-        let Some(launch) = self.claim(thread_id) else {
-            return Err(HubError::Busy(thread_id.to_owned()));
-        };
-        let (events_tx, mut events_rx) = mpsc::unbounded_channel();
-        let thread = thread_id.to_owned();
-        let run = tokio::spawn(async move {
-            let runner = launch.hub.runner(&thread);
-            match opening {
-                TurnOpening::User(input) => {
-                    runner
-                        .run_streamed(launch.agent, &thread, input, &events_tx, launch.stop)
-                        .await
-                }
-                TurnOpening::Review(review) => {
-                    let reviewer = Arc::new(spool_runtime::reviewer(&launch.agent));
-                    runner
-                        .review_streamed(reviewer, &thread, review, &events_tx, launch.stop)
-                        .await
-                }
-                TurnOpening::Compact => {
-                    runner
-                        .compact_streamed(launch.agent, &thread, &events_tx, launch.stop)
-                        .await
-                }
-            }
-        });
-        // The first event is `turn/started`.
-        let first = events_rx.recv().await;
-        let turn = match &first {
-            Some(Appended::Logged(event)) => match &event.payload {
-                ServerNotification::TurnStarted(started) => Some(started.turn.clone()),
-                _ => None,
-            },
-            _ => None,
-        };
-        let Some(turn) = turn else {
-            self.finish_running(thread_id);
-            let outcome = run.await;
-            return Err(HubError::Invalid(format!(
-                "the turn did not start: {outcome:?}"
-            )));
-        };
-        if let Some(slot) = self.threads().get_mut(thread_id)
-            && let Some((id, _)) = &mut slot.running
-        {
-            *id = turn.id.clone();
-        }
-        if let Some(first) = first {
-            self.broadcast(thread_id, Delivery::Event(first));
-        }
-        self.forward(thread_id.to_owned(), events_rx, run, turn.id.clone());
-        Ok(turn)
-    }
-
-    /// Forwards a run's events to the thread's watchers until it ends.
-    fn forward(
-        self: &Arc<Self>,
-        thread_id: String,
-        mut events: mpsc::UnboundedReceiver<Appended>,
-        run: tokio::task::JoinHandle<Result<spool_runtime::RunResult, spool_runtime::RunError>>,
-        turn_id: String,
-    ) {
-        let hub = self.clone();
-        tokio::spawn(async move {
-            let mut turn_id = turn_id;
-            while let Some(event) = events.recv().await {
-                if let ServerNotification::TurnCompleted(n) = event.notification() {
-                    // The thread is free for the next turn/start before the
-                    // client learns this one completed.
-                    hub.finish_turn(&thread_id, &turn_id);
-                    turn_id = n.turn.id.clone();
-                }
-                hub.broadcast(&thread_id, Delivery::Event(event));
-            }
-            match run.await {
-                Ok(Ok(result)) if result.status == RunStatus::Paused => {
-                    tracing::info!(%thread_id, "run paused, waiting on a request");
-                }
-                Ok(Ok(_)) => {}
-                Ok(Err(error)) => tracing::error!(%thread_id, %error, "run failed"),
-                Err(error) => tracing::error!(%thread_id, %error, "run task panicked"),
-            }
-            hub.finish_turn(&thread_id, &turn_id);
-        });
-    }
-
-    fn finish_running(&self, thread_id: &str) {
-        if let Some(slot) = self.threads().get_mut(thread_id) {
-            slot.running = None;
-        }
-    }
-
-    /// Frees the thread if `turn_id` is the turn it runs (as recorded when
-    /// it started: empty for a resumed run); a turn started since is left
-    /// alone — dropping its stop sender would interrupt it.
-    fn finish_turn(&self, thread_id: &str, turn_id: &str) {
-        if let Some(slot) = self.threads().get_mut(thread_id)
-            && slot
-                .running
-                .as_ref()
-                .is_some_and(|(running, _)| running == turn_id)
-        {
-            slot.running = None;
-        }
-        self.drop_if_ephemeral(thread_id);
-    }
-
-    fn runner(self: &Arc<Self>, thread_id: &str) -> Runner<AnyStore> {
-        let mut runner = Runner::new(self.store.clone(), self.provider.clone()).with_client(
-            Arc::new(HubClient {
-                hub: self.clone(),
-                thread_id: thread_id.to_owned(),
-            }),
-        );
-        runner.rules_file = self.rules_file.clone();
-        runner.compaction = self.compaction;
-        runner.more_input = Some(
-            self.threads()
-                .entry(thread_id.to_owned())
-                .or_default()
-                .input
-                .get_or_insert_with(|| watch::channel(0).0)
-                .subscribe(),
-        );
-        // Clients get the events; nobody reads the run's result.
-        runner.collect_results = false;
-        runner
-    }
-
-    /// Tells the thread's run that input was added to its turn (logged
-    /// before this is called).
-    pub fn input_added(&self, thread_id: &str) {
-        if let Some(input) = self
-            .threads()
-            .get(thread_id)
-            .and_then(|slot| slot.input.as_ref())
-        {
-            input.send_modify(|count| *count += 1);
-        }
-    }
-
-    /// The id of the turn running on the thread in this process, if any
-    /// (empty while it is starting).
-    pub fn running_turn(&self, thread_id: &str) -> Option<String> {
-        self.threads()
-            .get(thread_id)
-            .and_then(|slot| slot.running.as_ref())
-            .map(|(id, _)| id.clone())
-    }
-
     /// The watched threads not running here, with where their tail is:
     /// what other servers may be writing that watchers here wait for
     /// (`only`: that thread alone, if so).
@@ -710,56 +539,6 @@ impl Hub {
             self.broadcast(thread_id, Delivery::Event(Appended::Logged(event)));
         }
     }
-
-    /// Asks the running turn to stop; its `turn/completed` says
-    /// `interrupted`.
-    pub fn interrupt(&self, thread_id: &str, turn_id: &str) -> Result<(), HubError> {
-        let threads = self.threads();
-        match threads
-            .get(thread_id)
-            .and_then(|slot| slot.running.as_ref())
-        {
-            Some((running, stop)) if running == turn_id => {
-                let _ = stop.send(true);
-                Ok(())
-            }
-            Some((running, _)) if !running.is_empty() => Err(HubError::OtherTurnRunning {
-                thread_id: thread_id.to_owned(),
-                asked: turn_id.to_owned(),
-                running: running.clone(),
-            }),
-            _ => Err(HubError::NotRunning(thread_id.to_owned())),
-        }
-    }
-}
-
-/// What a graceful shutdown needs to know.
-impl Hub {
-    /// The turns running now, as (thread id, turn id); the turn id is empty
-    /// while a turn is still starting.
-    pub fn running_turns(&self) -> Vec<(String, String)> {
-        self.threads()
-            .iter()
-            .filter_map(|(thread, slot)| {
-                let (turn, _) = slot.running.as_ref()?;
-                Some((thread.clone(), turn.clone()))
-            })
-            .collect()
-    }
-}
-
-/// What a new turn opens with.
-enum TurnOpening {
-    User(Vec<UserInput>),
-    Review(Review),
-    Compact,
-}
-
-/// What a run claimed on a thread starts with.
-struct Launch {
-    hub: Arc<Hub>,
-    agent: Arc<Agent>,
-    stop: watch::Receiver<bool>,
 }
 
 /// Sends a watcher the logged events after `after`, a page at a time as it

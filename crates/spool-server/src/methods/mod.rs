@@ -22,6 +22,7 @@
 
 mod fork;
 mod history;
+pub mod mcp;
 mod requirements;
 mod reshape;
 mod review;
@@ -103,7 +104,7 @@ impl Reply {
     }
 }
 
-fn reply<T: Serialize>(value: T) -> Result<Reply, MethodError> {
+pub(crate) fn reply<T: Serialize>(value: T) -> Result<Reply, MethodError> {
     serde_json::to_string(&value)
         .map(Reply)
         .map_err(|e| MethodError {
@@ -183,10 +184,23 @@ pub(crate) async fn dispatch(
             hub.delete_thread(&params.thread_id).await?;
             reply(ThreadDeleteResponse {})
         }
+        ClientRequest::McpServerStatusList(params) => mcp::status_list(hub, params).await,
+        ClientRequest::McpServerReload(_) => mcp::reload(hub).await,
+        ClientRequest::McpServerToolCall(params) => {
+            thread_record(hub, &params.thread_id).await?;
+            mcp::tool_call(hub, params).await
+        }
     }
 }
 
 fn initialize(state: &mut ConnectionState, params: InitializeParams) -> Result<Reply, MethodError> {
+    state.opted_out_methods = params
+        .capabilities
+        .as_ref()
+        .and_then(|c| c.opt_out_notification_methods.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
     let opted_out = params
         .capabilities
         .as_ref()
