@@ -8,10 +8,13 @@
 #     packaging) and pydantic's own imports are installed, each pinned.
 #   - the Codex CLI from npm (@openai/codex), whose real binary comes in a platform-specific
 #     optional dependency; this script makes sure the one for this machine is present.
+#   - a real third-party MCP server from npm, the reference filesystem server
+#     (@modelcontextprotocol/server-filesystem), which the MCP tests run with `npx --offline`.
 #
 #   scripts/codex-peers.sh [install]  install what is missing (a no-op when the stamp matches)
 #   scripts/codex-peers.sh python     print the venv's python (exit 1 when not installed)
 #   scripts/codex-peers.sh codex      print the codex binary (exit 1 when not installed)
+#   scripts/codex-peers.sh npm-prefix print the npm prefix holding the MCP filesystem server
 #
 # Environment:
 #   SPOOL_PEERS_HOME   where to install (default ${XDG_CACHE_HOME:-~/.cache}/spool/peers)
@@ -25,6 +28,8 @@ readonly BASE_PYTHON="${SPOOL_PEERS_PYTHON:-python3}"
 
 readonly SDK_VERSION="0.163.0"
 readonly CODEX_VERSION="0.163.0"
+readonly MCP_FS_PACKAGE="@modelcontextprotocol/server-filesystem"
+readonly MCP_FS_VERSION="2026.8.31"
 # openai_codex imports pydantic (its models) and packaging (runtime version checks); the rest
 # is what pydantic imports. Versions satisfy the SDK's requirements (pydantic>=2.12,
 # packaging>=26.2) and pydantic's own pins (pydantic 2.14.4 needs pydantic-core 2.50.5).
@@ -54,13 +59,15 @@ readonly NPM_PLATFORM NPM_TRIPLE
 readonly CODEX_BIN="$NPM_DIR/node_modules/.bin/codex"
 readonly NPM_PACKAGES="$NPM_DIR/node_modules/@openai"
 readonly CODEX_NATIVE="$NPM_PACKAGES/codex-$NPM_PLATFORM/vendor/$NPM_TRIPLE/bin/codex"
+readonly MCP_FS_BIN="$NPM_DIR/node_modules/.bin/mcp-server-filesystem"
 
 python_version() { "$1" -c 'import sys; print("python", sys.version.split()[0])'; }
 
 # The stamp names every pinned version and the interpreter the venv was built with, so a
 # change to any of them reinstalls.
 stamp_key() {
-  printf '%s\n' "${PY_PINS[@]}" "@openai/codex@$CODEX_VERSION" "$NPM_PLATFORM"
+  printf '%s\n' "${PY_PINS[@]}" "@openai/codex@$CODEX_VERSION" "$NPM_PLATFORM" \
+    "$MCP_FS_PACKAGE@$MCP_FS_VERSION"
   python_version "$BASE_PYTHON"
 }
 readonly STAMP="$PEERS/installed.stamp"
@@ -79,7 +86,7 @@ codex_ok() {
 # verified, so the files being there is enough.
 installed() {
   [[ -f "$STAMP" && "$(cat "$STAMP")" == "$(stamp_key)" ]] &&
-    [[ -x "$VENV/bin/python" && -x "$CODEX_BIN" && -x "$CODEX_NATIVE" ]]
+    [[ -x "$VENV/bin/python" && -x "$CODEX_BIN" && -x "$CODEX_NATIVE" && -x "$MCP_FS_BIN" ]]
 }
 
 normalize() { tr 'A-Z_' 'a-z-' | sort; }
@@ -129,6 +136,23 @@ install_codex() {
   [[ "$version" == "codex-cli $CODEX_VERSION" ]] || die "$CODEX_BIN reports '$version'"
 }
 
+mcp_fs_ok() {
+  [[ -x "$MCP_FS_BIN" ]] &&
+    grep -q "\"version\": \"$MCP_FS_VERSION\"" \
+      "$NPM_DIR/node_modules/$MCP_FS_PACKAGE/package.json" 2>/dev/null
+}
+
+install_mcp_fs() {
+  if mcp_fs_ok; then
+    return
+  fi
+  say "installing $MCP_FS_PACKAGE@$MCP_FS_VERSION into $NPM_DIR"
+  mkdir -p "$NPM_DIR"
+  npm install --prefix "$NPM_DIR" --save-exact --no-audit --no-fund --loglevel=error \
+    "$MCP_FS_PACKAGE@$MCP_FS_VERSION" >&2
+  mcp_fs_ok || die "no $MCP_FS_PACKAGE@$MCP_FS_VERSION at $MCP_FS_BIN"
+}
+
 # The system tools the peers need (npm for the TUI, tmux to run it in), from Debian's packages
 # when they are missing and this user may install them.
 ensure_system_tools() {
@@ -158,8 +182,9 @@ install() {
   rm -f "$STAMP"
   install_python
   install_codex
+  install_mcp_fs
   stamp_key >"$STAMP"
-  say "installed: $VENV/bin/python, $CODEX_BIN"
+  say "installed: $VENV/bin/python, $CODEX_BIN, $MCP_FS_BIN"
 }
 
 require_installed() {
@@ -170,5 +195,6 @@ case "${1:-install}" in
   install) install ;;
   python) require_installed; printf '%s\n' "$VENV/bin/python" ;;
   codex) require_installed; printf '%s\n' "$CODEX_BIN" ;;
-  *) die "usage: $0 [install|python|codex]" ;;
+  npm-prefix) require_installed; printf '%s\n' "$NPM_DIR" ;;
+  *) die "usage: $0 [install|python|codex|npm-prefix]" ;;
 esac
