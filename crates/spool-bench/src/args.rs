@@ -25,10 +25,29 @@ pub enum BenchCommand {
     /// latency, paced delivery latency; JSON on stdout. Build with
     /// `--release`.
     Live(BenchLiveArgs),
+    /// Time one MCP tool call through spool's client against a bare rmcp
+    /// client (the floor), over stdio and streamable HTTP, with the test
+    /// MCP server (`spool-mcp-test-server`, built beside spool): median
+    /// and p99 per call, and their ratio. Build with `--release`.
+    Mcp(BenchMcpArgs),
     /// The relay floor `bench live` runs as a child: relays model deltas
     /// from stdin's `turn/start`s to stdout and nothing else.
     #[command(hide = true)]
     Relay(BenchRelayArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BenchMcpArgs {
+    /// Timed calls per path and transport (after 50 warm-up calls).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub calls: u32,
+    /// JSON on stdout instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// The test MCP server (default: `spool-mcp-test-server` beside this
+    /// `spool`, where `cargo build -p spool-mcp` puts it).
+    #[arg(long)]
+    pub server: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]

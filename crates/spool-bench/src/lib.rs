@@ -13,6 +13,9 @@
 //! `spool bench server` (`server.rs`): the app server end to end over a
 //! WebSocket, in process; with `--store postgres://…`, also two servers
 //! on one database (`replicas.rs`).
+//!
+//! `spool bench mcp` (`mcp.rs`): one MCP tool call through spool's client
+//! against a bare rmcp client, over stdio and streamable HTTP.
 
 // Code that ships never panics on an unwrap: every `expect` names the
 // invariant that makes it safe, and is allowed where it stands.
@@ -25,6 +28,7 @@ mod items;
 mod layout_floor;
 mod live;
 mod log_workloads;
+mod mcp;
 mod pg_database;
 mod replicas;
 mod report;
@@ -58,6 +62,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Runner(args) => runner::runner(args).await,
         BenchCommand::Server(args) => server::server(args).await,
         BenchCommand::Live(args) => live::live(args).await,
+        BenchCommand::Mcp(args) => mcp::mcp(args).await,
         BenchCommand::Relay(args) => live::relay(args.model_url).await,
     }
 }

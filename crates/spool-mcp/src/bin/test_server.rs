@@ -170,6 +170,13 @@ async fn serve_http(
     use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
     let listener = tokio::net::TcpListener::bind(addr).await?;
+    // Without TCP_NODELAY a response written in pieces (headers, then the
+    // event stream's events) waits on the client's delayed ACK: tens of
+    // milliseconds a call, which `spool bench mcp` would time instead of
+    // the client.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
+        let _ = stream.set_nodelay(true);
+    });
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
         std::sync::Arc::new(LocalSessionManager::default()),
@@ -197,7 +204,10 @@ async fn serve_http(
         ));
     }
     // The one line a test reads to learn the port.
-    println!("listening on http://{}/mcp", listener.local_addr()?);
+    println!(
+        "listening on http://{}/mcp",
+        axum::serve::Listener::local_addr(&listener)?
+    );
     axum::serve(listener, router).await?;
     Ok(())
 }
