@@ -339,3 +339,53 @@ async fn a_server_that_says_its_tools_changed_is_noted() {
     assert!(connection.tools_changed());
     connection.close().await;
 }
+
+/// Waits until `path` has `lines` lines: what the server does after a call
+/// was given up on has no answer to wait for.
+async fn wait_for_lines(path: &std::path::Path, lines: usize) {
+    for _ in 0..500 {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.lines().count() >= lines {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{} never had {lines} lines", path.display());
+}
+
+#[tokio::test]
+async fn a_call_given_up_on_is_cancelled_at_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let cancelled = dir.path().join("cancelled");
+    let config = test_server(&["--cancel-file", cancelled.to_str().unwrap()]);
+    let connection = McpConnection::start("test", &config, None).await.unwrap();
+    let long_sleep = || args(serde_json::json!({"ms": 600_000}));
+
+    // Past its timeout.
+    let error = connection
+        .call_tool(
+            "sleep",
+            long_sleep(),
+            Duration::from_millis(100),
+            &no_progress,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(error, McpCallError::Timeout { .. }), "{error:?}");
+    wait_for_lines(&cancelled, 1).await;
+
+    // Dropped by its caller before the answer (a turn interrupted).
+    let call = connection.call_tool(
+        "sleep",
+        long_sleep(),
+        Duration::from_secs(600),
+        &no_progress,
+    );
+    assert!(
+        tokio::time::timeout(Duration::from_millis(100), call)
+            .await
+            .is_err()
+    );
+    wait_for_lines(&cancelled, 2).await;
+    connection.close().await;
+}

@@ -3,7 +3,8 @@
 //! its environment, `progress` reports its steps before answering, `crash`
 //! exits in the middle of its call (code 3, saying so on stderr). With
 //! `--list-changed`, `echo` says the server's tools changed before it
-//! answers. With
+//! answers; with `--cancel-file PATH`, a `sleep` the client cancels adds a
+//! line to PATH. With
 //! `--exit-at-start` it exits before answering anything, saying so on
 //! stderr; with `--pid-file PATH` it writes its pid there first; with
 //! `--mute` it never answers (and never exits by itself).
@@ -18,7 +19,7 @@ use rmcp::model::{
     CallToolResult, ContentBlock, ProgressNotificationParam, RequestMetaObject, ServerCapabilities,
     ServerConfig,
 };
-use rmcp::service::{Peer, RoleServer};
+use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -49,6 +50,8 @@ struct ProgressArgs {
 struct TestServer {
     /// `echo` sends `notifications/tools/list_changed` first.
     list_changed: bool,
+    /// Where a cancelled `sleep` says so.
+    cancel_file: Option<std::path::PathBuf>,
 }
 
 #[tool_router]
@@ -83,9 +86,24 @@ impl TestServer {
     }
 
     #[tool(description = "Waits, then answers")]
-    async fn sleep(&self, Parameters(SleepArgs { ms }): Parameters<SleepArgs>) -> String {
-        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-        format!("slept {ms} ms")
+    async fn sleep(
+        &self,
+        Parameters(SleepArgs { ms }): Parameters<SleepArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> String {
+        tokio::select! {
+            () = tokio::time::sleep(std::time::Duration::from_millis(ms)) => {
+                format!("slept {ms} ms")
+            }
+            () = context.ct.cancelled() => {
+                if let Some(path) = &self.cancel_file {
+                    use std::io::Write;
+                    let file = std::fs::OpenOptions::new().create(true).append(true).open(path);
+                    let _ = file.and_then(|mut file| writeln!(file, "sleep cancelled"));
+                }
+                "cancelled".to_owned()
+            }
+        }
     }
 
     #[tool(description = "Reports `steps` steps of progress, then answers `done`")]
@@ -146,6 +164,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let server = TestServer {
         list_changed: args.iter().any(|a| a == "--list-changed"),
+        cancel_file: match args.iter().position(|a| a == "--cancel-file") {
+            Some(at) => Some(args.get(at + 1).ok_or("--cancel-file PATH")?.into()),
+            None => None,
+        },
     };
     if let Some(at) = args.iter().position(|a| a == "--http") {
         let addr = args.get(at + 1).ok_or("--http ADDR")?;
