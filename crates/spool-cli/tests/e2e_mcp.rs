@@ -83,7 +83,7 @@ async fn each_server_is_listed_with_its_state_and_tools() {
         lines[2].starts_with("tools ") && lines[2].contains("ready"),
         "{stdout}"
     );
-    assert!(lines[2].contains("5 tools: "), "{stdout}");
+    assert!(lines[2].contains("6 tools: "), "{stdout}");
     assert!(
         lines[2].contains("echo") && lines[2].contains("fail"),
         "{stdout}"

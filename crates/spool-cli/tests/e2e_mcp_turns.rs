@@ -427,3 +427,90 @@ async fn a_client_calls_a_tool_itself_and_the_call_is_on_record() {
     );
     client.close().await;
 }
+
+#[tokio::test]
+async fn a_server_asks_the_client_during_a_call_and_nobody_there_is_a_decline() {
+    let model = ScriptedServer::with_responses([
+        calls_response(
+            "r1",
+            &[(
+                "c_ask",
+                "mcp__tools__ask",
+                json!({"question": "Who is there?"}),
+            )],
+        ),
+        message_response("r2", &["Greeted."]),
+        calls_response(
+            "r3",
+            &[("c_ask2", "mcp__tools__ask", json!({"question": "Anyone?"}))],
+        ),
+        message_response("r4", &["Nobody answered."]),
+    ])
+    .await
+    .unwrap();
+    let home = Home::new();
+    configure(&home);
+    let mut client = Client::start(&home, &model.url(), &[]);
+    client.initialize(json!({})).await;
+    let thread = turn(&mut client, 1, None, "never").await;
+    let asked = client
+        .until(|m| method_of(m) == "mcpServer/elicitation/request")
+        .await;
+    let params = &asked["params"];
+    assert_eq!(params["serverName"], "tools");
+    assert_eq!(params["threadId"], thread.as_str());
+    assert_eq!(params["mode"], "form");
+    assert_eq!(params["message"], "Who is there?");
+    assert!(
+        params["requestedSchema"]["properties"]["name"].is_object(),
+        "{params}"
+    );
+    client
+        .send(json!({"jsonrpc": "2.0", "id": asked["id"],
+                     "result": {"action": "accept", "content": {"name": "Ada"}}}))
+        .await;
+    let done = client.until(|m| method_of(m) == "turn/completed").await;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    let seen = client.seen.clone();
+    let item = completed(&seen, "tools", "ask");
+    assert_eq!(item["result"]["content"][0]["text"], "hello Ada", "{item}");
+    // The answer is on record, like an approval's.
+    let resolved = client
+        .until(|m| method_of(m) == "serverRequest/resolved")
+        .await;
+    assert_eq!(resolved["params"]["requestId"], asked["id"]);
+    client.close().await;
+
+    // With no client watching (a turn run by `spool run`'s terminal-less
+    // stdin), the question is declined and the server says so.
+    let (_, stderr) = home
+        .spool_ok(
+            &model.url(),
+            &[
+                "run",
+                "--thread",
+                &thread,
+                "--tools",
+                "none",
+                "--approval-policy",
+                "never",
+                "ask again",
+            ],
+        )
+        .await;
+    assert!(stderr.contains("turn completed"), "{stderr}");
+    let events = home
+        .spool_ok(&model.url(), &["threads", "events", &thread])
+        .await
+        .0;
+    let answers: Vec<serde_json::Value> = json_lines(&events)
+        .into_iter()
+        .filter(|e| {
+            e["method"] == "serverRequest/resolved"
+                || e["payload"]["method"] == "serverRequest/resolved"
+        })
+        .collect();
+    assert_eq!(answers.len(), 2, "both questions were resolved: {events}");
+    let last = model.requests()[3].body["input"].to_string();
+    assert!(last.contains("no answer: decline"), "{last}");
+}

@@ -1,5 +1,6 @@
 //! Starting an MCP server, asking for its tools and calling them.
 
+mod elicit;
 mod failure;
 mod http;
 mod session;
@@ -141,7 +142,9 @@ pub struct McpProgress {
 /// section lets through).
 pub struct McpConnection {
     name: String,
-    service: RunningService<RoleClient, ()>,
+    service: RunningService<RoleClient, elicit::Handler>,
+    /// Who answers the questions of the calls running now.
+    askers: Arc<elicit::Askers>,
     tools: Vec<McpTool>,
     session: Arc<Session>,
     /// A child's stderr (none for a server reached over HTTP).
@@ -231,6 +234,22 @@ impl McpConnection {
         timeout: Duration,
         progress: &(dyn Fn(McpProgress) + Send + Sync),
     ) -> Result<McpCallResult, McpCallError> {
+        self.call_tool_asking(tool, arguments, timeout, progress, None)
+            .await
+    }
+
+    /// As [`McpConnection::call_tool`], with `elicit` answering the
+    /// questions the server asks while the call runs (declined without
+    /// one).
+    pub async fn call_tool_asking(
+        &self,
+        tool: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+        timeout: Duration,
+        progress: &(dyn Fn(McpProgress) + Send + Sync),
+        elicit: Option<spool_tools::mcp::McpElicit>,
+    ) -> Result<McpCallResult, McpCallError> {
+        let _asking = elicit.map(|asker| self.askers.register(asker));
         let mut params = CallToolRequestParams::new(tool.to_owned());
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
@@ -365,12 +384,19 @@ impl Started {
         T: RmcpTransport<RoleClient> + 'static,
     {
         let session = Arc::new(Session::default());
+        let askers = Arc::new(elicit::Askers::default());
         let tap = Tap {
             inner: transport,
             session: session.clone(),
         };
         let started = tokio::time::timeout(timeout, async {
-            let service = ().serve(tap).await.map_err(|e| failure("initialize", &e))?;
+            let handler = elicit::Handler {
+                askers: askers.clone(),
+            };
+            let service = handler
+                .serve(tap)
+                .await
+                .map_err(|e| failure("initialize", &e))?;
             let listed = service
                 .list_all_tools()
                 .await
@@ -423,6 +449,7 @@ impl Started {
         Ok(McpConnection {
             name: name.to_owned(),
             service,
+            askers,
             tools,
             session,
             stderr: self.stderr,

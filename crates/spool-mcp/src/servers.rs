@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
-use spool_tools::mcp::{BoxFuture, McpOutcome, McpProgress, McpToolInfo, McpToolbox};
+use spool_tools::mcp::{BoxFuture, McpElicit, McpOutcome, McpProgress, McpToolInfo, McpToolbox};
 use spool_tools::sandbox::Launcher;
 use tokio::sync::broadcast;
 
@@ -322,6 +322,7 @@ impl McpServers {
         tool: &str,
         arguments: Option<Map<String, Value>>,
         progress: &(dyn Fn(McpProgress) + Send + Sync),
+        elicit: Option<McpElicit>,
     ) -> Result<McpOutcome, String> {
         let slot = self.slots().get(server).cloned();
         let Some(slot) = slot.filter(|slot| slot.config.enabled) else {
@@ -340,7 +341,7 @@ impl McpServers {
             })
         };
         match connection
-            .call_tool(tool, arguments, timeout, &forward)
+            .call_tool_asking(tool, arguments, timeout, &forward, elicit)
             .await
         {
             Ok(result) => Ok(McpOutcome {
@@ -381,8 +382,9 @@ impl McpToolbox for McpServers {
         tool: &'a str,
         arguments: Option<Map<String, Value>>,
         progress: &'a (dyn Fn(McpProgress) + Send + Sync),
+        elicit: Option<McpElicit>,
     ) -> BoxFuture<'a, Result<McpOutcome, String>> {
-        Box::pin(self.call_one(server, tool, arguments, progress))
+        Box::pin(self.call_one(server, tool, arguments, progress, elicit))
     }
 }
 

@@ -36,7 +36,7 @@ async fn a_server_starts_and_lists_its_tools_with_their_hints() {
     assert_eq!(connection.name(), "test");
     assert_eq!(
         names(&connection),
-        ["crash", "echo", "env", "fail", "progress", "sleep"]
+        ["ask", "crash", "echo", "env", "fail", "progress", "sleep"]
     );
     let echo = connection
         .tools()

@@ -64,7 +64,7 @@ async fn over_http_tools_are_listed_filtered_and_called_with_their_progress() {
     let connection = McpConnection::start("web", &config, None).await.unwrap();
     let mut names: Vec<&str> = connection.tools().iter().map(|t| t.name.as_str()).collect();
     names.sort_unstable();
-    assert_eq!(names, ["crash", "echo", "env", "fail", "progress"]);
+    assert_eq!(names, ["ask", "crash", "echo", "env", "fail", "progress"]);
 
     let echoed = connection
         .call_tool(

@@ -1,11 +1,13 @@
 //! `mcpServer/elicitation/request`: a question about an MCP server's work
 //! put to a person, in Codex app-server v2's shape.
 //!
-//! spool asks it in one case today: whether an MCP tool may run. Codex
-//! asks that the same way, as a form with no fields whose `_meta` says
-//! what it is (`codex_approval_kind: "mcp_tool_call"`, the tool, its
-//! arguments), so a Codex client shows it as a tool approval and answers
-//! `accept`, `decline` or `cancel`.
+//! spool asks it in two cases: whether an MCP tool may run, and what an
+//! MCP server asks a person during a call (its `elicitation/create`,
+//! passed on as it came: a form, or a URL to open). Codex asks the first
+//! the same way, as a form with no fields whose `_meta` says what it is
+//! (`codex_approval_kind: "mcp_tool_call"`, the tool, its arguments), so a
+//! Codex client shows it as a tool approval and answers `accept`,
+//! `decline` or `cancel`.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -27,7 +29,8 @@ pub struct McpServerElicitationRequestParams {
     pub request: McpElicitation,
 }
 
-/// What is asked: a form (whose schema may have no fields: a yes or no).
+/// What is asked: a form (whose schema may have no fields: a yes or no),
+/// or a page to open.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "mode", rename_all = "camelCase")]
 pub enum McpElicitation {
@@ -35,6 +38,14 @@ pub enum McpElicitation {
     Form {
         message: String,
         requested_schema: Value,
+        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+        meta: Option<Value>,
+    },
+    #[serde(rename_all = "camelCase")]
+    Url {
+        elicitation_id: String,
+        message: String,
+        url: String,
         #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
         meta: Option<Value>,
     },
@@ -73,7 +84,9 @@ impl McpServerElicitationRequestParams {
 
     /// The tool a tool approval is about.
     pub fn approved_tool(&self) -> Option<&str> {
-        let McpElicitation::Form { meta, .. } = &self.request;
+        let McpElicitation::Form { meta, .. } = &self.request else {
+            return None;
+        };
         let meta = meta.as_ref()?;
         (meta.get("codex_approval_kind")?.as_str()? == MCP_TOOL_CALL_APPROVAL)
             .then(|| meta.get("tool_name")?.as_str())

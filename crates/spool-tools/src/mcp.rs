@@ -98,6 +98,13 @@ pub struct McpOutcome {
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// Answers a question a server asks a person during a call (MCP's
+/// `elicitation/create`). It gets the request's params as MCP writes them
+/// (`mode` `form` with `message` and `requestedSchema`, or `url` with
+/// `message`, `url` and `elicitationId`) and answers MCP's result
+/// (`action`: `accept`, `decline` or `cancel`; `content` when accepted).
+pub type McpElicit = std::sync::Arc<dyn Fn(Value) -> BoxFuture<'static, Value> + Send + Sync>;
+
 /// The MCP servers of an agent.
 pub trait McpToolbox: Send + Sync {
     /// Every tool offered now, starting servers that have not started.
@@ -107,14 +114,17 @@ pub trait McpToolbox: Send + Sync {
     fn tools(&self) -> BoxFuture<'_, Result<Vec<McpToolInfo>, String>>;
 
     /// Calls `tool` of `server`; what it reports on the way goes to
-    /// `progress`. An error is a call that has no result (the server is
-    /// gone, the call timed out), in words for the person and the model.
+    /// `progress`, and what it asks a person to `elicit` (without one, a
+    /// question is declined). An error is a call that has no result (the
+    /// server is gone, the call timed out), in words for the person and
+    /// the model.
     fn call<'a>(
         &'a self,
         server: &'a str,
         tool: &'a str,
         arguments: Option<Map<String, Value>>,
         progress: &'a (dyn Fn(McpProgress) + Send + Sync),
+        elicit: Option<McpElicit>,
     ) -> BoxFuture<'a, Result<McpOutcome, String>>;
 }
 

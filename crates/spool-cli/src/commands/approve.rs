@@ -128,7 +128,8 @@ fn prompt(request: &ServerRequest, changes: &[FileUpdateChange]) -> ServerReques
             }
         }
         ServerRequest::McpServerElicitation(p) if p.approved_tool().is_some() => {
-            let McpElicitation::Form { message, meta, .. } = &p.request;
+            let (McpElicitation::Form { message, meta, .. }
+            | McpElicitation::Url { message, meta, .. }) = &p.request;
             let _ = writeln!(stderr, "\n{message}");
             if let Some(arguments) = meta.as_ref().and_then(|m| m.get("tool_params")) {
                 let _ = writeln!(stderr, "  with {arguments}");

@@ -1,7 +1,8 @@
 //! A small MCP server for spool's tests, on stdio: `echo` answers with its
 //! text, `fail` answers with an error result, `sleep` waits, `env` reads
 //! its environment, `progress` reports its steps before answering, `crash`
-//! exits in the middle of its call (code 3, saying so on stderr). With
+//! exits in the middle of its call (code 3, saying so on stderr), `ask`
+//! asks the person their name (an elicitation) and greets them. With
 //! `--list-changed`, `echo` says the server's tools changed before it
 //! answers; with `--cancel-file PATH`, a `sleep` the client cancels adds a
 //! line to PATH. With
@@ -16,8 +17,8 @@
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResult, ContentBlock, ProgressNotificationParam, RequestMetaObject, ServerCapabilities,
-    ServerConfig,
+    CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction, ElicitationSchema,
+    ProgressNotificationParam, RequestMetaObject, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
@@ -38,6 +39,12 @@ struct EnvArgs {
 struct SleepArgs {
     /// Milliseconds to wait.
     ms: u64,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct AskArgs {
+    /// What to ask the person (their name is the answer).
+    question: String,
 }
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -125,6 +132,40 @@ impl TestServer {
                 .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         }
         Ok("done".to_owned())
+    }
+
+    #[tool(description = "Asks the person their name, then greets them")]
+    async fn ask(
+        &self,
+        Parameters(AskArgs { question }): Parameters<AskArgs>,
+        peer: Peer<RoleServer>,
+    ) -> Result<String, ErrorData> {
+        let internal = |e: String| ErrorData::internal_error(e, None);
+        let schema = ElicitationSchema::builder()
+            .required_string("name")
+            .build()
+            .map_err(|e| internal(e.to_owned()))?;
+        let asked = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: question,
+            requested_schema: schema,
+        };
+        let answer = peer
+            .create_elicitation(asked)
+            .await
+            .map_err(|e| internal(e.to_string()))?;
+        let name = answer
+            .content
+            .as_ref()
+            .and_then(|content| content.get("name"))
+            .and_then(serde_json::Value::as_str);
+        Ok(match (&answer.action, name) {
+            (ElicitationAction::Accept, Some(name)) => format!("hello {name}"),
+            (action, _) => {
+                let action = serde_json::to_value(action).unwrap_or_default();
+                format!("no answer: {}", action.as_str().unwrap_or("?"))
+            }
+        })
     }
 
     #[tool(description = "Exits (code 3) in the middle of the call")]

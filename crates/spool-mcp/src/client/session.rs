@@ -11,8 +11,8 @@
 //! call can reach its caller before the handlers of the notifications sent
 //! ahead of it ran. Read off the transport, in rmcp's service loop, they
 //! are seen in the order the server sent them, every one sent before an
-//! answer before that answer reaches its call. The client handler stays
-//! rmcp's `()`: elicitations declined, sampling not offered.
+//! answer before that answer reaches its call. Questions the server asks
+//! go through the client handler (`elicit.rs`); sampling is not offered.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};

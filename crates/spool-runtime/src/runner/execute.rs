@@ -38,7 +38,7 @@ pub(crate) async fn run_filed(
     agent: &Agent,
     sink: &ItemSink,
     appender: &Appender,
-    processes: &dyn ProcessLog,
+    (processes, asking): (&dyn ProcessLog, &dyn super::mcp_call::McpAsking),
     mut interrupt: watch::Receiver<bool>,
 ) -> Result<Ran, StoreError> {
     match filed {
@@ -186,7 +186,8 @@ pub(crate) async fn run_filed(
             tool,
             arguments,
         } => {
-            super::mcp_call::run(open, &tool, arguments, agent, sink, appender).await?;
+            let asker = asking.asker(&tool.server, open.id());
+            super::mcp_call::run(open, &tool, arguments, agent, (sink, appender), asker).await?;
             Ok(Ran::Done)
         }
         // Run by the client: finished when its answer comes (see `requests.rs`).

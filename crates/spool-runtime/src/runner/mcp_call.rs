@@ -13,7 +13,7 @@ use std::time::Instant;
 use serde_json::Value;
 use spool_protocol::*;
 use spool_store::{Appender, StoreError};
-use spool_tools::mcp::{McpProgress, McpToolInfo};
+use spool_tools::mcp::{McpElicit, McpProgress, McpToolInfo};
 
 use std::sync::Arc;
 
@@ -64,8 +64,16 @@ impl<S: Store + Clone + 'static> Runner<S> {
         run.sink.agent = CLIENT.to_owned();
         let (open, started) = run.sink.start(item(&info, &arguments), None, None);
         run.appender.push(vec![started])?;
-        let completed =
-            self::run(open, &info, arguments, &run.agent, &run.sink, &run.appender).await?;
+        let asking = StoreAsking {
+            store: self.store.clone(),
+            client: self.client.clone(),
+            events: run.events.clone(),
+            thread_id: thread_id.to_owned(),
+            turn_id: run.state.turn_id.clone(),
+        };
+        let asker = asking.asker(&info.server, open.id());
+        let parts = (&run.sink, &run.appender);
+        let completed = self::run(open, &info, arguments, &run.agent, parts, asker).await?;
         let result = run.finish(TurnStatus::Completed, None).await?;
         Ok((result, completed))
     }
@@ -78,8 +86,8 @@ pub(super) async fn run(
     tool: &McpToolInfo,
     arguments: Value,
     agent: &Agent,
-    sink: &ItemSink,
-    appender: &Appender,
+    (sink, appender): (&ItemSink, &Appender),
+    asker: Option<McpElicit>,
 ) -> Result<ThreadItem, StoreError> {
     let Some(toolbox) = &agent.mcp else {
         let error = "this agent has no MCP servers".to_owned();
@@ -108,7 +116,7 @@ pub(super) async fn run(
     };
     let started = Instant::now();
     let outcome = toolbox
-        .call(&tool.server, &tool.tool, arguments, &on_progress)
+        .call(&tool.server, &tool.tool, arguments, &on_progress, asker)
         .await;
     let duration = started.elapsed().as_millis() as i64;
     if let Some(error) = push_error
@@ -144,6 +152,88 @@ pub(super) fn item(tool: &McpToolInfo, arguments: &Value) -> ThreadItem {
         result: None,
         error: None,
         duration_ms: None,
+    }
+}
+
+/// Who the questions of a run's MCP calls go to.
+pub(crate) trait McpAsking: Send + Sync {
+    /// The asker for one call of `server`, filed as `item_id`.
+    fn asker(&self, server: &str, item_id: &str) -> Option<McpElicit>;
+}
+
+/// A server's question during a call goes to the run's client as an
+/// `mcpServer/elicitation/request`, durable like an approval: recorded in
+/// the store before it is asked, its answer recorded (and logged as
+/// `serverRequest/resolved`) before the server gets it. With nobody to
+/// ask, it is declined, and recorded so. A call does not pause its turn:
+/// the server waits for the answer within the call's timeout.
+pub(crate) struct StoreAsking<S> {
+    pub store: S,
+    pub client: Option<Arc<dyn super::ClientRequests>>,
+    pub events: mpsc::UnboundedSender<Appended>,
+    pub thread_id: String,
+    pub turn_id: String,
+}
+
+impl<S: Store + Clone + Send + Sync + 'static> McpAsking for StoreAsking<S> {
+    fn asker(&self, server: &str, item_id: &str) -> Option<McpElicit> {
+        let asking = Arc::new(StoreAsking {
+            store: self.store.clone(),
+            client: self.client.clone(),
+            events: self.events.clone(),
+            thread_id: self.thread_id.clone(),
+            turn_id: self.turn_id.clone(),
+        });
+        let (server, item_id) = (server.to_owned(), item_id.to_owned());
+        Some(Arc::new(move |params: Value| {
+            let (asking, server, item_id) = (asking.clone(), server.clone(), item_id.clone());
+            Box::pin(async move { asking.ask(&server, &item_id, params).await })
+        }))
+    }
+}
+
+impl<S: Store> StoreAsking<S> {
+    async fn ask(&self, server: &str, item_id: &str, params: Value) -> Value {
+        let declined = serde_json::json!({"action": "decline"});
+        let Ok(request) = serde_json::from_value::<McpElicitation>(params) else {
+            tracing::warn!(
+                server,
+                "an MCP server asked a question spool cannot read: declined"
+            );
+            return declined;
+        };
+        let request = ServerRequest::McpServerElicitation(McpServerElicitationRequestParams {
+            thread_id: self.thread_id.clone(),
+            turn_id: Some(self.turn_id.clone()),
+            server_name: server.to_owned(),
+            request,
+        });
+        let pending = super::requests::new_request(request, item_id);
+        if let Err(error) = self.store.open_request(pending.clone(), None).await {
+            tracing::warn!(server, %error, "cannot record an MCP server's question: declined");
+            return declined;
+        }
+        let answer = match &self.client {
+            Some(client) => client.ask(&pending).await,
+            None => None,
+        };
+        let answer = match answer {
+            Some(ServerRequestAnswer::McpServerElicitation(response)) => {
+                serde_json::json!({"action": response.action, "content": response.content})
+            }
+            _ => declined,
+        };
+        match self
+            .store
+            .resolve_request(&self.thread_id, &pending.request_id, answer.clone())
+            .await
+        {
+            Ok(resolved) => {
+                let _ = self.events.send(Appended::Logged(resolved.event));
+            }
+            Err(error) => tracing::warn!(server, %error, "cannot record the answer to a question"),
+        }
+        answer
     }
 }
 

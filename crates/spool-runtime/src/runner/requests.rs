@@ -280,7 +280,7 @@ fn network_request(
 }
 
 /// A request asked now: stamped with the time its row records.
-fn new_request(mut request: ServerRequest, item_id: &str) -> PendingRequest {
+pub(crate) fn new_request(mut request: ServerRequest, item_id: &str) -> PendingRequest {
     let now = now_ms();
     request.stamp_started_at(now);
     PendingRequest {
