@@ -1,12 +1,10 @@
-//! MCP servers as spool sees them: their configuration (`[mcp_servers.NAME]`
-//! in `spool.toml`), and a client that starts one and lists its tools, on
-//! the official Rust SDK (`rmcp`).
-//!
-//! What is built: servers run as child processes speaking MCP on stdio,
-//! initialized and asked for their tools (every page), within the startup
-//! timeout; a tool called with a timeout. Not built yet: streamable-HTTP servers, tool calls from turns
-//! (`mcpToolCall` items), progress, elicitation, restarts, and Codex's
-//! `mcpServer*` methods (`docs/internals/mcp.md`).
+//! MCP servers as spool sees them, on the official Rust SDK (`rmcp`): their
+//! configuration (`[mcp_servers.NAME]` in `spool.toml`), a connection to
+//! one (a child process on stdio, or streamable HTTP) that lists its tools
+//! and calls them with their progress and questions, and the process's
+//! servers (`McpServers`: started on first use, started again after a
+//! crash, reported by status), which is the runtime's `McpToolbox`. See
+//! `docs/internals/mcp.md`.
 
 // Code that ships never panics on an unwrap: every `expect` names the
 // invariant that makes it safe, and is allowed where it stands.
