@@ -28,6 +28,7 @@ mod items;
 mod layout_floor;
 mod live;
 mod log_workloads;
+#[cfg(feature = "mcp")]
 mod mcp;
 mod pg_database;
 mod replicas;
@@ -62,7 +63,12 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Runner(args) => runner::runner(args).await,
         BenchCommand::Server(args) => server::server(args).await,
         BenchCommand::Live(args) => live::live(args).await,
+        #[cfg(feature = "mcp")]
         BenchCommand::Mcp(args) => mcp::mcp(args).await,
+        #[cfg(not(feature = "mcp"))]
+        BenchCommand::Mcp(_) => {
+            anyhow::bail!("this spool was built without MCP (the `mcp` cargo feature)")
+        }
         BenchCommand::Relay(args) => live::relay(args.model_url).await,
     }
 }

@@ -157,7 +157,7 @@ async fn dispatch(cli: Cli, on_command_line: &[&'static str]) -> anyhow::Result<
                 on_command_line: &set,
                 provider: &chosen.name,
             });
-            let mcp = commands::mcp::servers(&config.mcp_servers);
+            let mcp = commands::mcp::serve_setup(&config.mcp_servers)?;
             commands::serve::serve(store, chosen, config.requirements, args, origins, mcp).await
         }
         Command::Resume(args) => {

@@ -10,13 +10,17 @@
 // invariant that makes it safe, and is allowed where it stands.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+#[cfg(feature = "client")]
 mod client;
 mod config;
+#[cfg(feature = "client")]
 mod servers;
 
+#[cfg(feature = "client")]
 pub use client::{McpCallError, McpCallResult, McpConnection, McpError, McpProgress, McpTool};
 pub use config::{
     ConfigError, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, McpServerConfig, McpToolConfig,
     Transport,
 };
+#[cfg(feature = "client")]
 pub use servers::{McpServers, ServerState, ServerStatus, StartupUpdate};

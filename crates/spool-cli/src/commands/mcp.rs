@@ -9,13 +9,48 @@ use crate::config::ConfigFile;
 /// The servers of `configs` as one process's toolbox (each started on
 /// first use). Each runs under spool's own helper, which kills it when
 /// spool dies, however it dies.
-pub fn servers(
+fn servers(
     configs: &std::collections::BTreeMap<String, spool_mcp::McpServerConfig>,
 ) -> std::sync::Arc<spool_mcp::McpServers> {
     let launcher = std::env::current_exe()
         .ok()
         .map(spool_tools::sandbox::Launcher::spool);
     std::sync::Arc::new(spool_mcp::McpServers::new(configs.clone(), launcher))
+}
+
+/// What `spool serve` gets of MCP: the toolbox every thread's agent shares
+/// (always, maybe empty: a reload can add servers), the methods' admin,
+/// and the servers whose start and failure every connection hears of.
+pub struct ServeMcp {
+    pub toolbox: Option<super::run::McpToolboxRef>,
+    pub admin: Option<std::sync::Arc<dyn spool_server::McpAdmin>>,
+    servers: std::sync::Arc<spool_mcp::McpServers>,
+}
+
+pub fn serve_setup(
+    configs: &std::collections::BTreeMap<String, spool_mcp::McpServerConfig>,
+) -> anyhow::Result<ServeMcp> {
+    let servers = servers(configs);
+    Ok(ServeMcp {
+        toolbox: Some(servers.clone()),
+        admin: Some(std::sync::Arc::new(ServedMcp {
+            servers: servers.clone(),
+            home: crate::home::spool_home()?,
+            cwd: std::env::current_dir()?,
+        })),
+        servers,
+    })
+}
+
+impl ServeMcp {
+    /// Every connection of `hub` hears when a server starts, is ready or
+    /// fails (`mcpServer/startupStatus/updated`).
+    pub fn announce(&self, hub: &std::sync::Arc<spool_server::Hub>) {
+        tokio::spawn(announce_updates(
+            self.servers.clone(),
+            std::sync::Arc::downgrade(hub),
+        ));
+    }
 }
 
 /// As [`servers`], or none when no server is configured (`spool run`).
@@ -95,10 +130,10 @@ fn tool_json(tool: &McpTool) -> Value {
 
 /// The MCP methods of `spool serve` over the process's servers; a reload
 /// reads `[mcp_servers]` from `$SPOOL_HOME/spool.toml` again.
-pub struct ServedMcp {
-    pub servers: std::sync::Arc<spool_mcp::McpServers>,
-    pub home: std::path::PathBuf,
-    pub cwd: std::path::PathBuf,
+struct ServedMcp {
+    servers: std::sync::Arc<spool_mcp::McpServers>,
+    home: std::path::PathBuf,
+    cwd: std::path::PathBuf,
 }
 
 impl spool_server::McpAdmin for ServedMcp {
@@ -137,7 +172,7 @@ impl spool_server::McpAdmin for ServedMcp {
 
 /// Sends each server's start, readiness or failure to the hub's
 /// connections (`mcpServer/startupStatus/updated`) until the hub is gone.
-pub async fn announce_updates(
+async fn announce_updates(
     servers: std::sync::Arc<spool_mcp::McpServers>,
     hub: std::sync::Weak<spool_server::Hub>,
 ) {

@@ -1,4 +1,8 @@
 pub mod approve;
+#[cfg(feature = "mcp")]
+pub mod mcp;
+#[cfg(not(feature = "mcp"))]
+#[path = "mcp_off.rs"]
 pub mod mcp;
 pub mod run;
 pub mod sandbox_exec;

@@ -38,7 +38,7 @@ pub async fn serve(
     requirements: Requirements,
     mut args: ServeArgs,
     origins: std::collections::BTreeMap<String, ConfigLayerMetadata>,
-    mcp: Arc<spool_mcp::McpServers>,
+    mcp: super::mcp::ServeMcp,
 ) -> anyhow::Result<i32> {
     // Token counts (a thread with a context window compacts by them; views
     // with a budget pack by them) need the o200k encoder, 100-200 ms of
@@ -92,7 +92,7 @@ pub async fn serve(
     let provider = Arc::from(build_provider(&chosen));
     // Every thread's agent: the tools asked for, its own settings.
     // Always a (maybe empty) set of MCP servers: a reload can add some.
-    let template = agent_of(&args.agent, &chosen, Some(mcp.clone()))?;
+    let template = agent_of(&args.agent, &chosen, mcp.toolbox.clone())?;
     let temperature = chosen.temperature;
     let agent_for = Arc::new(move |settings: &ThreadSettings| -> Agent {
         let mut agent = template.clone();
@@ -127,15 +127,10 @@ pub async fn serve(
             uses_api_key: chosen.api_key.is_some(),
             origins,
         },
-        mcp: Some(Arc::new(super::mcp::ServedMcp {
-            servers: mcp.clone(),
-            home: crate::home::spool_home()?,
-            cwd: std::env::current_dir()?,
-        })),
+        mcp: mcp.admin.clone(),
     };
     let hub = Hub::new(store.clone(), provider, options);
-    // Every connection hears when an MCP server starts, is ready or fails.
-    tokio::spawn(super::mcp::announce_updates(mcp, Arc::downgrade(&hub)));
+    mcp.announce(&hub);
     // Threads other servers write reach watchers here (PostgreSQL).
     spool_server::tail::start(&hub);
     // Requests other servers forward for threads this one holds.
