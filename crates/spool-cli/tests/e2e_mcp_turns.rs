@@ -514,3 +514,39 @@ async fn a_server_asks_the_client_during_a_call_and_nobody_there_is_a_decline() 
     let last = model.requests()[3].body["input"].to_string();
     assert!(last.contains("no answer: decline"), "{last}");
 }
+
+#[tokio::test]
+async fn tools_a_server_adds_are_offered_at_the_next_model_call() {
+    let server = test_server();
+    let home = Home::new();
+    std::fs::write(
+        home.path().join("spool.toml"),
+        format!(
+            "[mcp_servers.growing]\ncommand = \"{}\"\nargs = [\"--grow\"]\n",
+            server.display()
+        ),
+    )
+    .unwrap();
+    let model = ScriptedServer::with_responses([
+        calls_response(
+            "r1",
+            &[("c_echo", "mcp__growing__echo", json!({"text": "grow"}))],
+        ),
+        calls_response("r2", &[("c_late", "mcp__growing__late", json!({}))]),
+        message_response("r3", &["The late tool answered."]),
+    ])
+    .await
+    .unwrap();
+    let mut client = Client::start(&home, &model.url(), &[]);
+    client.initialize(json!({})).await;
+    turn(&mut client, 1, None, "never").await;
+    let done = client.until(|m| method_of(m) == "turn/completed").await;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    let offered = |at: usize| model.requests()[at].body["tools"].to_string();
+    assert!(!offered(0).contains("mcp__growing__late"), "{}", offered(0));
+    assert!(offered(1).contains("mcp__growing__late"), "{}", offered(1));
+    let seen = client.seen.clone();
+    let late = completed(&seen, "growing", "late");
+    assert_eq!(late["result"]["content"][0]["text"], "late", "{late}");
+    client.close().await;
+}

@@ -6,7 +6,7 @@ mod http;
 mod session;
 mod stdio;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rmcp::ServiceExt;
@@ -145,7 +145,11 @@ pub struct McpConnection {
     service: RunningService<RoleClient, elicit::Handler>,
     /// Who answers the questions of the calls running now.
     askers: Arc<elicit::Askers>,
-    tools: Vec<McpTool>,
+    /// As last listed; listed again by `list_tools`.
+    tools: Mutex<Vec<McpTool>>,
+    /// Which tools the section lets through (`enabled_tools`,
+    /// `disabled_tools`).
+    filter: McpServerConfig,
     session: Arc<Session>,
     /// A child's stderr (none for a server reached over HTTP).
     stderr: Option<stdio::StderrTail>,
@@ -157,7 +161,7 @@ impl std::fmt::Debug for McpConnection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpConnection")
             .field("name", &self.name)
-            .field("tools", &self.tools.len())
+            .field("tools", &self.tools().len())
             .finish_non_exhaustive()
     }
 }
@@ -203,9 +207,33 @@ impl McpConnection {
         &self.name
     }
 
-    /// The tools offered, in the server's order, as listed at start.
-    pub fn tools(&self) -> &[McpTool] {
-        &self.tools
+    /// The tools offered, in the server's order, as last listed (at
+    /// start, or by [`McpConnection::list_tools`]).
+    pub fn tools(&self) -> Vec<McpTool> {
+        self.tools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Lists the tools again (every page, filtered by the section) within
+    /// `timeout`, and keeps the list. Cheap when nothing changed: rmcp
+    /// answers from its cache, which a server's
+    /// `notifications/tools/list_changed` empties, so a server that says
+    /// its tools changed is asked again.
+    pub async fn list_tools(&self, timeout: Duration) -> Result<Vec<McpTool>, McpCallError> {
+        let failed = |reason: String| McpCallError::Failed {
+            server: self.name.clone(),
+            tool: "tools/list".to_owned(),
+            reason,
+        };
+        let listed = tokio::time::timeout(timeout, self.service.list_all_tools())
+            .await
+            .map_err(|_| failed(format!("no answer within {timeout:?}")))?
+            .map_err(|e| failed(e.to_string()))?;
+        let tools = offered(listed, &self.filter);
+        *self.tools.lock().unwrap_or_else(PoisonError::into_inner) = tools.clone();
+        Ok(tools)
     }
 
     /// Whether the server said its tools changed since they were listed
@@ -435,27 +463,37 @@ impl Started {
                 });
             }
         };
-        let tools = listed
-            .into_iter()
-            .filter(|tool| config.offers(&tool.name))
-            .map(|tool| McpTool {
-                name: tool.name.to_string(),
-                description: tool.description.map(|d| d.to_string()),
-                input_schema: serde_json::Value::Object((*tool.input_schema).clone()),
-                read_only: tool.annotations.as_ref().and_then(|a| a.read_only_hint),
-                destructive: tool.annotations.as_ref().and_then(|a| a.destructive_hint),
-            })
-            .collect();
+        let tools = offered(listed, config);
         Ok(McpConnection {
             name: name.to_owned(),
             service,
             askers,
-            tools,
+            tools: Mutex::new(tools),
+            filter: McpServerConfig {
+                enabled_tools: config.enabled_tools.clone(),
+                disabled_tools: config.disabled_tools.clone(),
+                ..McpServerConfig::default()
+            },
             session,
             stderr: self.stderr,
             _group: self.group,
         })
     }
+}
+
+/// The listed tools the section lets through, as spool describes them.
+fn offered(listed: Vec<rmcp::model::Tool>, config: &McpServerConfig) -> Vec<McpTool> {
+    listed
+        .into_iter()
+        .filter(|tool| config.offers(&tool.name))
+        .map(|tool| McpTool {
+            name: tool.name.to_string(),
+            description: tool.description.map(|d| d.to_string()),
+            input_schema: serde_json::Value::Object((*tool.input_schema).clone()),
+            read_only: tool.annotations.as_ref().and_then(|a| a.read_only_hint),
+            destructive: tool.annotations.as_ref().and_then(|a| a.destructive_hint),
+        })
+        .collect()
 }
 
 /// Tells the server a call is cancelled when the caller drops it before

@@ -185,9 +185,7 @@ impl McpServers {
                         },
                         Vec::new(),
                     ),
-                    SlotState::Ready(connection) => {
-                        (ServerState::Ready, connection.tools().to_vec())
-                    }
+                    SlotState::Ready(connection) => (ServerState::Ready, connection.tools()),
                     SlotState::Failed { error, .. } => (
                         ServerState::Failed {
                             error: error.clone(),
@@ -294,12 +292,22 @@ impl McpServers {
             .filter(|slot| slot.config.enabled)
             .cloned()
             .collect();
-        let started =
-            futures_util::future::join_all(slots.iter().map(|slot| self.connection(slot))).await;
+        let listing =
+            slots.iter().map(|slot| async move {
+                let connection = self.connection(slot).await?;
+                // Asked again each time: rmcp answers from its cache unless the
+                // server said its tools changed.
+                let timeout = slot.config.startup_timeout(&slot.name).unwrap_or_default();
+                Ok::<_, String>(connection.list_tools(timeout).await.unwrap_or_else(|error| {
+                tracing::warn!(server = %slot.name, %error, "listing tools again failed");
+                connection.tools()
+            }))
+            });
+        let listed = futures_util::future::join_all(listing).await;
         let mut tools = Vec::new();
-        for (slot, started) in slots.iter().zip(started) {
-            match started {
-                Ok(connection) => tools.extend(connection.tools().iter().map(|tool| McpToolInfo {
+        for (slot, listed) in slots.iter().zip(listed) {
+            match listed {
+                Ok(offered) => tools.extend(offered.iter().map(|tool| McpToolInfo {
                     server: slot.name.clone(),
                     tool: tool.name.clone(),
                     description: tool.description.clone(),

@@ -22,8 +22,8 @@ fn args(value: serde_json::Value) -> Option<serde_json::Map<String, serde_json::
     value.as_object().cloned()
 }
 
-fn names(connection: &McpConnection) -> Vec<&str> {
-    let mut names: Vec<&str> = connection.tools().iter().map(|t| t.name.as_str()).collect();
+fn names(connection: &McpConnection) -> Vec<String> {
+    let mut names: Vec<String> = connection.tools().into_iter().map(|t| t.name).collect();
     names.sort_unstable();
     names
 }
@@ -40,7 +40,7 @@ async fn a_server_starts_and_lists_its_tools_with_their_hints() {
     );
     let echo = connection
         .tools()
-        .iter()
+        .into_iter()
         .find(|t| t.name == "echo")
         .unwrap();
     assert_eq!(
@@ -51,7 +51,7 @@ async fn a_server_starts_and_lists_its_tools_with_their_hints() {
     assert_eq!(echo.input_schema["properties"]["text"]["type"], "string");
     let fail = connection
         .tools()
-        .iter()
+        .into_iter()
         .find(|t| t.name == "fail")
         .unwrap();
     assert_eq!(fail.destructive, Some(true));

@@ -62,7 +62,7 @@ async fn over_http_tools_are_listed_filtered_and_called_with_their_progress() {
     let mut config = section(&server.url);
     config.disabled_tools = vec!["sleep".to_owned()];
     let connection = McpConnection::start("web", &config, None).await.unwrap();
-    let mut names: Vec<&str> = connection.tools().iter().map(|t| t.name.as_str()).collect();
+    let mut names: Vec<String> = connection.tools().into_iter().map(|t| t.name).collect();
     names.sort_unstable();
     assert_eq!(names, ["ask", "crash", "echo", "env", "fail", "progress"]);
 

@@ -4,7 +4,8 @@
 //! exits in the middle of its call (code 3, saying so on stderr), `ask`
 //! asks the person their name (an elicitation) and greets them. With
 //! `--list-changed`, `echo` says the server's tools changed before it
-//! answers; with `--cancel-file PATH`, a `sleep` the client cancels adds a
+//! answers, and with `--grow` the tool `late` appears then too; with
+//! `--cancel-file PATH`, a `sleep` the client cancels adds a
 //! line to PATH. With
 //! `--exit-at-start` it exits before answering anything, saying so on
 //! stderr; with `--pid-file PATH` it writes its pid there first; with
@@ -57,6 +58,10 @@ struct ProgressArgs {
 struct TestServer {
     /// `echo` sends `notifications/tools/list_changed` first.
     list_changed: bool,
+    /// `--grow`: `echo` also makes the tool `late` appear (it says the
+    /// tools changed, and they did).
+    grow: bool,
+    grown: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Where a cancelled `sleep` says so.
     cancel_file: Option<std::path::PathBuf>,
 }
@@ -72,7 +77,10 @@ impl TestServer {
         Parameters(EchoArgs { text }): Parameters<EchoArgs>,
         peer: Peer<RoleServer>,
     ) -> Result<String, ErrorData> {
-        if self.list_changed {
+        if self.grow {
+            self.grown.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        if self.list_changed || self.grow {
             peer.notify_tool_list_changed()
                 .await
                 .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
@@ -168,6 +176,11 @@ impl TestServer {
         })
     }
 
+    #[tool(description = "Offered only once `echo` was called under --grow")]
+    fn late(&self) -> String {
+        "late".to_owned()
+    }
+
     #[tool(description = "Exits (code 3) in the middle of the call")]
     fn crash(&self) -> String {
         eprintln!("test server: crashing in the middle of a call, as asked");
@@ -175,7 +188,18 @@ impl TestServer {
     }
 }
 
-#[tool_handler]
+impl TestServer {
+    /// The tools offered now: `late` only once grown.
+    fn router(&self) -> rmcp::handler::server::router::tool::ToolRouter<Self> {
+        let mut router = Self::tool_router();
+        if !self.grown.load(std::sync::atomic::Ordering::SeqCst) {
+            router.disable_route("late");
+        }
+        router
+    }
+}
+
+#[tool_handler(router = self.router())]
 impl ServerHandler for TestServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
@@ -205,6 +229,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let server = TestServer {
         list_changed: args.iter().any(|a| a == "--list-changed"),
+        grow: args.iter().any(|a| a == "--grow"),
+        grown: Default::default(),
         cancel_file: match args.iter().position(|a| a == "--cancel-file") {
             Some(at) => Some(args.get(at + 1).ok_or("--cancel-file PATH")?.into()),
             None => None,
