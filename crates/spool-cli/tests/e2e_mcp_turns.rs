@@ -6,89 +6,12 @@
 
 mod support;
 
-use std::path::PathBuf;
-
 use serde_json::{Value, json};
 use spool_testkit::ScriptedServer;
 use spool_testkit::responses_api::{calls_response, message_response};
+use support::mcp::*;
 use support::rpc::{Client, method_of, thread_id_of};
 use support::*;
-
-fn test_server() -> PathBuf {
-    let spool = PathBuf::from(env!("CARGO_BIN_EXE_spool"));
-    let server = spool.with_file_name("spool-mcp-test-server");
-    assert!(server.exists(), "{} is not built", server.display());
-    server
-}
-
-/// `tools` and `other` run the same server (the same tool names);
-/// `fragile` is where the crash happens, so it ends no other server's
-/// calls.
-fn configure(home: &Home) {
-    let server = test_server();
-    let server = server.display();
-    std::fs::write(
-        home.path().join("spool.toml"),
-        format!(
-            r#"
-[mcp_servers.tools]
-command = "{server}"
-tool_timeout_sec = 1
-
-[mcp_servers.other]
-command = "{server}"
-
-[mcp_servers.fragile]
-command = "{server}"
-"#
-        ),
-    )
-    .unwrap();
-}
-
-/// Starts a thread with `policy` and a turn; returns the thread id.
-async fn turn(client: &mut Client, id: i64, thread: Option<&str>, policy: &str) -> String {
-    let thread_id = match thread {
-        Some(thread) => thread.to_owned(),
-        None => {
-            let started = client
-                .call(id, "thread/start", json!({"approvalPolicy": policy}))
-                .await;
-            thread_id_of(&started)
-        }
-    };
-    client
-        .call(
-            id + 1,
-            "turn/start",
-            json!({"threadId": thread_id, "input": [{"type": "text", "text": "use the tools"}]}),
-        )
-        .await;
-    thread_id
-}
-
-/// The completed `mcpToolCall` item of `server`/`tool`.
-fn completed<'a>(seen: &'a [Value], server: &str, tool: &str) -> &'a Value {
-    seen.iter()
-        .filter(|m| method_of(m) == "item/completed")
-        .map(|m| &m["params"]["item"])
-        .find(|item| {
-            item["type"] == "mcpToolCall" && item["server"] == server && item["tool"] == tool
-        })
-        .unwrap_or_else(|| panic!("no completed {server}/{tool} call"))
-}
-
-/// The output the model was given for `call_id` in `body`.
-fn output_for(body: &Value, call_id: &str) -> String {
-    body["input"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|item| item["type"] == "function_call_output" && item["call_id"] == call_id)
-        .and_then(|item| item["output"].as_str())
-        .unwrap_or_else(|| panic!("no output for {call_id} in {body}"))
-        .to_owned()
-}
 
 #[tokio::test]
 async fn a_turn_calls_mcp_tools_and_the_model_gets_each_result() {

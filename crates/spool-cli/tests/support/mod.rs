@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod mcp;
 pub mod peer;
 pub mod rpc;
 pub mod schema;
