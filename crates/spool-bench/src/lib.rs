@@ -37,6 +37,7 @@ mod runner;
 mod runner_floor;
 mod server;
 mod session_workloads;
+mod stamping;
 mod workloads;
 mod ws_client;
 

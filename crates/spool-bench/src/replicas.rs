@@ -33,7 +33,8 @@ use spool_store::{Store, StoreOptions};
 
 use super::pg_database::FreshDatabase;
 use super::report::{percentile, round};
-use super::server::{Stamping, delta_stamp, hub_options, serve_on_loopback, turn_params};
+use super::server::{hub_options, serve_on_loopback, turn_params};
+use super::stamping::{Stamping, delta_stamp};
 use super::ws_client::Client;
 
 /// Cross-server delivery latency, p99 on the other server.
