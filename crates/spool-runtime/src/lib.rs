@@ -9,6 +9,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod agent;
+mod output_items;
 pub mod output_mapper;
 pub mod runner;
 mod session;
