@@ -129,14 +129,9 @@ pub enum McpCallError {
     },
 }
 
-/// A progress notification of a call in flight, as the server sent it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct McpProgress {
-    /// How far along: grows with each notification, total known or not.
-    pub progress: f64,
-    pub total: Option<f64>,
-    pub message: Option<String>,
-}
+/// A progress notification of a call in flight, as the server sent it
+/// (the runtime's own type: it goes to the item unchanged).
+pub use spool_tools::mcp::McpProgress;
 
 /// A started server, initialized, with the tools it offers (those its
 /// section lets through).

@@ -4,14 +4,15 @@
 //! A server starts the first time its tools are listed (a turn's model
 //! call lists them) and then serves every thread. Concurrent callers wait
 //! for one start, never start two. A server whose session ended (it
-//! crashed, or exited) is started again on the next use; a start that
-//! fails is tried again no sooner than its backoff allows: 0.5 s after
-//! the first failed start, doubling up to 30 s, so a server that dies at
-//! once is not restarted in a loop. A call
-//! that meets a dead server fails with an error saying so; the model and
-//! the person see it on the item.
+//! crashed, or exited) is started again on the next use. A start that
+//! fails, or a server that crashes again before any call got an answer,
+//! waits for its backoff: 0.5 s after the first such failure, doubling up
+//! to 30 s, so a server that dies at once is not restarted in a loop. A
+//! call that meets a dead server fails with an error saying so; the model
+//! and the person see it on the item.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -84,6 +85,8 @@ struct Slot {
     config: McpServerConfig,
     /// Held across a start, so concurrent users wait for the one start.
     state: tokio::sync::Mutex<SlotState>,
+    /// Sessions that ended under a call since a call last got an answer.
+    crashes: AtomicU32,
 }
 
 enum SlotState {
@@ -152,6 +155,7 @@ impl McpServers {
                     name,
                     config,
                     state: tokio::sync::Mutex::new(SlotState::Idle),
+                    crashes: AtomicU32::new(0),
                 })
             });
         }
@@ -265,16 +269,18 @@ impl McpServers {
     }
 
     /// Marks `slot` failed after its session ended under a call, so the
-    /// next use starts it again (at once: only failed starts back off).
+    /// next use starts it again: at once after a first crash, after the
+    /// backoff when it crashed again before any call got an answer.
     async fn ended(&self, slot: &Slot, error: &str) {
         let mut state = slot.state.lock().await;
         if let SlotState::Ready(connection) = &*state
             && connection.is_closed()
         {
+            let crashes = slot.crashes.fetch_add(1, Ordering::Relaxed) + 1;
             *state = SlotState::Failed {
                 error: error.to_owned(),
                 at: Instant::now(),
-                failures: 0,
+                failures: crashes - 1,
             };
             let _ = self.updates.send(StartupUpdate {
                 name: slot.name.clone(),
@@ -341,22 +347,19 @@ impl McpServers {
             .tool_timeout(server)
             .map_err(|e| e.to_string())?;
         let connection = self.connection(&slot).await?;
-        let forward = |p: crate::client::McpProgress| {
-            progress(McpProgress {
-                progress: p.progress,
-                total: p.total,
-                message: p.message,
-            })
-        };
         match connection
-            .call_tool_asking(tool, arguments, timeout, &forward, elicit)
+            .call_tool_asking(tool, arguments, timeout, progress, elicit)
             .await
         {
-            Ok(result) => Ok(McpOutcome {
-                content: result.content,
-                structured_content: result.structured_content,
-                is_error: result.is_error,
-            }),
+            Ok(result) => {
+                // It answered: a crash after this one is a first again.
+                slot.crashes.store(0, Ordering::Relaxed);
+                Ok(McpOutcome {
+                    content: result.content,
+                    structured_content: result.structured_content,
+                    is_error: result.is_error,
+                })
+            }
             Err(error @ McpCallError::Closed { .. }) => {
                 let message = format!("{error}; the server is started again on the next call");
                 self.ended(&slot, &error.to_string()).await;
@@ -367,8 +370,8 @@ impl McpServers {
     }
 }
 
-/// How long after its `failures`-th failed start in a row a server may
-/// start again (none after a session that ended under a call).
+/// How long after its `failures`-th failure in a row a server may start
+/// again (none after no failure: a first crash).
 fn backoff(failures: u32) -> Duration {
     if failures == 0 {
         return Duration::ZERO;
