@@ -4,23 +4,10 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::process::Output;
 
+use support::mcp::test_server;
 use support::*;
-
-/// The test MCP server, built beside `spool` (`cargo nextest run
-/// --workspace` builds every binary of the workspace).
-fn test_server() -> PathBuf {
-    let spool = PathBuf::from(env!("CARGO_BIN_EXE_spool"));
-    let server = spool.with_file_name("spool-mcp-test-server");
-    assert!(
-        server.exists(),
-        "{} is not built: run the tests with --workspace, or `cargo build -p spool-mcp`",
-        server.display()
-    );
-    server
-}
 
 /// `spool mcp list ARGS` with `home` as SPOOL_HOME, run in `cwd`.
 async fn mcp_list(home: &Home, cwd: &std::path::Path, args: &[&str]) -> Output {

@@ -55,8 +55,7 @@ async fn a_turn_calls_the_tools_of_an_http_server_with_its_token() {
     let mut client = Client::start_with_env(&home, &model.url(), &[], &[("WEB_MCP_TOKEN", TOKEN)]);
     client.initialize(json!({})).await;
     let thread = turn(&mut client, 1, None, "never").await;
-    let done = client.until(|m| method_of(m) == "turn/completed").await;
-    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    turn_completed(&mut client).await;
     let seen = client.seen.clone();
     let echo = completed(&seen, "web", "echo");
     assert_eq!(echo["result"]["content"][0]["text"], "over http", "{echo}");

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use spool_testkit::ScriptedServer;
 use spool_testkit::responses_api::{calls_response, message_response};
-use support::rpc::{Client, method_of, thread_id_of};
+use support::mcp::{open, turn_completed};
+use support::rpc::{method_of, thread_id_of};
 use support::*;
 
 /// The npm prefix holding the server, from `scripts/codex-peers.sh`.
@@ -67,8 +68,7 @@ async fn the_reference_filesystem_server_lists_a_directory_in_a_turn() {
     ])
     .await
     .unwrap();
-    let mut client = Client::start(&home, &model.url(), &[]);
-    client.initialize(json!({})).await;
+    let mut client = open(&home, &model.url()).await;
     let started = client
         .call(1, "thread/start", json!({"approvalPolicy": "never"}))
         .await;
@@ -80,8 +80,7 @@ async fn the_reference_filesystem_server_lists_a_directory_in_a_turn() {
             json!({"threadId": thread, "input": [{"type": "text", "text": "what is shared?"}]}),
         )
         .await;
-    let done = client.until(|m| method_of(m) == "turn/completed").await;
-    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    turn_completed(&mut client).await;
 
     let offered = model.requests()[0].body["tools"].to_string();
     assert!(offered.contains("mcp__fs__read_text_file"), "{offered}");

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use spool_testkit::ScriptedServer;
 use spool_testkit::responses_api::{calls_response, message_response};
 use support::mcp::*;
-use support::rpc::{Client, method_of, thread_id_of};
+use support::rpc::{method_of, thread_id_of};
 use support::*;
 
 #[tokio::test]
@@ -38,11 +38,9 @@ async fn a_turn_calls_mcp_tools_and_the_model_gets_each_result() {
     .unwrap();
     let home = Home::new();
     configure(&home);
-    let mut client = Client::start(&home, &model.url(), &[]);
-    client.initialize(json!({})).await;
+    let mut client = open(&home, &model.url()).await;
     let thread = turn(&mut client, 1, None, "never").await;
-    let done = client.until(|m| method_of(m) == "turn/completed").await;
-    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    turn_completed(&mut client).await;
 
     // The model saw every tool, each server's under its own name.
     let first = &model.requests()[0].body;
@@ -119,8 +117,7 @@ async fn a_turn_calls_mcp_tools_and_the_model_gets_each_result() {
     // The crashed server starts again on its next call.
     client.seen.clear();
     turn(&mut client, 3, Some(&thread), "never").await;
-    let done = client.until(|m| method_of(m) == "turn/completed").await;
-    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    turn_completed(&mut client).await;
     let seen = client.seen.clone();
     let again = completed(&seen, "fragile", "echo");
     assert_eq!(again["status"], "completed", "{again}");
@@ -155,8 +152,7 @@ async fn mcp_calls_follow_the_approval_policy() {
     .unwrap();
     let home = Home::new();
     configure(&home);
-    let mut client = Client::start(&home, &model.url(), &[]);
-    client.initialize(json!({})).await;
+    let mut client = open(&home, &model.url()).await;
     let thread = turn(&mut client, 1, None, "on-request").await;
     // Asked one at a time: each answer lets the next question out.
     let tool_of = |request: &Value| request["params"]["_meta"]["tool_name"].clone();
@@ -185,8 +181,7 @@ async fn mcp_calls_follow_the_approval_policy() {
     let mut tools: Vec<Value> = asked.iter().map(tool_of).collect();
     tools.sort_by_key(|t| t.to_string());
     assert_eq!(tools, [json!("fail"), json!("progress")]);
-    let done = client.until(|m| method_of(m) == "turn/completed").await;
-    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    turn_completed(&mut client).await;
     let seen = client.seen.clone();
     assert_eq!(completed(&seen, "tools", "echo")["status"], "completed");
     let fail = completed(&seen, "tools", "fail");
@@ -201,8 +196,7 @@ async fn mcp_calls_follow_the_approval_policy() {
 
     client.seen.clear();
     turn(&mut client, 3, Some(&thread), "on-request").await;
-    let done = client.until(|m| method_of(m) == "turn/completed").await;
-    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    turn_completed(&mut client).await;
     assert!(
         !client
             .seen
@@ -219,8 +213,7 @@ async fn mcp_calls_follow_the_approval_policy() {
 async fn a_client_lists_the_servers_and_reloads_their_configuration() {
     let home = Home::new();
     configure(&home);
-    let mut client = Client::start(&home, "http://127.0.0.1:9/v1", &[]);
-    client.initialize(json!({})).await;
+    let mut client = open(&home, "http://127.0.0.1:9/v1").await;
     let listed = client.call(1, "mcpServerStatus/list", json!({})).await;
     let data = listed["result"]["data"].as_array().unwrap();
     let names: Vec<&str> = data.iter().filter_map(|s| s["name"].as_str()).collect();
@@ -295,8 +288,7 @@ async fn a_client_calls_a_tool_itself_and_the_call_is_on_record() {
         .unwrap();
     let home = Home::new();
     configure(&home);
-    let mut client = Client::start(&home, &model.url(), &[]);
-    client.initialize(json!({})).await;
+    let mut client = open(&home, &model.url()).await;
     let started = client.call(1, "thread/start", json!({})).await;
     let thread = thread_id_of(&started);
     let called = client
@@ -373,8 +365,7 @@ async fn a_server_asks_the_client_during_a_call_and_nobody_there_is_a_decline() 
     .unwrap();
     let home = Home::new();
     configure(&home);
-    let mut client = Client::start(&home, &model.url(), &[]);
-    client.initialize(json!({})).await;
+    let mut client = open(&home, &model.url()).await;
     let thread = turn(&mut client, 1, None, "never").await;
     let asked = client
         .until(|m| method_of(m) == "mcpServer/elicitation/request")
@@ -392,8 +383,7 @@ async fn a_server_asks_the_client_during_a_call_and_nobody_there_is_a_decline() 
         .send(json!({"jsonrpc": "2.0", "id": asked["id"],
                      "result": {"action": "accept", "content": {"name": "Ada"}}}))
         .await;
-    let done = client.until(|m| method_of(m) == "turn/completed").await;
-    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    turn_completed(&mut client).await;
     let seen = client.seen.clone();
     let item = completed(&seen, "tools", "ask");
     assert_eq!(item["result"]["content"][0]["text"], "hello Ada", "{item}");
@@ -460,11 +450,9 @@ async fn tools_a_server_adds_are_offered_at_the_next_model_call() {
     ])
     .await
     .unwrap();
-    let mut client = Client::start(&home, &model.url(), &[]);
-    client.initialize(json!({})).await;
+    let mut client = open(&home, &model.url()).await;
     turn(&mut client, 1, None, "never").await;
-    let done = client.until(|m| method_of(m) == "turn/completed").await;
-    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    turn_completed(&mut client).await;
     let offered = |at: usize| model.requests()[at].body["tools"].to_string();
     assert!(!offered(0).contains("mcp__growing__late"), "{}", offered(0));
     assert!(offered(1).contains("mcp__growing__late"), "{}", offered(1));

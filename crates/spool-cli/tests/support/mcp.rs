@@ -9,11 +9,30 @@ use super::Home;
 use super::peer::Peer;
 use super::rpc::{Client, method_of, thread_id_of};
 
+/// The test MCP server, built beside `spool` (`cargo nextest run
+/// --workspace` builds every binary of the workspace).
 pub fn test_server() -> PathBuf {
     let spool = PathBuf::from(env!("CARGO_BIN_EXE_spool"));
     let server = spool.with_file_name("spool-mcp-test-server");
-    assert!(server.exists(), "{} is not built", server.display());
+    assert!(
+        server.exists(),
+        "{} is not built: run the tests with --workspace, or `cargo build -p spool-mcp`",
+        server.display()
+    );
     server
+}
+
+/// A Codex-shaped client on `spool serve` for `home`, initialized.
+pub async fn open(home: &Home, model_url: &str) -> Client {
+    let mut client = Client::start(home, model_url, &[]);
+    client.initialize(json!({})).await;
+    client
+}
+
+/// Waits for a `turn/completed` and checks the turn completed.
+pub async fn turn_completed(client: &mut Client) {
+    let done = client.until(|m| method_of(m) == "turn/completed").await;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
 }
 
 /// `tools` and `other` run the same server (the same tool names);

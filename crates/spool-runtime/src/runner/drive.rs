@@ -489,13 +489,7 @@ impl<'r, S: Store + Clone + 'static> Run<'r, S> {
             store: self.runner.store.clone(),
             thread_id: self.state.thread_id.clone(),
         };
-        let asking = super::mcp_call::StoreAsking {
-            store: self.runner.store.clone(),
-            client: self.runner.client.clone(),
-            events: self.events.clone(),
-            thread_id: self.state.thread_id.clone(),
-            turn_id: self.state.turn_id.clone(),
-        };
+        let asking = self.mcp_asking();
         let mut futures = Vec::with_capacity(calls.len());
         let mut rest = Vec::with_capacity(calls.len());
         for call in calls {

@@ -64,14 +64,7 @@ impl<S: Store + Clone + 'static> Runner<S> {
         run.sink.agent = CLIENT.to_owned();
         let (open, started) = run.sink.start(item(&info, &arguments), None, None);
         run.appender.push(vec![started])?;
-        let asking = StoreAsking {
-            store: self.store.clone(),
-            client: self.client.clone(),
-            events: run.events.clone(),
-            thread_id: thread_id.to_owned(),
-            turn_id: run.state.turn_id.clone(),
-        };
-        let asker = asking.asker(&info.server, open.id());
+        let asker = run.mcp_asking().asker(&info.server, open.id());
         let parts = (&run.sink, &run.appender);
         let completed = self::run(open, &info, arguments, &run.agent, parts, asker).await?;
         let result = run.finish(TurnStatus::Completed, None).await?;
@@ -167,6 +160,7 @@ pub(crate) trait McpAsking: Send + Sync {
 /// `serverRequest/resolved`) before the server gets it. With nobody to
 /// ask, it is declined, and recorded so. A call does not pause its turn:
 /// the server waits for the answer within the call's timeout.
+#[derive(Clone)]
 pub(crate) struct StoreAsking<S> {
     pub store: S,
     pub client: Option<Arc<dyn super::ClientRequests>>,
@@ -177,18 +171,25 @@ pub(crate) struct StoreAsking<S> {
 
 impl<S: Store + Clone + Send + Sync + 'static> McpAsking for StoreAsking<S> {
     fn asker(&self, server: &str, item_id: &str) -> Option<McpElicit> {
-        let asking = Arc::new(StoreAsking {
-            store: self.store.clone(),
-            client: self.client.clone(),
-            events: self.events.clone(),
-            thread_id: self.thread_id.clone(),
-            turn_id: self.turn_id.clone(),
-        });
+        let asking = Arc::new(self.clone());
         let (server, item_id) = (server.to_owned(), item_id.to_owned());
         Some(Arc::new(move |params: Value| {
             let (asking, server, item_id) = (asking.clone(), server.clone(), item_id.clone());
             Box::pin(async move { asking.ask(&server, &item_id, params).await })
         }))
+    }
+}
+
+impl<S: Store + Clone + 'static> Run<'_, S> {
+    /// Where the questions of this run's MCP calls go.
+    pub(super) fn mcp_asking(&self) -> StoreAsking<S> {
+        StoreAsking {
+            store: self.runner.store.clone(),
+            client: self.runner.client.clone(),
+            events: self.events.clone(),
+            thread_id: self.state.thread_id.clone(),
+            turn_id: self.state.turn_id.clone(),
+        }
     }
 }
 
