@@ -86,18 +86,9 @@ impl ModelProvider for Stamping {
         let inner = ScriptedProvider::new(vec![script]).stream(request);
         let pace = Duration::from_nanos(self.pace_ns.load(Ordering::SeqCst));
         if pace.is_zero() {
-            return Box::pin(inner.map(move |event| match event {
-                Ok(ModelEvent::OutputTextDelta {
-                    item_id,
-                    output_index,
-                    ..
-                }) => Ok(ModelEvent::OutputTextDelta {
-                    item_id,
-                    output_index,
-                    delta: format!("{} ", base.elapsed().as_nanos()),
-                }),
-                other => other,
-            }));
+            return Box::pin(
+                inner.map(move |event| restamp(event, format!("{} ", base.elapsed().as_nanos()))),
+            );
         }
         // A phase in [0, pace) spread evenly over the streams.
         let phase = pace.mul_f64(((n * 7919) % 1000) as f64 / 1000.0);
@@ -118,19 +109,24 @@ impl ModelProvider for Stamping {
                 };
                 tokio::time::sleep_until(due).await;
                 let due_ns = due.into_std().saturating_duration_since(base).as_nanos();
-                match event {
-                    Ok(ModelEvent::OutputTextDelta {
-                        item_id,
-                        output_index,
-                        ..
-                    }) => Ok(ModelEvent::OutputTextDelta {
-                        item_id,
-                        output_index,
-                        delta: format!("{}/{due_ns} ", base.elapsed().as_nanos()),
-                    }),
-                    other => other,
-                }
+                restamp(event, format!("{}/{due_ns} ", base.elapsed().as_nanos()))
             }
         }))
+    }
+}
+
+/// A text delta with `stamp` for its text; any other event as it is.
+fn restamp<E>(event: Result<ModelEvent, E>, stamp: String) -> Result<ModelEvent, E> {
+    match event {
+        Ok(ModelEvent::OutputTextDelta {
+            item_id,
+            output_index,
+            ..
+        }) => Ok(ModelEvent::OutputTextDelta {
+            item_id,
+            output_index,
+            delta: stamp,
+        }),
+        other => other,
     }
 }
