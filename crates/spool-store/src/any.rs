@@ -17,7 +17,7 @@ use crate::input_json::InputJson;
 use crate::postgres::PgStore;
 use crate::sqlite::SqliteStore;
 use crate::types::{
-    Appended, InputItems, NewThread, PendingRequest, ResolvedRequest, StoredHistory,
+    Appended, InputItems, ItemsPage, NewThread, PendingRequest, ResolvedRequest, StoredHistory,
     StoredRunState, ThreadListQuery, ThreadPage, ThreadRecord,
 };
 
@@ -120,6 +120,16 @@ impl Store for AnyStore {
 
     async fn items(&self, thread_id: &str, view: View) -> Result<Vec<ItemRecord>, StoreError> {
         on_backend!(self, store => store.items(thread_id, view).await)
+    }
+
+    async fn items_page(
+        &self,
+        thread_id: &str,
+        view: View,
+        after_ordinal: u64,
+        limit: usize,
+    ) -> Result<ItemsPage, StoreError> {
+        on_backend!(self, store => store.items_page(thread_id, view, after_ordinal, limit).await)
     }
 
     async fn llm_view(

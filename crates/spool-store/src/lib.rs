@@ -63,7 +63,7 @@ pub use session::Session;
 pub use sqlite::SqliteStore;
 pub use sqlite::schema::SCHEMA_VERSION;
 pub use types::{
-    Appended, InputItems, NewThread, PendingRequest, ResolvedRequest, StoredHistory,
+    Appended, InputItems, ItemsPage, NewThread, PendingRequest, ResolvedRequest, StoredHistory,
     StoredRunState, ThreadListQuery, ThreadPage, ThreadRecord, ThreadSortKey,
 };
 
@@ -125,6 +125,24 @@ pub trait Store: Send + Sync {
         thread_id: &str,
         view: View,
     ) -> impl Future<Output = Result<Vec<ItemRecord>, StoreError>> + Send;
+
+    /// One page of a thread's items in `view`: those with an ordinal
+    /// greater than `after_ordinal`, in ordinal order, from at most `limit`
+    /// item rows read (at least one), so a page costs the same whatever the
+    /// thread's length. Pass [`ItemsPage::next_after`] back for the next
+    /// page; concatenated, the pages are [`Store::items`]. An in-progress
+    /// item comes with its committed deltas applied, as there.
+    ///
+    /// [`View::Llm`] depends on the whole thread (nothing before the latest
+    /// compaction), so it is read whole and its first `limit` records
+    /// after the cursor make the page.
+    fn items_page(
+        &self,
+        thread_id: &str,
+        view: View,
+        after_ordinal: u64,
+        limit: usize,
+    ) -> impl Future<Output = Result<ItemsPage, StoreError>> + Send;
 
     /// The input of the thread's next model request, under the options'
     /// token budget. Token counts it had to compute are cached in the store.

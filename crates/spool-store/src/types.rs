@@ -1,6 +1,7 @@
 //! What goes into the store and what comes out, besides items and turns
 //! (which are `spool_core::{ItemRecord, TurnRecord}`).
 
+use spool_core::{ItemRecord, View};
 use spool_protocol::{HistoryMode, ServerNotification, Thread, ThreadEvent};
 
 /// The settings of a thread to create.
@@ -105,6 +106,9 @@ pub struct ThreadListQuery {
     pub archived: bool,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
+    /// Only threads whose title (the name, else the preview) contains this
+    /// text, ignoring case (of ASCII letters at least).
+    pub search: Option<String>,
 }
 
 impl Default for ThreadListQuery {
@@ -114,6 +118,7 @@ impl Default for ThreadListQuery {
             sort_key: ThreadSortKey::default(),
             archived: false,
             cursor: None,
+            search: None,
         }
     }
 }
@@ -178,4 +183,51 @@ pub struct StoredHistory {
     /// The OpenAI conversation holding the history (`conversationId`
     /// mode), once one exists.
     pub conversation_id: Option<String>,
+}
+
+/// One page of a thread's items in a view ([`crate::Store::items_page`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ItemsPage {
+    /// The page's records in the view, in ordinal order.
+    pub items: Vec<ItemRecord>,
+    /// Give it back as `after_ordinal` for the next page; `None` once the
+    /// thread has nothing further. A page may be shorter than the limit,
+    /// even empty, and still have a next one: the limit counts the rows
+    /// read, and the view may leave some of them out.
+    pub next_after: Option<u64>,
+}
+
+impl ItemsPage {
+    /// The page made of `scanned`, the item rows after the cursor in
+    /// ordinal order, read up to `limit` of them: the view filters them,
+    /// and a scan that reached the limit may have stopped short of the end.
+    pub(crate) fn of_scan(scanned: Vec<ItemRecord>, view: View, limit: usize) -> ItemsPage {
+        let next_after = match scanned.last() {
+            Some(last) if scanned.len() >= limit => Some(last.ordinal),
+            _ => None,
+        };
+        ItemsPage {
+            items: spool_core::views::keep(scanned, view),
+            next_after,
+        }
+    }
+
+    /// The page of a view read whole (the model's, which depends on the
+    /// whole thread): its first `limit` records after `after_ordinal`.
+    pub(crate) fn of_view(records: Vec<ItemRecord>, after_ordinal: u64, limit: usize) -> ItemsPage {
+        let mut items: Vec<ItemRecord> = records
+            .into_iter()
+            .filter(|record| record.ordinal > after_ordinal)
+            .collect();
+        let more = items.len() > limit;
+        items.truncate(limit);
+        ItemsPage {
+            next_after: if more {
+                items.last().map(|r| r.ordinal)
+            } else {
+                None
+            },
+            items,
+        }
+    }
 }

@@ -16,6 +16,7 @@ use spool_store::{NewThread, Store, StoreError, ThreadListQuery, ThreadSortKey};
 on_every_backend!(
     threads_are_created_with_their_settings_and_thread_started_as_seq_one,
     threads_list_newest_first_in_pages_and_archived_apart,
+    threads_are_found_by_a_piece_of_their_title,
     views_select_items_and_the_model_view_caches_token_counts,
 );
 
@@ -133,6 +134,54 @@ async fn threads_list_newest_first_in_pages_and_archived_apart(ts: TestStore) {
         .await
         .unwrap_err();
     assert!(matches!(error, StoreError::BadCursor(_)), "{error}");
+}
+
+async fn threads_are_found_by_a_piece_of_their_title(ts: TestStore) {
+    let store = &ts.store;
+    let named = NewThread {
+        name: Some("Deploy the Fix".to_owned()),
+        ..NewThread::new("openai", "/repo")
+    };
+    let named = store.create_thread(named).await.unwrap().thread.id;
+    // Named: its name is its title, so its preview is not searched.
+    store
+        .append(
+            &named,
+            vec![
+                turn_started(&named, "turn-1"),
+                started(&named, "turn-1", user_message("u0", "the parser")),
+            ],
+        )
+        .await
+        .unwrap();
+    let unnamed = new_thread(store, false).await;
+    store
+        .append(
+            &unnamed,
+            vec![
+                turn_started(&unnamed, "turn-1"),
+                started(
+                    &unnamed,
+                    "turn-1",
+                    user_message("u1", "Please review the parser"),
+                ),
+            ],
+        )
+        .await
+        .unwrap();
+    let found = async |search: &str| -> Vec<String> {
+        let query = ThreadListQuery {
+            search: Some(search.to_owned()),
+            ..ThreadListQuery::default()
+        };
+        let page = store.list_threads(query).await.unwrap();
+        page.threads.into_iter().map(|r| r.thread.id).collect()
+    };
+    assert_eq!(found("deploy").await, [named.as_str()]);
+    assert_eq!(found("THE FIX").await, [named.as_str()]);
+    assert_eq!(found("Parser").await, [unnamed.as_str()]);
+    assert!(found("zebra").await.is_empty());
+    assert_eq!(found("e").await.len(), 2);
 }
 
 async fn views_select_items_and_the_model_view_caches_token_counts(ts: TestStore) {

@@ -514,6 +514,7 @@ async fn thread_list(hub: &Arc<Hub>, params: ThreadListParams) -> Result<Reply, 
         },
         archived: params.archived.unwrap_or(false),
         cursor: params.cursor,
+        search: params.search_term.filter(|term| !term.is_empty()),
     };
     let page = hub.store().list_threads(query).await.map_err(|e| match e {
         spool_store::StoreError::BadCursor(_) => MethodError::invalid_params(e.to_string()),

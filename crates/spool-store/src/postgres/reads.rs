@@ -74,6 +74,7 @@ pub(super) async fn list_threads(
             " WHERE archived = $1 AND NOT ephemeral \
              AND ($2::text IS NULL OR (created_at_ms, id) < \
              (SELECT created_at_ms, id FROM threads WHERE id = $2)) \
+             AND ($4::text IS NULL OR strpos(lower(coalesce(name, preview)), lower($4)) > 0) \
              ORDER BY created_at_ms DESC, id DESC LIMIT $3"
         ),
         ThreadSortKey::UpdatedAt => concat!(
@@ -81,13 +82,17 @@ pub(super) async fn list_threads(
             " WHERE archived = $1 AND NOT ephemeral \
              AND ($2::text IS NULL OR (updated_at_ms, id) < \
              (SELECT updated_at_ms, id FROM threads WHERE id = $2)) \
+             AND ($4::text IS NULL OR strpos(lower(coalesce(name, preview)), lower($4)) > 0) \
              ORDER BY updated_at_ms DESC, id DESC LIMIT $3"
         ),
     };
     // One more than asked tells whether another page follows.
     let fetch = sql_int(query.limit as u64).saturating_add(1);
     let rows = q
-        .rows(sql, &[&query.archived, &query.cursor, &fetch])
+        .rows(
+            sql,
+            &[&query.archived, &query.cursor, &fetch, &query.search],
+        )
         .await?;
     let more = rows.len() > query.limit;
     let threads = rows
@@ -147,6 +152,28 @@ pub(super) async fn read_items(
         .iter()
         .map(|row| decode_item(row, thread_id))
         .collect()
+}
+
+/// At most `limit` of the thread's items with ordinal > `after_ordinal`,
+/// in ordinal order.
+pub(super) async fn read_items_after(
+    q: &impl Query,
+    thread_id: &str,
+    after_ordinal: u64,
+    limit: usize,
+) -> Result<Vec<ItemRecord>, StoreError> {
+    const SQL: &str = select!(
+        items,
+        "FROM items WHERE thread_id = $1 AND ordinal > $2 ORDER BY ordinal LIMIT $3"
+    );
+    q.rows(
+        SQL,
+        &[&thread_id, &sql_int(after_ordinal), &sql_int(limit as u64)],
+    )
+    .await?
+    .iter()
+    .map(|row| decode_item(row, thread_id))
+    .collect()
 }
 
 pub(super) async fn read_item(

@@ -25,7 +25,7 @@ use crate::input_json::InputJson;
 use crate::options::StoreOptions;
 use crate::thread_state::prepare::{new_thread_record, prepare_append};
 use crate::types::{
-    Appended, InputItems, NewThread, PendingRequest, ResolvedRequest, StoredHistory,
+    Appended, InputItems, ItemsPage, NewThread, PendingRequest, ResolvedRequest, StoredHistory,
     StoredRunState, ThreadListQuery, ThreadPage, ThreadRecord,
 };
 
@@ -304,6 +304,26 @@ impl Store for PgStore {
         let records = reads::read_items(&self.client().await?, thread_id, false).await?;
         let records = spool_core::views::keep(records, view);
         self.thread_rows(thread_id, records).await
+    }
+
+    async fn items_page(
+        &self,
+        thread_id: &str,
+        view: View,
+        after: u64,
+        limit: usize,
+    ) -> Result<ItemsPage, StoreError> {
+        let limit = limit.max(1);
+        if view == View::Llm {
+            return Ok(ItemsPage::of_view(
+                self.items(thread_id, view).await?,
+                after,
+                limit,
+            ));
+        }
+        let rows = reads::read_items_after(&self.client().await?, thread_id, after, limit).await?;
+        let scanned = self.thread_rows(thread_id, rows).await?;
+        Ok(ItemsPage::of_scan(scanned, view, limit))
     }
 
     async fn llm_view(

@@ -33,7 +33,7 @@ use crate::options::StoreOptions;
 use crate::recovery;
 use crate::thread_state::prepare::{new_thread_record, prepare_append};
 use crate::types::{
-    Appended, InputItems, NewThread, PendingRequest, ResolvedRequest, StoredHistory,
+    Appended, InputItems, ItemsPage, NewThread, PendingRequest, ResolvedRequest, StoredHistory,
     StoredRunState, ThreadListQuery, ThreadPage, ThreadRecord,
 };
 
@@ -245,6 +245,26 @@ impl Store for SqliteStore {
             Ok(spool_core::views::keep(records, view))
         })
         .await
+    }
+
+    async fn items_page(
+        &self,
+        thread_id: &str,
+        view: View,
+        after_ordinal: u64,
+        limit: usize,
+    ) -> Result<ItemsPage, StoreError> {
+        let limit = limit.max(1);
+        if view == View::Llm {
+            let records = self.items(thread_id, view).await?;
+            return Ok(ItemsPage::of_view(records, after_ordinal, limit));
+        }
+        let scanned = self
+            .read_thread_rows(thread_id, move |conn, id| {
+                reads::read_items_after(conn, id, after_ordinal, limit)
+            })
+            .await?;
+        Ok(ItemsPage::of_scan(scanned, view, limit))
     }
 
     async fn llm_view(

@@ -107,6 +107,7 @@ pub(crate) fn list_threads(
             " FROM threads WHERE archived = ?1 AND ephemeral = 0 \
              AND (?2 IS NULL OR (created_at_ms, id) < \
              (SELECT created_at_ms, id FROM threads WHERE id = ?2)) \
+             AND (?4 IS NULL OR instr(lower(coalesce(name, preview)), lower(?4)) > 0) \
              ORDER BY created_at_ms DESC, id DESC LIMIT ?3"
         ),
         ThreadSortKey::UpdatedAt => concat!(
@@ -115,13 +116,19 @@ pub(crate) fn list_threads(
             " FROM threads WHERE archived = ?1 AND ephemeral = 0 \
              AND (?2 IS NULL OR (updated_at_ms, id) < \
              (SELECT updated_at_ms, id FROM threads WHERE id = ?2)) \
+             AND (?4 IS NULL OR instr(lower(coalesce(name, preview)), lower(?4)) > 0) \
              ORDER BY updated_at_ms DESC, id DESC LIMIT ?3"
         ),
     };
     // One more than asked tells whether another page follows.
     let fetch = sql_int(query.limit as u64).saturating_add(1);
     let mut stmt = conn.prepare_cached(sql)?;
-    let mut rows = stmt.query((query.archived, query.cursor.as_deref(), fetch))?;
+    let mut rows = stmt.query((
+        query.archived,
+        query.cursor.as_deref(),
+        fetch,
+        query.search.as_deref(),
+    ))?;
     let mut threads = Vec::new();
     let mut more = false;
     while let Some(row) = rows.next()? {
@@ -190,6 +197,34 @@ pub(crate) fn read_items(
             " FROM items WHERE thread_id = ?1 ORDER BY ordinal"
         )
     };
+    read_caught_up(conn, sql, thread_id, (thread_id,))
+}
+
+/// At most `limit` items of a thread with ordinal > `after_ordinal`, in
+/// ordinal order, caught up as [`read_items`] does.
+pub(crate) fn read_items_after(
+    conn: &Connection,
+    thread_id: &str,
+    after_ordinal: u64,
+    limit: usize,
+) -> Result<Vec<ItemRecord>, StoreError> {
+    const SQL: &str = concat!(
+        "SELECT ",
+        item_columns!(),
+        " FROM items WHERE thread_id = ?1 AND ordinal > ?2 ORDER BY ordinal LIMIT ?3"
+    );
+    let params = (thread_id, sql_int(after_ordinal), sql_int(limit as u64));
+    read_caught_up(conn, SQL, thread_id, params)
+}
+
+/// The item rows `sql` selects, each brought up to date with the deltas
+/// committed after it.
+fn read_caught_up(
+    conn: &Connection,
+    sql: &str,
+    thread_id: &str,
+    params: impl rusqlite::Params,
+) -> Result<Vec<ItemRecord>, StoreError> {
     // The rows and the deltas committed after them are read in one
     // snapshot (the caller's transaction, or one of our own): read in two,
     // an item completed in between would look like a row that missed its
@@ -199,7 +234,7 @@ pub(crate) fn read_items(
         false => None,
     };
     let mut stmt = conn.prepare_cached(sql)?;
-    let mut rows = stmt.query((thread_id,))?;
+    let mut rows = stmt.query(params)?;
     let mut items = Vec::new();
     while let Some(row) = rows.next()? {
         items.push(decode_item(row, thread_id)?);

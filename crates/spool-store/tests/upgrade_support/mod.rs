@@ -128,6 +128,7 @@ pub async fn snapshot(store: &SqliteStore) -> String {
                 sort_key,
                 archived,
                 cursor: None,
+                search: None,
             };
             let page = store.list_threads(query).await.unwrap();
             let listed: Vec<_> = page.threads.iter().map(|t| t.thread.id.clone()).collect();
