@@ -1,15 +1,19 @@
 //! The HTTP API (`http://` listeners): threads, turns answered with an SSE
-//! stream, resumable event streams, items in a view, approvals, interrupts,
-//! the OpenAPI document, health probes, and WebSocket JSON-RPC on `/ws`.
+//! stream, resumable event streams, a thread's history in pages (turns,
+//! items in a view, the event log), forks and reverts, approvals,
+//! interrupts, the OpenAPI document, health probes, WebSocket JSON-RPC on
+//! `/ws`, and the trace viewer's page on `/`.
 //!
 //! An HTTP client opts in to spool's additions implicitly: SSE events carry
 //! `seq` as their `id:` (the `Last-Event-ID` cursor), and spool's item
 //! kinds and envelopes are included.
 
 pub(crate) mod error;
+mod history;
 pub mod openapi;
 mod sse;
 mod threads;
+mod viewer;
 
 use std::sync::Arc;
 
@@ -34,18 +38,28 @@ pub(crate) struct App {
 }
 
 /// The router of an `http://` listener. Every route but the probes passes
-/// the guard (host, origin, media type) first, then the token.
+/// the guard (host, origin, media type) first, then the token; the
+/// viewer's page needs no token (see `viewer.rs`).
 pub(crate) fn router(app: App, token: Option<AuthToken>, guard: Guard) -> Router {
     let api = Router::new()
-        .route("/v1/threads", get(threads::list).post(threads::create))
+        .route(
+            "/v1/threads",
+            get(history::list_threads).post(threads::create),
+        )
         .route("/v1/threads/{id}", get(threads::read))
-        .route("/v1/threads/{id}/turns", post(threads::start_turn))
+        .route(
+            "/v1/threads/{id}/turns",
+            get(history::list_turns).post(threads::start_turn),
+        )
         .route(
             "/v1/threads/{id}/turns/{turn_id}/interrupt",
             post(threads::interrupt),
         )
         .route("/v1/threads/{id}/events", get(threads::events))
-        .route("/v1/threads/{id}/items", get(threads::items))
+        .route("/v1/threads/{id}/items", get(history::items))
+        .route("/v1/threads/{id}/log", get(history::log))
+        .route("/v1/threads/{id}/fork", post(history::fork))
+        .route("/v1/threads/{id}/revert", post(history::revert))
         .route(
             "/v1/threads/{id}/requests/{request_id}",
             post(threads::answer),
@@ -56,6 +70,8 @@ pub(crate) fn router(app: App, token: Option<AuthToken>, guard: Guard) -> Router
         .with_state(app.clone());
     let guarded = Router::new()
         .route("/v1/openapi.json", get(openapi_document))
+        .route("/", get(viewer::index))
+        .route("/viewer/{file}", get(viewer::file))
         .merge(api)
         .layer(from_fn_with_state(guard, guard::check));
     probes(app)

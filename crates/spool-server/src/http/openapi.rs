@@ -14,6 +14,8 @@ enum Answer {
     Json(u16, Schema),
     /// An SSE stream of notifications.
     Events,
+    /// A file of the trace viewer (HTML, script, style), with an ETag.
+    File,
 }
 
 enum Schema {
@@ -71,6 +73,21 @@ const ROUTES: &[Route] = &[
         params: &[
             query("cursor", "string", "nextCursor of the previous page"),
             query("limit", "integer", "page size, 1 to 200 (default 25)"),
+            query(
+                "archived",
+                "boolean",
+                "true: only archived threads; false (default): only the others",
+            ),
+            query(
+                "search",
+                "string",
+                "only threads whose title (name, else preview) contains this text",
+            ),
+            query(
+                "sortKey",
+                "string",
+                "created_at (default) | updated_at: newest first by this time",
+            ),
         ],
         body: None,
         answer: Answer::Json(200, Schema::Named("ThreadListResponse")),
@@ -84,6 +101,55 @@ const ROUTES: &[Route] = &[
         params: &[],
         body: None,
         answer: Answer::Json(200, Schema::Named("ThreadReadResponse")),
+        errors: &[404],
+    },
+    Route {
+        method: "post",
+        path: "/v1/threads/{id}/fork",
+        operation: "forkThread",
+        summary: "Fork the thread (JSON-RPC thread/fork params without threadId, e.g. \
+                  {\"lastTurnId\": \"…\"}); answers the new thread's result.",
+        params: &[],
+        body: Some("ThreadForkBody"),
+        answer: Answer::Json(201, Schema::Named("ThreadForkResponse")),
+        errors: &[404, 503],
+    },
+    Route {
+        method: "post",
+        path: "/v1/threads/{id}/revert",
+        operation: "revertThread",
+        summary: "Remove a turn and every later one from the thread's history (JSON-RPC \
+                  thread/revert params without threadId: {\"beforeTurnId\": \"…\"}).",
+        params: &[],
+        body: Some("ThreadRevertBody"),
+        answer: Answer::Json(200, Schema::Named("ThreadRevertResponse")),
+        errors: &[404],
+    },
+    Route {
+        method: "get",
+        path: "/v1/threads/{id}/turns",
+        operation: "listTurns",
+        summary: "A thread's turns one page at a time (JSON-RPC thread/turns/list).",
+        params: &[
+            query(
+                "cursor",
+                "string",
+                "nextCursor (or backwardsCursor) of a page",
+            ),
+            query("limit", "integer", "page size, 1 to 1000 (default 50)"),
+            query(
+                "sortDirection",
+                "string",
+                "asc | desc (default desc: newest first)",
+            ),
+            query(
+                "itemsView",
+                "string",
+                "notLoaded | summary (default) | full: which items each turn carries",
+            ),
+        ],
+        body: None,
+        answer: Answer::Json(200, Schema::Named("ThreadTurnsListResponse")),
         errors: &[404],
     },
     Route {
@@ -133,14 +199,45 @@ const ROUTES: &[Route] = &[
         method: "get",
         path: "/v1/threads/{id}/items",
         operation: "threadItems",
-        summary: "A thread's items in a view: all and client list item records; llm is the \
-                  next model request's input, under a token budget when given.",
+        summary: "A thread's items in a view: all and client list item records, every one \
+                  or (with after or limit) one page; llm is the next model request's input, \
+                  under a token budget when given.",
         params: &[
             query("view", "string", "all | client | llm (default client)"),
             query("tokens", "integer", "token budget of the llm view"),
+            query(
+                "after",
+                "integer",
+                "one page: records with an ordinal after this (default 0); the previous \
+                 page's nextCursor. Not with view=llm",
+            ),
+            query(
+                "limit",
+                "integer",
+                "one page: at most this many rows read, 1 to 1000 (default 200); the view may \
+                 leave some out. Not with view=llm",
+            ),
         ],
         body: None,
         answer: Answer::Json(200, Schema::Named("ItemsPage")),
+        errors: &[404],
+    },
+    Route {
+        method: "get",
+        path: "/v1/threads/{id}/log",
+        operation: "threadLog",
+        summary: "The thread's committed events one page at a time, each as the data: of \
+                  /v1/threads/{id}/events carries it.",
+        params: &[
+            query(
+                "after",
+                "integer",
+                "events with a seq after this (default 0); the previous page's nextCursor",
+            ),
+            query("limit", "integer", "page size, 1 to 2000 (default 500)"),
+        ],
+        body: None,
+        answer: Answer::Json(200, Schema::Named("LogPage")),
         errors: &[404],
     },
     Route {
@@ -162,6 +259,26 @@ const ROUTES: &[Route] = &[
         body: None,
         answer: Answer::Json(200, Schema::Empty),
         errors: &[],
+    },
+    Route {
+        method: "get",
+        path: "/",
+        operation: "viewer",
+        summary: "The trace viewer's page (no token needed: it asks for one).",
+        params: &[],
+        body: None,
+        answer: Answer::File,
+        errors: &[],
+    },
+    Route {
+        method: "get",
+        path: "/viewer/{file}",
+        operation: "viewerFile",
+        summary: "A script, style or image of the trace viewer (no token needed).",
+        params: &[],
+        body: None,
+        answer: Answer::File,
+        errors: &[404],
     },
 ];
 
@@ -188,6 +305,11 @@ pub fn openapi() -> Value {
     register::<ThreadListResponse>(&mut generator);
     register::<ThreadReadResponse>(&mut generator);
     register::<TurnStartParams>(&mut generator);
+    register::<ThreadTurnsListResponse>(&mut generator);
+    register::<ThreadForkParams>(&mut generator);
+    register::<ThreadForkResponse>(&mut generator);
+    register::<ThreadRevertParams>(&mut generator);
+    register::<ThreadRevertResponse>(&mut generator);
     register::<ServerRequestAnswer>(&mut generator);
     register::<ServerNotification>(&mut generator);
     register::<ServerRequest>(&mut generator);
@@ -195,14 +317,21 @@ pub fn openapi() -> Value {
     register::<ThreadItem>(&mut generator);
     register::<ItemEnvelope>(&mut generator);
     let mut schemas = generator.take_definitions(true);
-    let mut body = schemas["TurnStartParams"].clone();
-    if let Some(props) = body["properties"].as_object_mut() {
-        props.remove("threadId");
+    // A thread's routes take its id from the path, not the body.
+    for (params, body) in [
+        ("TurnStartParams", "TurnStartBody"),
+        ("ThreadForkParams", "ThreadForkBody"),
+        ("ThreadRevertParams", "ThreadRevertBody"),
+    ] {
+        let mut schema = schemas[params].clone();
+        if let Some(props) = schema["properties"].as_object_mut() {
+            props.remove("threadId");
+        }
+        if let Some(required) = schema["required"].as_array_mut() {
+            required.retain(|r| r != "threadId");
+        }
+        schemas.insert(body.to_owned(), schema);
     }
-    if let Some(required) = body["required"].as_array_mut() {
-        required.retain(|r| r != "threadId");
-    }
-    schemas.insert("TurnStartBody".to_owned(), body);
     schemas.extend(own_schemas());
     let mut paths = Map::new();
     for route in ROUTES {
@@ -264,6 +393,21 @@ fn operation(route: &Route) -> Value {
                 }),
             );
         }
+        Answer::File => {
+            responses.insert(
+                "200".to_owned(),
+                json!({
+                    "description": "The file (text/html for /), with an ETag, Cache-Control: \
+                        no-cache and a Content-Security-Policy that lets it load only its own \
+                        scripts and styles and talk only to this server.",
+                    "content": {"*/*": {"schema": {"type": "string"}}},
+                }),
+            );
+            responses.insert(
+                "304".to_owned(),
+                json!({"description": "Not modified: If-None-Match named its ETag."}),
+            );
+        }
     }
     // 403 (a foreign Origin) and 421 (another Host) come from the guard in
     // front of every route, 415 (not JSON) on every state change.
@@ -292,7 +436,7 @@ fn operation(route: &Route) -> Value {
             "content": {"application/json": {"schema": reference(body)}},
         });
     }
-    if route.path == "/v1/openapi.json" {
+    if route.path == "/v1/openapi.json" || matches!(route.answer, Answer::File) {
         op["security"] = json!([]);
     }
     op
@@ -351,6 +495,31 @@ fn own_schemas() -> Map<String, Value> {
                 "totalTokens": {"type": "integer"},
                 "turnsIncluded": {"type": "integer"},
                 "turnsOmitted": {"type": "integer"},
+                "nextCursor": {
+                    "type": ["integer", "null"],
+                    "description": "a page only (after or limit given): the after of the next \
+                        page, null at the end",
+                },
+            },
+        }),
+    );
+    out.insert(
+        "LogPage".to_owned(),
+        json!({
+            "type": "object",
+            "required": ["data", "nextCursor"],
+            "properties": {
+                "data": {
+                    "type": "array",
+                    "description": "committed events in seq order, as JSON-RPC notifications \
+                        with params.seq",
+                    "items": reference("ServerNotification"),
+                },
+                "nextCursor": {
+                    "type": ["integer", "null"],
+                    "description": "the after of the next page (the last seq of a full \
+                        page), null once the log's end was reached",
+                },
             },
         }),
     );

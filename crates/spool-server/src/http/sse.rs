@@ -21,7 +21,7 @@ use crate::outbox::Room;
 use crate::shutdown::Shutdown;
 
 /// What an HTTP client sees: everything, with cursors.
-const HTTP_CAPABILITIES: Capabilities = Capabilities {
+pub(super) const HTTP_CAPABILITIES: Capabilities = Capabilities {
     seq: true,
     spool_items: true,
     opted_out: 0,

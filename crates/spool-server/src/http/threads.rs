@@ -12,11 +12,9 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
-use spool_core::View;
-use spool_core::llm::LlmViewOptions;
 use spool_protocol::{
-    ClientRequest, ClientRequestError, ThreadListParams, ThreadReadParams, ThreadStartParams,
-    TurnStartParams, TurnStartResponse,
+    ClientRequest, ClientRequestError, ThreadReadParams, ThreadStartParams, TurnStartParams,
+    TurnStartResponse,
 };
 use spool_store::Store;
 
@@ -25,22 +23,17 @@ use super::error::ApiError;
 use super::sse::{self, Watch};
 use crate::answers::answer_of;
 use crate::connection::ConnectionState;
-use crate::filter::Capabilities;
 use crate::hub::HubError;
 use crate::methods::{self, Reply};
 
-type Result<T> = std::result::Result<T, ApiError>;
+pub(super) type Result<T> = std::result::Result<T, ApiError>;
 
 /// Serves a request as an initialized client that opted in to everything,
 /// and forgets the call's connection afterwards.
-async fn call(app: &App, request: ClientRequest) -> Result<Reply> {
+pub(super) async fn call(app: &App, request: ClientRequest) -> Result<Reply> {
     let mut state = ConnectionState::new();
     state.initialized = true;
-    state.capabilities = Capabilities {
-        seq: true,
-        spool_items: true,
-        opted_out: 0,
-    };
+    state.capabilities = sse::HTTP_CAPABILITIES;
     state.spool_additions = true;
     let result = methods::dispatch(&app.hub, &mut state, request).await;
     app.hub.unsubscribe_all(state.id);
@@ -48,7 +41,7 @@ async fn call(app: &App, request: ClientRequest) -> Result<Reply> {
 }
 
 /// A reply's JSON as the response body, as the method wrote it.
-fn respond_with(status: StatusCode, reply: Reply) -> Response {
+pub(super) fn respond_with(status: StatusCode, reply: Reply) -> Response {
     (
         status,
         [(header::CONTENT_TYPE, "application/json")],
@@ -59,7 +52,7 @@ fn respond_with(status: StatusCode, reply: Reply) -> Response {
 
 /// A JSON object body read as the params of `method`, an empty body as
 /// `{}`; `thread_id`, from the path, is set as its `threadId` first.
-fn params_of<T: DeserializeOwned>(
+pub(super) fn params_of<T: DeserializeOwned>(
     method: &'static str,
     body: &Bytes,
     thread_id: Option<&str>,
@@ -91,13 +84,13 @@ fn object_body(body: &Bytes) -> Result<Map<String, Value>> {
     }
 }
 
-fn query<T>(query: std::result::Result<Query<T>, QueryRejection>) -> Result<T> {
+pub(super) fn query<T>(query: std::result::Result<Query<T>, QueryRejection>) -> Result<T> {
     query
         .map(|Query(q)| q)
         .map_err(|rejection| ApiError::bad_request(rejection.body_text()))
 }
 
-async fn ensure_thread(app: &App, thread_id: &str) -> Result<()> {
+pub(super) async fn ensure_thread(app: &App, thread_id: &str) -> Result<()> {
     match app.hub.store().thread(thread_id).await? {
         Some(_) => Ok(()),
         None => Err(ApiError::not_found(format!("no thread {thread_id}"))),
@@ -112,27 +105,6 @@ pub(crate) async fn create(State(app): State<App>, body: Bytes) -> Result<Respon
     let params: ThreadStartParams = params_of("thread/start", &body, None)?;
     let reply = call(&app, ClientRequest::ThreadStart(Box::new(params))).await?;
     Ok(respond_with(StatusCode::CREATED, reply))
-}
-
-#[derive(Debug, Deserialize)]
-pub(crate) struct ListQuery {
-    cursor: Option<String>,
-    limit: Option<u32>,
-}
-
-/// `GET /v1/threads?cursor=&limit=`: `thread/list`.
-pub(crate) async fn list(
-    State(app): State<App>,
-    q: std::result::Result<Query<ListQuery>, QueryRejection>,
-) -> Result<Response> {
-    let q = query(q)?;
-    let params = ThreadListParams {
-        cursor: q.cursor,
-        limit: q.limit,
-        ..ThreadListParams::default()
-    };
-    let reply = call(&app, ClientRequest::ThreadList(Box::new(params))).await?;
-    Ok(respond_with(StatusCode::OK, reply))
 }
 
 /// `GET /v1/threads/{id}`: `thread/read` with its turns.
@@ -198,56 +170,6 @@ pub(crate) async fn events(
     ensure_thread(&app, &thread_id).await?;
     let watch = Watch::start(&app.hub, &thread_id, Some(after)).await?;
     Ok(sse::respond(watch, None, app.shutdown.clone()).into_response())
-}
-
-#[derive(Debug, Deserialize)]
-pub(crate) struct ItemsQuery {
-    view: Option<String>,
-    tokens: Option<usize>,
-}
-
-/// `GET /v1/threads/{id}/items?view=all|client|llm&tokens=N`. `all` and
-/// `client` list item records; `llm` is the next model request's input,
-/// under the token budget when given.
-pub(crate) async fn items(
-    State(app): State<App>,
-    Path(thread_id): Path<String>,
-    q: std::result::Result<Query<ItemsQuery>, QueryRejection>,
-) -> Result<Json<Value>> {
-    let q = query(q)?;
-    let view = match q.view.as_deref().unwrap_or("client") {
-        "all" => View::All,
-        "client" => View::Client,
-        "llm" => View::Llm,
-        other => {
-            return Err(ApiError::bad_request(format!(
-                "unknown view {other:?}: all, client or llm"
-            )));
-        }
-    };
-    ensure_thread(&app, &thread_id).await?;
-    let store = app.hub.store();
-    if view != View::Llm {
-        if q.tokens.is_some() {
-            return Err(ApiError::bad_request("tokens applies to view=llm only"));
-        }
-        let records = store.items(&thread_id, view).await?;
-        return Ok(Json(
-            json!({"view": q.view.unwrap_or("client".into()), "data": records}),
-        ));
-    }
-    let options = LlmViewOptions {
-        token_budget: q.tokens,
-        ..LlmViewOptions::default()
-    };
-    let llm = store.llm_view(&thread_id, options).await?;
-    Ok(Json(json!({
-        "view": "llm",
-        "data": llm.input,
-        "totalTokens": llm.total_tokens,
-        "turnsIncluded": llm.turns_included,
-        "turnsOmitted": llm.turns_omitted,
-    })))
 }
 
 /// `POST /v1/threads/{id}/requests/{requestId}`: answers an approval or a
