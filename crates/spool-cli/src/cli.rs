@@ -46,6 +46,10 @@ pub enum Command {
     /// spell it.
     #[command(alias = "app-server")]
     Serve(ServeArgs),
+    /// Open the trace viewer: serve the HTTP API and its web page on a free
+    /// loopback port with a fresh bearer token, and print the page's URL
+    /// (holding the token) on stdout. Runs until SIGINT or SIGTERM.
+    Trace(TraceArgs),
     /// Inspect stored threads.
     #[command(subcommand)]
     Threads(ThreadsCommand),
@@ -260,6 +264,42 @@ pub struct ServeArgs {
     /// the ceilings above.
     #[command(flatten)]
     pub agent: AgentArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TraceArgs {
+    /// The thread the page opens on (it must exist in the store).
+    pub thread: Option<String>,
+    /// Open the URL in a browser too (`xdg-open`).
+    #[arg(long)]
+    pub open: bool,
+    /// No bearer token: any local user can reach a loopback port, so
+    /// without one they can read every thread while this runs.
+    #[arg(long)]
+    pub no_token: bool,
+    /// Defaults for threads the page starts (forks), as `serve` has them.
+    #[command(flatten)]
+    pub agent: AgentArgs,
+}
+
+impl TraceArgs {
+    /// `spool serve`'s arguments for the trace server: one HTTP listener
+    /// on a free loopback port, everything else at serve's defaults.
+    pub fn serve_args(&self) -> ServeArgs {
+        ServeArgs {
+            listen: vec!["http://127.0.0.1:0".to_owned()],
+            auth_token_file: None,
+            allow_origin: Vec::new(),
+            allow_host: Vec::new(),
+            max_approval_policy: None,
+            max_sandbox: None,
+            allowed_roots: Vec::new(),
+            max_input_chars: spool_server::DEFAULT_MAX_INPUT_CHARS,
+            max_connections: spool_server::accept::DEFAULT_MAX_CONNECTIONS as u32,
+            header_timeout: spool_server::accept::DEFAULT_HEADER_TIMEOUT.as_secs(),
+            agent: self.agent.clone(),
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]

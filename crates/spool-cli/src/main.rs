@@ -63,9 +63,12 @@ fn main() -> ExitCode {
 }
 
 /// The settings `config/read` names (Codex's keys) that a flag on the
-/// command line set, for `serve`.
+/// command line set, for `serve` (and `trace`, which runs it).
 fn set_on_command_line(matches: &clap::ArgMatches) -> Vec<&'static str> {
-    let Some(serve) = matches.subcommand_matches("serve") else {
+    let Some(serve) = matches
+        .subcommand_matches("serve")
+        .or_else(|| matches.subcommand_matches("trace"))
+    else {
         return Vec::new();
     };
     [
@@ -116,9 +119,18 @@ async fn dispatch(cli: Cli, on_command_line: &[&'static str]) -> anyhow::Result<
         |config: &config::ConfigFile| -> anyhow::Result<provider_choice::ChosenProvider> {
             provider_choice::choose(&cli.provider, config, &|k| std::env::var(k).ok())
         };
-    if !cli.config_overrides.is_empty() && !matches!(cli.command, Command::Serve(_)) {
-        anyhow::bail!("-c/--config applies to `spool serve` (`spool app-server`) only");
+    if !cli.config_overrides.is_empty()
+        && !matches!(cli.command, Command::Serve(_) | Command::Trace(_))
+    {
+        anyhow::bail!(
+            "-c/--config applies to `spool serve` (`spool app-server`) and `spool trace` only"
+        );
     }
+    let serving = Serving {
+        provider: &cli.provider,
+        config_overrides: &cli.config_overrides,
+        on_command_line,
+    };
     match cli.command {
         Command::Run(args) => {
             let config = load_config()?;
@@ -126,39 +138,16 @@ async fn dispatch(cli: Cli, on_command_line: &[&'static str]) -> anyhow::Result<
             let mcp = commands::mcp::toolbox(&config.mcp_servers);
             commands::run::run(store, chosen, args, mcp).await
         }
-        Command::Serve(mut args) => {
+        Command::Serve(args) => {
             let store = open_store().await?;
-            let mut config = load_config()?;
-            let mut provider = cli.provider.clone();
-            let env = |k: &str| std::env::var(k).ok();
-            let applied = overrides::apply(
-                &cli.config_overrides,
-                overrides::Targets {
-                    provider: &mut provider,
-                    config: &mut config,
-                    agent: &mut args.agent,
-                },
-                &env,
-            )?;
-            if !applied.ignored.is_empty() {
-                eprintln!(
-                    "spool serve: ignoring -c keys spool has no use for: {}",
-                    applied.ignored.join(", ")
-                );
-            }
-            let chosen = provider_choice::choose(&provider, &config, &env)?;
-            let mut set: Vec<&str> = on_command_line.to_vec();
-            set.extend(applied.applied.iter().map(String::as_str));
-            let origins = origins::origins(&origins::Sources {
-                files: config::ConfigFile::layer_files(
-                    &home::spool_home()?,
-                    &std::env::current_dir()?,
-                ),
-                on_command_line: &set,
-                provider: &chosen.name,
-            });
-            let mcp = commands::mcp::serve_setup(&config.mcp_servers)?;
-            commands::serve::serve(store, chosen, config.requirements, args, origins, mcp).await
+            serving
+                .serve(store, args, commands::serve::Launch::default())
+                .await
+        }
+        Command::Trace(args) => {
+            let store = open_store().await?;
+            let launch = commands::trace::prepare(&store, &args).await?;
+            serving.serve(store, args.serve_args(), launch).await
         }
         Command::Resume(args) => {
             let config = load_config()?;
@@ -202,6 +191,64 @@ async fn dispatch(cli: Cli, on_command_line: &[&'static str]) -> anyhow::Result<
             Ok(0)
         }
         Command::SandboxExec(_) => unreachable!("handled before the runtime starts"),
+    }
+}
+
+/// What `spool serve` (and `spool trace`, which runs the same server) takes
+/// from the command line besides its own arguments.
+struct Serving<'a> {
+    provider: &'a provider_choice::ProviderArgs,
+    config_overrides: &'a [String],
+    on_command_line: &'a [&'static str],
+}
+
+impl Serving<'_> {
+    /// Loads spool.toml, applies `-c` overrides, chooses the provider,
+    /// sets up MCP servers, and runs the server until it is told to stop.
+    async fn serve(
+        &self,
+        store: AnyStore,
+        mut args: cli::ServeArgs,
+        launch: commands::serve::Launch,
+    ) -> anyhow::Result<i32> {
+        let mut config =
+            config::ConfigFile::load_layered(&home::spool_home()?, &std::env::current_dir()?)?;
+        let mut provider = self.provider.clone();
+        let env = |k: &str| std::env::var(k).ok();
+        let applied = overrides::apply(
+            self.config_overrides,
+            overrides::Targets {
+                provider: &mut provider,
+                config: &mut config,
+                agent: &mut args.agent,
+            },
+            &env,
+        )?;
+        if !applied.ignored.is_empty() {
+            eprintln!(
+                "spool serve: ignoring -c keys spool has no use for: {}",
+                applied.ignored.join(", ")
+            );
+        }
+        let chosen = provider_choice::choose(&provider, &config, &env)?;
+        let mut set: Vec<&str> = self.on_command_line.to_vec();
+        set.extend(applied.applied.iter().map(String::as_str));
+        let origins = origins::origins(&origins::Sources {
+            files: config::ConfigFile::layer_files(&home::spool_home()?, &std::env::current_dir()?),
+            on_command_line: &set,
+            provider: &chosen.name,
+        });
+        let mcp = commands::mcp::serve_setup(&config.mcp_servers)?;
+        commands::serve::serve(
+            store,
+            chosen,
+            config.requirements,
+            args,
+            origins,
+            mcp,
+            launch,
+        )
+        .await
     }
 }
 

@@ -8,3 +8,4 @@ pub mod run;
 pub mod sandbox_exec;
 pub mod serve;
 pub mod threads;
+pub mod trace;

@@ -10,6 +10,8 @@
 //! `--allowed-root`, else `[requirements]` of spool.toml) bound what every
 //! client may ask for, stdio's included; the server's own defaults must
 //! lie within them or it does not start.
+//!
+//! `spool trace` runs this same server ([`Launch`] says how it differs).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,6 +34,20 @@ use crate::cli::{ServeArgs, ToolArg};
 use crate::config::Requirements;
 use crate::provider_choice::ChosenProvider;
 
+/// Told the bound addresses (see [`Launch::listening`]).
+pub type OnListening = Box<dyn FnOnce(&[String]) + Send>;
+
+/// How a server differs from the one `spool serve` runs with its flags.
+#[derive(Default)]
+pub struct Launch {
+    /// The bearer token, when the caller chose it (`None` in it: no
+    /// token); unset: `--auth-token-file`, else SPOOL_AUTH_TOKEN.
+    pub token: Option<Option<AuthToken>>,
+    /// Told the bound addresses once every listener is bound, before the
+    /// server takes requests.
+    pub listening: Option<OnListening>,
+}
+
 pub async fn serve(
     store: AnyStore,
     chosen: ChosenProvider,
@@ -39,6 +55,7 @@ pub async fn serve(
     mut args: ServeArgs,
     origins: std::collections::BTreeMap<String, ConfigLayerMetadata>,
     mcp: super::mcp::ServeMcp,
+    launch: Launch,
 ) -> anyhow::Result<i32> {
     // Token counts (a thread with a context window compacts by them; views
     // with a budget pack by them) need the o200k encoder, 100-200 ms of
@@ -80,7 +97,10 @@ pub async fn serve(
     let defaults = ceilings
         .check_thread_settings(defaults, &Fields::SERVER_DEFAULTS)
         .context("the server's defaults are above its ceilings")?;
-    let token = auth_token(&args)?;
+    let token = match launch.token {
+        Some(chosen) => chosen,
+        None => auth_token(&args)?,
+    };
     let rules = AccessRules::new(args.allow_origin.clone(), args.allow_host.clone());
     let limits = Limits {
         max_connections: args.max_connections as usize,
@@ -135,8 +155,12 @@ pub async fn serve(
     spool_server::tail::start(&hub);
     // Requests other servers forward for threads this one holds.
     spool_server::forward::start(&hub);
-    for address in listeners.addresses() {
+    let addresses = listeners.addresses();
+    for address in &addresses {
         eprintln!("spool serve: listening on {address}");
+    }
+    if let Some(listening) = launch.listening {
+        listening(&addresses);
     }
     let shutdown = Shutdown::new();
     let mut running = listeners.serve(hub.clone(), shutdown.clone());
