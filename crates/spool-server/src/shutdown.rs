@@ -94,26 +94,36 @@ impl Shutdown {
     }
 }
 
-/// Resolves on SIGTERM or SIGINT (Ctrl-C).
-pub async fn signalled() {
+/// Resolves on SIGTERM or SIGINT (Ctrl-C). The handlers are installed by
+/// the call, not when the future is first polled: a server calls this
+/// before it says it listens, so a signal sent as soon as a client read
+/// the address ends it gracefully instead of killing it.
+pub fn signalled() -> impl Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
+        let term = signal(SignalKind::terminate());
+        let interrupt = signal(SignalKind::interrupt());
+        async move {
+            match (term, interrupt) {
+                (Ok(mut term), Ok(mut interrupt)) => {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = interrupt.recv() => {}
+                    }
                 }
-            }
-            Err(error) => {
-                tracing::warn!(%error, "cannot listen for SIGTERM");
-                let _ = tokio::signal::ctrl_c().await;
+                (term, interrupt) => {
+                    let error = term.err().or(interrupt.err());
+                    tracing::warn!(?error, "cannot listen for SIGTERM and SIGINT");
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }

@@ -155,6 +155,9 @@ pub async fn serve(
     spool_server::tail::start(&hub);
     // Requests other servers forward for threads this one holds.
     spool_server::forward::start(&hub);
+    // Before the addresses are told: a client may signal as soon as it
+    // read them.
+    let signalled = spool_server::shutdown::signalled();
     let addresses = listeners.addresses();
     for address in &addresses {
         eprintln!("spool serve: listening on {address}");
@@ -166,7 +169,7 @@ pub async fn serve(
     let mut running = listeners.serve(hub.clone(), shutdown.clone());
     tokio::select! {
         () = running.ended() => {}
-        () = spool_server::shutdown::signalled() => {
+        () = signalled => {
             eprintln!("spool serve: shutting down");
         }
     }
