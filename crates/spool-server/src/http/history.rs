@@ -195,6 +195,9 @@ pub(crate) async fn log(
     // Acknowledged deltas are streamed before a group commit covers them:
     // a page must have every event a live stream could have shown.
     store.flush().await?;
+    // Where a reader that pages the items next can start the live stream:
+    // every read after this reflects at least this seq.
+    let last_seq = store.thread(&thread_id).await?.map_or(0, |t| t.last_seq);
     let events = store
         .events_after(&thread_id, q.after.unwrap_or(0), limit)
         .await?;
@@ -206,7 +209,9 @@ pub(crate) async fn log(
         .into_iter()
         .filter_map(|event| for_client(&Appended::Logged(event), &HTTP_CAPABILITIES))
         .collect();
-    Ok(Json(json!({"data": data, "nextCursor": next_cursor})))
+    Ok(Json(
+        json!({"data": data, "nextCursor": next_cursor, "lastSeq": last_seq}),
+    ))
 }
 
 /// `POST /v1/threads/{id}/fork`: `thread/fork` (without `threadId`); the

@@ -98,7 +98,11 @@ const ROUTES: &[Route] = &[
         path: "/v1/threads/{id}",
         operation: "readThread",
         summary: "A thread with its turns and their items (JSON-RPC thread/read).",
-        params: &[],
+        params: &[query(
+            "includeTurns",
+            "boolean",
+            "false: the thread without its turns (default true)",
+        )],
         body: None,
         answer: Answer::Json(200, Schema::Named("ThreadReadResponse")),
         errors: &[404],
@@ -507,8 +511,14 @@ fn own_schemas() -> Map<String, Value> {
         "LogPage".to_owned(),
         json!({
             "type": "object",
-            "required": ["data", "nextCursor"],
+            "required": ["data", "nextCursor", "lastSeq"],
             "properties": {
+                "lastSeq": {
+                    "type": "integer",
+                    "description": "the thread's last committed seq when the page was read: \
+                        every read after it reflects at least this seq, so a reader that \
+                        pages the items next follows the live events after it",
+                },
                 "data": {
                     "type": "array",
                     "description": "committed events in seq order, as JSON-RPC notifications \

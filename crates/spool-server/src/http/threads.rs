@@ -107,15 +107,24 @@ pub(crate) async fn create(State(app): State<App>, body: Bytes) -> Result<Respon
     Ok(respond_with(StatusCode::CREATED, reply))
 }
 
-/// `GET /v1/threads/{id}`: `thread/read` with its turns.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ReadQuery {
+    include_turns: Option<bool>,
+}
+
+/// `GET /v1/threads/{id}?includeTurns=true|false`: `thread/read`, with its
+/// turns unless told not to (a viewer of a big thread pages them instead).
 pub(crate) async fn read(
     State(app): State<App>,
     Path(thread_id): Path<String>,
+    q: std::result::Result<Query<ReadQuery>, QueryRejection>,
 ) -> Result<Response> {
+    let q = query(q)?;
     ensure_thread(&app, &thread_id).await?;
     let params = ThreadReadParams {
         thread_id,
-        include_turns: true,
+        include_turns: q.include_turns.unwrap_or(true),
     };
     let reply = call(&app, ClientRequest::ThreadRead(params)).await?;
     Ok(respond_with(StatusCode::OK, reply))
