@@ -6,7 +6,8 @@
 # installs Debian's package on a fresh machine), whose URL it exports as SPOOL_TEST_POSTGRES_URL.
 # Installs the Codex clients the compatibility tests drive
 # (scripts/codex-peers.sh: the Python SDK and the TUI, cached in ~/.cache/spool/peers) and finds
-# Codex's protocol schema (scripts/codex-schema.sh). Extra arguments go to `cargo nextest run`.
+# Codex's protocol schema (scripts/codex-schema.sh), and the headless Chromium of the trace
+# viewer's tests (scripts/browser.sh). Extra arguments go to `cargo nextest run`.
 #
 #   scripts/test.sh                 # everything
 #   scripts/test.sh -p spool-store  # one crate
@@ -43,6 +44,7 @@ trap 'exit 143' TERM
 
 scripts/codex-peers.sh install >&2
 scripts/codex-schema.sh >/dev/null
+scripts/browser.sh >/dev/null
 
 SPOOL_LOCAL_MODEL_URL="$("$model" start)"
 export SPOOL_LOCAL_MODEL_URL
