@@ -104,13 +104,51 @@ fn percent_encoded(text: &str) -> String {
         .collect()
 }
 
-/// Runs `xdg-open URL` in the background; a failure is a warning, the
-/// server keeps serving. The URL, token included, is on xdg-open's command
-/// line while it runs, which other local users can read; a person who
-/// minds opens the printed URL by hand.
+/// How long the launcher page outlives `xdg-open`: the browser it starts
+/// reads the page after `xdg-open` returns.
+const LAUNCHER_KEPT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// A page that sends the browser on to `url`, for `xdg-open` to open. The
+/// URL itself carries the token, and a command line is readable by every
+/// local user (`ps`); the page's path is not a secret, and the page sits in
+/// a directory only this user can enter (mode 0700), removed again later.
+fn launcher(url: &str) -> std::io::Result<(tempfile::TempDir, std::path::PathBuf)> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("spool-trace-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()?;
+    let path = dir.path().join("open.html");
+    let attribute = url
+        .replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;");
+    std::fs::write(
+        &path,
+        format!(
+            "<!doctype html><meta charset=\"utf-8\"><title>spool trace</title>\
+             <meta http-equiv=\"refresh\" content=\"0;url={attribute}\">\
+             <a href=\"{attribute}\">Open spool trace</a>\n"
+        ),
+    )?;
+    Ok((dir, path))
+}
+
+/// Opens the viewer with `xdg-open` in the background, through a launcher
+/// page so the token is on no command line; a failure is a warning, the
+/// server keeps serving.
 fn open_in_browser(url: String) {
+    let (dir, page) = match launcher(&url) {
+        Ok(made) => made,
+        Err(error) => {
+            eprintln!(
+                "spool trace: warning: cannot write the page that opens the viewer ({error}); open the URL yourself"
+            );
+            return;
+        }
+    };
     let child = tokio::process::Command::new("xdg-open")
-        .arg(&url)
+        .arg(&page)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .spawn();
@@ -131,6 +169,8 @@ fn open_in_browser(url: String) {
                 eprintln!("spool trace: warning: xdg-open failed ({error}); open the URL yourself")
             }
         }
+        tokio::time::sleep(LAUNCHER_KEPT).await;
+        drop(dir);
     });
 }
 
@@ -150,6 +190,22 @@ mod tests {
             viewer_url(base, None, Some("a&b#c")),
             "http://127.0.0.1:4000/#thread=a%26b%23c"
         );
+    }
+
+    #[test]
+    fn the_launcher_page_is_private_and_leads_to_the_url() {
+        use std::os::unix::fs::PermissionsExt;
+        let url = "http://127.0.0.1:4000/#token=ab12&thread=t-1";
+        let (dir, page) = launcher(url).unwrap();
+        let mode = std::fs::metadata(dir.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "only its owner may enter: {mode:o}");
+        let html = std::fs::read_to_string(&page).unwrap();
+        assert!(
+            html.contains("url=http://127.0.0.1:4000/#token=ab12&amp;thread=t-1\""),
+            "{html}"
+        );
+        drop(dir);
+        assert!(!page.exists());
     }
 
     #[test]
