@@ -385,6 +385,42 @@ async fn an_approval_is_accepted_from_the_page_and_the_command_runs_once() {
         )
         .await;
     assert_eq!(stored_messages(&addr, &thread_id).await, vec!["Done."]);
+
+    // At a phone's width, in the dark theme: the command's panel covers
+    // the screen with its exit code and output, and nothing is wider than
+    // the screen.
+    browser.client.set_window_size(390, 844).await.unwrap();
+    browser
+        .js(
+            "document.dispatchEvent(new KeyboardEvent('keydown', {key: 't'}))",
+            vec![],
+        )
+        .await;
+    browser.click(".item-row[data-kind=commandExecution]").await;
+    let exit = browser
+        .until(
+            "the command's panel",
+            "const d = document.querySelector('[data-testid=detail]'); \
+             return !d.hidden && d.querySelector('.exit-code') && d.querySelector('.exit-code').textContent",
+            vec![],
+        )
+        .await;
+    assert_eq!(exit, "0");
+    let layout = browser
+        .js(
+            "const d = document.querySelector('[data-testid=detail]').getBoundingClientRect(); \
+             return [document.documentElement.scrollWidth <= window.innerWidth, \
+                     Math.round(d.width) === window.innerWidth, \
+                     document.documentElement.dataset.theme]",
+            vec![],
+        )
+        .await;
+    assert_eq!(
+        layout,
+        json!([true, true, "dark"]),
+        "phone width, dark theme"
+    );
+    browser.screenshot(&shots(), "phone-dark-command").await;
     browser.close().await;
 }
 
