@@ -1,7 +1,8 @@
 //! The trace viewer in a real headless Chromium, against a real `spool
 //! serve` with a scripted model: the thread list, a message growing live,
-//! resuming after the server restarts, an approval answered from the page,
-//! the model's view under a budget, and a 10,000-item thread.
+//! an approval answered from the page (and the page at a phone's width),
+//! and the model's view under a budget. Resuming a broken stream is in
+//! `e2e_viewer_resume.rs`, a 10,000-item thread in `e2e_viewer_big.rs`.
 //!
 //! Each test leaves a screenshot in `$CARGO_TARGET_TMPDIR/viewer/`.
 
@@ -9,111 +10,18 @@
 mod browser;
 mod serve_net;
 mod support;
+#[path = "support/viewer.rs"]
+mod viewer;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use browser::Browser;
-use serde_json::{Value, json};
-use serve_net::{Server, Sse, http};
+use serde_json::json;
+use serve_net::{Server, http};
 use spool_testkit::responses_api::{calls_response, message_response, paced_message_response};
 use spool_testkit::{Gate, ScriptedServer};
 use support::*;
-
-fn shots() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("viewer");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-async fn new_thread(addr: &str, params: Value) -> String {
-    let created = http(addr, "POST", "/v1/threads", &[], Some(&params)).await;
-    assert_eq!(created.status, 201, "{}", created.body);
-    created.json()["thread"]["id"].as_str().unwrap().to_owned()
-}
-
-async fn start_turn(addr: &str, thread_id: &str, text: &str) -> Sse {
-    let sse = Sse::open(
-        addr,
-        "POST",
-        &format!("/v1/threads/{thread_id}/turns"),
-        &[],
-        Some(&json!({"input": [{"type": "text", "text": text}]})),
-    )
-    .await;
-    assert_eq!(sse.body.status, 200);
-    sse
-}
-
-async fn run_turn(addr: &str, thread_id: &str, text: &str) {
-    start_turn(addr, thread_id, text)
-        .await
-        .until(|e| e.event == "turn/completed")
-        .await;
-}
-
-/// The texts of the thread's agent messages as the server stores them.
-async fn stored_messages(addr: &str, thread_id: &str) -> Vec<String> {
-    let items = http(
-        addr,
-        "GET",
-        &format!("/v1/threads/{thread_id}/items?view=all"),
-        &[],
-        None,
-    )
-    .await
-    .json();
-    items["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["item"]["type"] == "agentMessage")
-        .map(|r| r["item"]["text"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-/// The ids and texts of the thread's agent messages as stored.
-async fn stored_message_ids(addr: &str, thread_id: &str) -> Vec<(String, String)> {
-    let items = http(
-        addr,
-        "GET",
-        &format!("/v1/threads/{thread_id}/items?view=all"),
-        &[],
-        None,
-    )
-    .await
-    .json();
-    items["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["item"]["type"] == "agentMessage")
-        .map(|r| {
-            let item = &r["item"];
-            (
-                item["id"].as_str().unwrap().to_owned(),
-                item["text"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
-}
-
-/// The agent messages' texts as the page shows them in the timeline.
-const PAGE_MESSAGES: &str = "return [...document.querySelectorAll('.item-row[data-kind=agentMessage] .label')]\
-     .map(e => e.textContent)";
-
-async fn open_thread(browser: &Browser, addr: &str, thread_id: &str) {
-    browser
-        .goto(&format!("http://{addr}/#thread={thread_id}"))
-        .await;
-    browser
-        .until(
-            "the thread shown",
-            "return document.body.dataset.threadShown === arguments[0]",
-            vec![json!(thread_id)],
-        )
-        .await;
-}
+use viewer::*;
 
 #[tokio::test]
 async fn the_list_shows_a_new_thread_and_a_message_grows_live() {
@@ -199,127 +107,6 @@ async fn the_list_shows_a_new_thread_and_a_message_grows_live() {
         .await;
     browser.screenshot(&shots(), "live-message").await;
     browser.close().await;
-}
-
-#[tokio::test]
-async fn after_a_server_restart_the_page_resumes_without_gap_or_duplicate() {
-    let gate = Gate::new();
-    let model = ScriptedServer::with_responses([
-        paced_message_response(
-            "r1",
-            &["Alpha ", "beta ", "gamma "],
-            &gate,
-            &["never sent"],
-            Duration::from_millis(30),
-        ),
-        message_response("r2", &["After ", "the ", "restart."]),
-    ])
-    .await
-    .unwrap();
-    let home = Home::new();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let listen = format!("http://127.0.0.1:{port}");
-    let mut server = Server::start(&home, &model.url(), &["--listen", &listen], 1).await;
-    let addr = server.addr("http");
-    let thread_id = new_thread(&addr, json!({})).await;
-    let browser = Browser::start().await;
-    open_thread(&browser, &addr, &thread_id).await;
-    let _turn = start_turn(&addr, &thread_id, "Count").await;
-    browser
-        .until(
-            "the words before the cut",
-            "const l = document.querySelector('.item-row[data-kind=agentMessage] .label'); \
-             return l && l.textContent === 'Alpha beta gamma'",
-            vec![],
-        )
-        .await;
-
-    // The server goes away mid-turn (it interrupts the turn as it stops)
-    // and comes back on the same address.
-    assert!(server.terminate().await.success());
-    browser
-        .until(
-            "the page to notice",
-            "return document.querySelector('[data-testid=stream-state]').textContent === 'reconnecting'",
-            vec![],
-        )
-        .await;
-    let server = Server::start(&home, &model.url(), &["--listen", &listen], 1).await;
-    browser
-        .until(
-            "the stream back",
-            "return document.querySelector('[data-testid=stream-state]').textContent === 'live'",
-            vec![],
-        )
-        .await;
-    run_turn(&addr, &thread_id, "Again").await;
-    browser
-        .until(
-            "the second message",
-            "return document.querySelectorAll('.item-row[data-kind=agentMessage]').length === 2 && \
-             document.querySelectorAll('.turn-row[data-status=completed]').length === 1",
-            vec![],
-        )
-        .await;
-    // What the page shows is what the server stored: nothing twice,
-    // nothing missing, the same items once each.
-    let stored = stored_messages(&addr, &thread_id).await;
-    assert_eq!(stored.len(), 2, "{stored:?}");
-    assert_eq!(stored[1], "After the restart.");
-    assert!(stored[0].starts_with("Alpha beta gamma"), "{stored:?}");
-    // The list shows each message on one line; the item panel shows it
-    // exactly.
-    let page = browser.js(PAGE_MESSAGES, vec![]).await;
-    let one_line: Vec<String> = stored
-        .iter()
-        .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
-        .collect();
-    assert_eq!(page, json!(one_line), "the page and the store agree");
-    for (id, text) in stored_message_ids(&addr, &thread_id).await {
-        browser.click(&format!(".item-row[data-item='{id}']")).await;
-        let shown = browser
-            .until(
-                "the message's panel",
-                "const d = document.querySelector('[data-testid=detail]'); \
-                 return !d.hidden && d.querySelector('h3 code').textContent === arguments[0] && \
-                   d.querySelector('.detail-body pre').textContent",
-                vec![json!(id)],
-            )
-            .await;
-        assert_eq!(shown, json!(text), "exactly the stored text");
-    }
-    let rows = browser
-        .js(
-            "const ids = [...document.querySelectorAll('.item-row')].map(e => e.dataset.item); \
-             return [ids.length, new Set(ids).size]",
-            vec![],
-        )
-        .await;
-    let all = http(
-        &addr,
-        "GET",
-        &format!("/v1/threads/{thread_id}/items?view=all"),
-        &[],
-        None,
-    )
-    .await
-    .json();
-    let count = all["data"].as_array().unwrap().len();
-    assert_eq!(rows, json!([count, count]), "each stored item once");
-    let statuses = browser
-        .js(
-            "return [...document.querySelectorAll('.turn-row')].map(e => e.dataset.status)",
-            vec![],
-        )
-        .await;
-    assert_eq!(statuses, json!(["interrupted", "completed"]));
-    browser.screenshot(&shots(), "after-restart").await;
-    browser.close().await;
-    drop(server);
 }
 
 #[tokio::test]

@@ -7,8 +7,8 @@
 mod browser;
 mod serve_net;
 mod support;
-
-use std::path::PathBuf;
+#[path = "support/viewer.rs"]
+mod viewer;
 
 use browser::Browser;
 use serde_json::json;
@@ -20,6 +20,7 @@ use spool_protocol::{
 };
 use spool_store::{NewThread, SqliteStore, Store, StoreOptions};
 use support::*;
+use viewer::shots;
 
 const TURNS: usize = 100;
 const ITEMS_PER_TURN: usize = 100;
@@ -205,10 +206,4 @@ async fn a_ten_thousand_item_thread_opens_fast_and_scrolls_with_few_rows_in_the_
     );
     browser.screenshot(&shots(), "big-thread-bottom").await;
     browser.close().await;
-}
-
-fn shots() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("viewer");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
