@@ -294,3 +294,150 @@ async fn the_llm_view_under_a_small_budget_shows_only_the_newest_turns() {
     browser.screenshot(&shots(), "llm-budget").await;
     browser.close().await;
 }
+
+#[tokio::test]
+async fn a_turns_buttons_fork_and_revert_and_the_tree_and_log_show_the_thread() {
+    let model = ScriptedServer::with_responses([
+        message_response("r1", &["One."]),
+        message_response("r2", &["Two."]),
+        message_response("r3", &["Three."]),
+    ])
+    .await
+    .unwrap();
+    let home = Home::new();
+    let server = Server::start(&home, &model.url(), &["--listen", "http://127.0.0.1:0"], 1).await;
+    let addr = server.addr("http");
+    let thread_id = new_thread(&addr, json!({})).await;
+    for question in ["q1", "q2", "q3"] {
+        run_turn(&addr, &thread_id, question).await;
+    }
+    let turns = http(
+        &addr,
+        "GET",
+        &format!("/v1/threads/{thread_id}/turns?sortDirection=asc"),
+        &[],
+        None,
+    )
+    .await
+    .json();
+    let turn_ids: Vec<String> = turns["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(turn_ids.len(), 3);
+    let browser = Browser::start().await;
+    open_thread(&browser, &addr, &thread_id).await;
+
+    // The tree: a branch per turn, the newest open, its items under the
+    // agents that made them.
+    browser.click("button.tab-tree").await;
+    let branch = browser
+        .until(
+            "the newest turn's branch",
+            "const open = document.querySelectorAll('.tree-turn[open]'); \
+             return document.querySelectorAll('.tree-turn').length === 3 && open.length === 1 && \
+               [...open[0].querySelectorAll('.agent-name, .node')].map(e => e.textContent)",
+            vec![],
+        )
+        .await;
+    let branch: Vec<&str> = branch
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        branch,
+        [
+            "agent: user",
+            "userMessage q3",
+            "agent: assistant",
+            "agentMessage Three."
+        ],
+        "{branch:?}"
+    );
+
+    // The log, filtered to one method: the three turns' completions.
+    browser.click("button.tab-log").await;
+    browser
+        .until(
+            "the log read",
+            "return document.querySelectorAll('.log-row').length > 0",
+            vec![],
+        )
+        .await;
+    let completions = browser
+        .until(
+            "the filtered log",
+            "const f = document.querySelector('[data-testid=log-filter]'); \
+             if (f.value !== 'turn/completed') { f.value = 'turn/completed'; \
+               f.dispatchEvent(new Event('change')); } \
+             const rows = [...document.querySelectorAll('.log-row')]; \
+             return rows.length === 3 && rows.every(r => r.dataset.method === 'turn/completed') && \
+               rows.map(r => Number(r.dataset.seq))",
+            vec![],
+        )
+        .await;
+    let seqs: Vec<u64> = serde_json::from_value(completions).unwrap();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+
+    // Fork from the second turn: the page opens the new thread, which has
+    // the first two turns.
+    browser.click("button.tab-timeline").await;
+    browser
+        .click(&format!(
+            ".turn-row[data-turn='{}'] button.fork",
+            turn_ids[1]
+        ))
+        .await;
+    let fork = browser
+        .until(
+            "the fork shown",
+            "const shown = document.body.dataset.threadShown; \
+             return shown && shown !== arguments[0] && \
+               document.querySelectorAll('.turn-row').length === 2 && shown",
+            vec![json!(thread_id)],
+        )
+        .await;
+    let fork = fork.as_str().unwrap().to_owned();
+    let fork_turns = |id: String| {
+        let addr = addr.clone();
+        async move {
+            http(&addr, "GET", &format!("/v1/threads/{id}/turns"), &[], None)
+                .await
+                .json()["data"]
+                .as_array()
+                .unwrap()
+                .len()
+        }
+    };
+    assert_eq!(fork_turns(fork.clone()).await, 2);
+    assert_eq!(stored_messages(&addr, &fork).await, vec!["One.", "Two."]);
+
+    // Revert the fork to before its second turn, once the page asked.
+    browser
+        .click(&format!(
+            ".turn-row[data-turn='{}'] button.revert",
+            turn_ids[1]
+        ))
+        .await;
+    browser.client.accept_alert().await.unwrap();
+    browser
+        .until(
+            "one turn left",
+            "return document.querySelectorAll('.turn-row').length === 1 && \
+               document.querySelectorAll('.item-row').length === 2",
+            vec![],
+        )
+        .await;
+    assert_eq!(fork_turns(fork.clone()).await, 1);
+    assert_eq!(
+        fork_turns(thread_id.clone()).await,
+        3,
+        "the source is untouched"
+    );
+    browser.screenshot(&shots(), "after-fork-and-revert").await;
+    browser.close().await;
+}
