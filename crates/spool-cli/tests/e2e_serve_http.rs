@@ -6,8 +6,8 @@
 mod serve_net;
 mod support;
 
-use serde_json::{Value, json};
-use serve_net::{Server, Sse, SseEvent, Upgrade, WebSocket, http};
+use serde_json::json;
+use serve_net::{Server, Sse, SseEvent, Upgrade, WebSocket, http, new_thread, start_turn};
 use spool_testkit::ScriptedServer;
 use spool_testkit::responses_api::message_response;
 use support::*;
@@ -18,25 +18,6 @@ fn text_of(events: &[SseEvent]) -> String {
         .filter(|e| e.event == "item/agentMessage/delta")
         .map(|e| e.data["params"]["delta"].as_str().unwrap().to_owned())
         .collect()
-}
-
-async fn new_thread(addr: &str, params: Value) -> String {
-    let created = http(addr, "POST", "/v1/threads", &[], Some(&params)).await;
-    assert_eq!(created.status, 201, "{}", created.body);
-    created.json()["thread"]["id"].as_str().unwrap().to_owned()
-}
-
-async fn turn(addr: &str, thread_id: &str, text: &str) -> Sse {
-    let sse = Sse::open(
-        addr,
-        "POST",
-        &format!("/v1/threads/{thread_id}/turns"),
-        &[],
-        Some(&json!({"input": [{"type": "text", "text": text}]})),
-    )
-    .await;
-    assert_eq!(sse.body.status, 200);
-    sse
 }
 
 #[tokio::test]
@@ -98,7 +79,7 @@ async fn threads_a_turn_as_sse_and_resumable_event_streams() {
     assert!(message.contains("turn/start"), "{message}");
 
     // A turn: its response is the SSE stream, turn/started to turn/completed.
-    let mut sse = turn(&addr, &thread_id, "hi").await;
+    let mut sse = start_turn(&addr, &thread_id, "hi").await;
     let mut first = Vec::new();
     while let Some(event) = sse.next().await {
         first.push(event);
@@ -134,7 +115,7 @@ async fn threads_a_turn_as_sse_and_resumable_event_streams() {
     let replayed_ids: Vec<u64> = replayed.iter().filter_map(|e| e.id).collect();
     assert_eq!(replayed_ids, ((cursor + 1)..=last).collect::<Vec<_>>());
     // The same stream carries the next turn live, with no gap.
-    let mut second = turn(&addr, &thread_id, "again").await;
+    let mut second = start_turn(&addr, &thread_id, "again").await;
     let second_events = second.until(|e| e.event == "turn/completed").await;
     let live = events.until(|e| e.event == "turn/completed").await;
     let mut live_ids: Vec<u64> = live.iter().filter_map(|e| e.id).collect();
@@ -224,7 +205,7 @@ async fn an_approval_is_answered_over_http() {
     .await;
     let addr = server.addr("http");
     let thread_id = new_thread(&addr, approval_settings()).await;
-    let mut sse = turn(&addr, &thread_id, "make a file").await;
+    let mut sse = start_turn(&addr, &thread_id, "make a file").await;
     let asked = sse
         .until(|e| e.event == "item/commandExecution/requestApproval")
         .await;

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use browser::Browser;
 use serde_json::json;
-use serve_net::{Server, http};
+use serve_net::{Server, http, new_thread, start_turn};
 use spool_testkit::responses_api::{calls_response, message_response, paced_message_response};
 use spool_testkit::{Gate, ScriptedServer};
 use support::*;
@@ -53,13 +53,7 @@ async fn the_list_shows_a_new_thread_and_a_message_grows_live() {
     let thread_id = new_thread(&addr, json!({})).await;
     let link = format!("a.thread[data-thread='{thread_id}']");
     browser.click(&link).await;
-    browser
-        .until(
-            "the thread shown",
-            "return document.body.dataset.threadShown === arguments[0]",
-            vec![json!(thread_id)],
-        )
-        .await;
+    thread_shown(&browser, &thread_id).await;
 
     let mut sse = start_turn(&addr, &thread_id, "Tell a story").await;
     // The model is held mid-message: what the page shows came live.
@@ -213,20 +207,13 @@ async fn an_approval_is_accepted_from_the_page_and_the_command_runs_once() {
 
 #[tokio::test]
 async fn the_llm_view_under_a_small_budget_shows_only_the_newest_turns() {
-    let model = ScriptedServer::with_responses([
-        message_response("r1", &["Alpha answer."]),
-        message_response("r2", &["Bravo answer."]),
-        message_response("r3", &["Charlie answer."]),
+    let served = answered_thread(&[
+        ("first question", "Alpha answer."),
+        ("second question", "Bravo answer."),
+        ("third question", "Charlie answer."),
     ])
-    .await
-    .unwrap();
-    let home = Home::new();
-    let server = Server::start(&home, &model.url(), &["--listen", "http://127.0.0.1:0"], 1).await;
-    let addr = server.addr("http");
-    let thread_id = new_thread(&addr, json!({})).await;
-    for question in ["first question", "second question", "third question"] {
-        run_turn(&addr, &thread_id, question).await;
-    }
+    .await;
+    let (addr, thread_id) = (served.addr.clone(), served.thread_id.clone());
     let browser = Browser::start().await;
     open_thread(&browser, &addr, &thread_id).await;
     browser.click("button.tab-views").await;
@@ -297,20 +284,8 @@ async fn the_llm_view_under_a_small_budget_shows_only_the_newest_turns() {
 
 #[tokio::test]
 async fn a_turns_buttons_fork_and_revert_and_the_tree_and_log_show_the_thread() {
-    let model = ScriptedServer::with_responses([
-        message_response("r1", &["One."]),
-        message_response("r2", &["Two."]),
-        message_response("r3", &["Three."]),
-    ])
-    .await
-    .unwrap();
-    let home = Home::new();
-    let server = Server::start(&home, &model.url(), &["--listen", "http://127.0.0.1:0"], 1).await;
-    let addr = server.addr("http");
-    let thread_id = new_thread(&addr, json!({})).await;
-    for question in ["q1", "q2", "q3"] {
-        run_turn(&addr, &thread_id, question).await;
-    }
+    let served = answered_thread(&[("q1", "One."), ("q2", "Two."), ("q3", "Three.")]).await;
+    let (addr, thread_id) = (served.addr.clone(), served.thread_id.clone());
     let turns = http(
         &addr,
         "GET",

@@ -12,7 +12,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use serve_net::{Server, Sse, http};
+use serve_net::{Server, Sse, http, new_thread, run_turn};
 use spool_testkit::ScriptedServer;
 use spool_testkit::responses_api::message_response;
 use support::*;
@@ -40,22 +40,9 @@ async fn post(addr: &str, path: &str, body: Value) -> serve_net::Response {
 
 /// A thread with `texts.len()` finished turns (the model answers each).
 async fn thread_with_turns(addr: &str, texts: &[&str]) -> String {
-    let created = post(addr, "/v1/threads", json!({})).await;
-    assert_eq!(created.status, 201, "{}", created.body);
-    let thread_id = created.json()["thread"]["id"].as_str().unwrap().to_owned();
+    let thread_id = new_thread(addr, json!({})).await;
     for text in texts {
-        let mut sse = Sse::open(
-            addr,
-            "POST",
-            &format!("/v1/threads/{thread_id}/turns"),
-            &[],
-            Some(&json!({"input": [{"type": "text", "text": text}]})),
-        )
-        .await;
-        assert_eq!(sse.body.status, 200);
-        let events = sse.until(|e| e.event == "turn/completed").await;
-        let completed = &events.last().unwrap().data["params"]["turn"];
-        assert_eq!(completed["status"], "completed", "{completed}");
+        run_turn(addr, &thread_id, text).await;
     }
     thread_id
 }

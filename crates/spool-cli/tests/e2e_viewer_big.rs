@@ -20,7 +20,7 @@ use spool_protocol::{
 };
 use spool_store::{NewThread, SqliteStore, Store, StoreOptions};
 use support::*;
-use viewer::shots;
+use viewer::{shots, thread_shown};
 
 const TURNS: usize = 100;
 const ITEMS_PER_TURN: usize = 100;
@@ -127,13 +127,7 @@ async fn a_ten_thousand_item_thread_opens_fast_and_scrolls_with_few_rows_in_the_
         .goto(&format!("http://{addr}/#thread={}", thread.thread.id))
         .await;
     browser.js("location.reload()", vec![]).await;
-    browser
-        .until(
-            "the thread shown",
-            "return document.body.dataset.threadShown === arguments[0]",
-            vec![json!(thread.thread.id)],
-        )
-        .await;
+    thread_shown(&browser, &thread.thread.id).await;
     let shown_ms = browser
         .js(
             "return performance.getEntriesByName('spool:thread-shown')[0].startTime",

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use browser::Browser;
 use serde_json::json;
-use serve_net::{Server, http};
+use serve_net::{Server, new_thread, run_turn, start_turn};
 use spool_testkit::responses_api::{message_response, paced_message_response};
 use spool_testkit::{Gate, ScriptedServer};
 use support::*;
@@ -56,16 +56,7 @@ async fn page_matches_store(browser: &Browser, addr: &str, thread_id: &str) {
             vec![],
         )
         .await;
-    let all = http(
-        addr,
-        "GET",
-        &format!("/v1/threads/{thread_id}/items?view=all"),
-        &[],
-        None,
-    )
-    .await
-    .json();
-    let count = all["data"].as_array().unwrap().len();
+    let count = stored_items(addr, thread_id).await.len();
     assert_eq!(rows, json!([count, count]), "each stored item once");
 }
 

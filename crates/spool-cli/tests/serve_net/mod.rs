@@ -10,7 +10,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
@@ -249,6 +249,37 @@ fn is_chunked(headers: &[(String, String)]) -> bool {
     headers.iter().any(|(k, v)| {
         k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
     })
+}
+
+/// A thread made with `POST /v1/threads` (`thread/start`'s params).
+pub async fn new_thread(addr: &str, params: Value) -> String {
+    let created = http(addr, "POST", "/v1/threads", &[], Some(&params)).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    created.json()["thread"]["id"].as_str().unwrap().to_owned()
+}
+
+/// A turn started with `POST /v1/threads/{id}/turns`: its SSE stream.
+pub async fn start_turn(addr: &str, thread_id: &str, text: &str) -> Sse {
+    let sse = Sse::open(
+        addr,
+        "POST",
+        &format!("/v1/threads/{thread_id}/turns"),
+        &[],
+        Some(&json!({"input": [{"type": "text", "text": text}]})),
+    )
+    .await;
+    assert_eq!(sse.body.status, 200);
+    sse
+}
+
+/// A turn run to its end, which must be `completed`.
+pub async fn run_turn(addr: &str, thread_id: &str, text: &str) {
+    let events = start_turn(addr, thread_id, text)
+        .await
+        .until(|e| e.event == "turn/completed")
+        .await;
+    let completed = &events.last().unwrap().data["params"]["turn"];
+    assert_eq!(completed["status"], "completed", "{completed}");
 }
 
 /// One HTTP request, answered in full.

@@ -8,8 +8,12 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
+use spool_testkit::ScriptedServer;
+use spool_testkit::responses_api::message_response;
+
 use crate::browser::Browser;
-use crate::serve_net::{Sse, http};
+use crate::serve_net::{Server, http, new_thread, run_turn};
+use crate::support::Home;
 
 /// `$CARGO_TARGET_TMPDIR/viewer/`, where each test leaves a screenshot.
 pub fn shots() -> PathBuf {
@@ -18,30 +22,18 @@ pub fn shots() -> PathBuf {
     dir
 }
 
-pub async fn new_thread(addr: &str, params: Value) -> String {
-    let created = http(addr, "POST", "/v1/threads", &[], Some(&params)).await;
-    assert_eq!(created.status, 201, "{}", created.body);
-    created.json()["thread"]["id"].as_str().unwrap().to_owned()
-}
-
-pub async fn start_turn(addr: &str, thread_id: &str, text: &str) -> Sse {
-    let sse = Sse::open(
+/// The thread's item records (`view=all`) as the server stores them.
+pub async fn stored_items(addr: &str, thread_id: &str) -> Vec<Value> {
+    let items = http(
         addr,
-        "POST",
-        &format!("/v1/threads/{thread_id}/turns"),
+        "GET",
+        &format!("/v1/threads/{thread_id}/items?view=all"),
         &[],
-        Some(&json!({"input": [{"type": "text", "text": text}]})),
+        None,
     )
-    .await;
-    assert_eq!(sse.body.status, 200);
-    sse
-}
-
-pub async fn run_turn(addr: &str, thread_id: &str, text: &str) {
-    start_turn(addr, thread_id, text)
-        .await
-        .until(|e| e.event == "turn/completed")
-        .await;
+    .await
+    .json();
+    items["data"].as_array().unwrap().clone()
 }
 
 /// The texts of the thread's agent messages as the server stores them.
@@ -55,18 +47,8 @@ pub async fn stored_messages(addr: &str, thread_id: &str) -> Vec<String> {
 
 /// The ids and texts of the thread's agent messages as stored.
 pub async fn stored_message_ids(addr: &str, thread_id: &str) -> Vec<(String, String)> {
-    let items = http(
-        addr,
-        "GET",
-        &format!("/v1/threads/{thread_id}/items?view=all"),
-        &[],
-        None,
-    )
-    .await
-    .json();
-    items["data"]
-        .as_array()
-        .unwrap()
+    stored_items(addr, thread_id)
+        .await
         .iter()
         .filter(|r| r["item"]["type"] == "agentMessage")
         .map(|r| {
@@ -87,6 +69,11 @@ pub async fn open_thread(browser: &Browser, addr: &str, thread_id: &str) {
     browser
         .goto(&format!("http://{addr}/#thread={thread_id}"))
         .await;
+    thread_shown(browser, thread_id).await;
+}
+
+/// Waits until the page shows the thread (its first rows are drawn).
+pub async fn thread_shown(browser: &Browser, thread_id: &str) {
     browser
         .until(
             "the thread shown",
@@ -94,4 +81,36 @@ pub async fn open_thread(browser: &Browser, addr: &str, thread_id: &str) {
             vec![json!(thread_id)],
         )
         .await;
+}
+
+/// A `spool serve` on loopback HTTP with one thread, whose turns asked
+/// each question and got its answer from the scripted model.
+pub struct Answered {
+    pub model: ScriptedServer,
+    pub home: Home,
+    pub server: Server,
+    pub addr: String,
+    pub thread_id: String,
+}
+
+pub async fn answered_thread(turns: &[(&str, &str)]) -> Answered {
+    let responses = turns
+        .iter()
+        .enumerate()
+        .map(|(i, (_, answer))| message_response(&format!("r{i}"), &[answer]));
+    let model = ScriptedServer::with_responses(responses).await.unwrap();
+    let home = Home::new();
+    let server = Server::start(&home, &model.url(), &["--listen", "http://127.0.0.1:0"], 1).await;
+    let addr = server.addr("http");
+    let thread_id = new_thread(&addr, json!({})).await;
+    for (question, _) in turns {
+        run_turn(&addr, &thread_id, question).await;
+    }
+    Answered {
+        model,
+        home,
+        server,
+        addr,
+        thread_id,
+    }
 }
