@@ -505,15 +505,8 @@ impl Trace {
 
 fn trace_command(home: &Home, model_url: &str, args: &[&str]) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_spool"));
+    serve_net::server_command(&mut command, "trace", home, model_url, args);
     command
-        .arg("trace")
-        .args(args)
-        .current_dir(home.path())
-        .env("SPOOL_HOME", home.path())
-        .env("SPOOL_LOCAL_MODEL_URL", model_url)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("SPOOL_STORE")
-        .env_remove("SPOOL_AUTH_TOKEN")
         // Closed at once: the trace server must keep serving.
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

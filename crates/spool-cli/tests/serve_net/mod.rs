@@ -77,17 +77,8 @@ impl Server {
         listeners: usize,
         env: &[(&str, &str)],
     ) -> Server {
+        server_command(&mut command, "serve", home, model_url, args);
         command
-            .arg("serve")
-            .args(args)
-            .current_dir(home.path())
-            .env("SPOOL_HOME", home.path())
-            .env("SPOOL_LOCAL_MODEL_URL", model_url)
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("SPOOL_STORE")
-            .env_remove("SPOOL_AUTH_TOKEN")
-            .env_remove("SPOOL_ALLOW_ORIGIN")
-            .env_remove("SPOOL_ALLOW_HOST")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -249,6 +240,28 @@ fn is_chunked(headers: &[(String, String)]) -> bool {
     headers.iter().any(|(k, v)| {
         k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
     })
+}
+
+/// `spool SUBCOMMAND ARGS` in `home`, with the model at `model_url` and
+/// none of the environment's settings that would change what it serves.
+pub fn server_command(
+    command: &mut Command,
+    subcommand: &str,
+    home: &Home,
+    model_url: &str,
+    args: &[&str],
+) {
+    command
+        .arg(subcommand)
+        .args(args)
+        .current_dir(home.path())
+        .env("SPOOL_HOME", home.path())
+        .env("SPOOL_LOCAL_MODEL_URL", model_url)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("SPOOL_STORE")
+        .env_remove("SPOOL_AUTH_TOKEN")
+        .env_remove("SPOOL_ALLOW_ORIGIN")
+        .env_remove("SPOOL_ALLOW_HOST");
 }
 
 /// A thread made with `POST /v1/threads` (`thread/start`'s params).
