@@ -99,6 +99,30 @@ async fn the_list_shows_a_new_thread_and_a_message_grows_live() {
             vec![],
         )
         .await;
+    // The message's deltas, read back from the log and replayed in order,
+    // make the stored text again.
+    browser.click(".item-row[data-kind=agentMessage]").await;
+    browser
+        .click("[data-testid=detail] button.load-deltas")
+        .await;
+    let loaded = browser
+        .until(
+            "the deltas",
+            "const d = document.querySelector('[data-testid=detail] .deltas'); \
+             return d.querySelector('button.replay') && d.firstChild.textContent",
+            vec![],
+        )
+        .await;
+    assert!(loaded.as_str().unwrap().starts_with("8 deltas"), "{loaded}");
+    browser.click("[data-testid=detail] button.replay").await;
+    browser
+        .until(
+            "the replay's end",
+            "const p = document.querySelector('[data-testid=detail] pre.message'); \
+             return p && !p.classList.contains('replaying') && p.textContent === arguments[0]",
+            vec![json!(full)],
+        )
+        .await;
     browser.screenshot(&shots(), "live-message").await;
     browser.close().await;
 }
