@@ -26,7 +26,9 @@ use viewer::*;
 #[tokio::test]
 async fn the_list_shows_a_new_thread_and_a_message_grows_live() {
     let gate = Gate::new();
-    let pace = Duration::from_millis(80);
+    // Far enough apart that the page can be seen between two words, even on
+    // a busy machine.
+    let pace = Duration::from_millis(150);
     let model = ScriptedServer::with_responses([paced_message_response(
         "r1",
         &["Once ", "upon ", "a "],
