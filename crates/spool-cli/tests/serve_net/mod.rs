@@ -6,11 +6,13 @@
 
 #![allow(dead_code)]
 
+mod turns;
+
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
@@ -20,6 +22,8 @@ use tokio_tungstenite::tungstenite::Message;
 use crate::support::Home;
 use crate::support::peer::Peer;
 use crate::support::schema::Conformance;
+#[allow(unused_imports)] // not every test binary makes threads over HTTP
+pub use turns::{new_thread, run_turn, start_turn};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -262,37 +266,6 @@ pub fn server_command(
         .env_remove("SPOOL_AUTH_TOKEN")
         .env_remove("SPOOL_ALLOW_ORIGIN")
         .env_remove("SPOOL_ALLOW_HOST");
-}
-
-/// A thread made with `POST /v1/threads` (`thread/start`'s params).
-pub async fn new_thread(addr: &str, params: Value) -> String {
-    let created = http(addr, "POST", "/v1/threads", &[], Some(&params)).await;
-    assert_eq!(created.status, 201, "{}", created.body);
-    created.json()["thread"]["id"].as_str().unwrap().to_owned()
-}
-
-/// A turn started with `POST /v1/threads/{id}/turns`: its SSE stream.
-pub async fn start_turn(addr: &str, thread_id: &str, text: &str) -> Sse {
-    let sse = Sse::open(
-        addr,
-        "POST",
-        &format!("/v1/threads/{thread_id}/turns"),
-        &[],
-        Some(&json!({"input": [{"type": "text", "text": text}]})),
-    )
-    .await;
-    assert_eq!(sse.body.status, 200);
-    sse
-}
-
-/// A turn run to its end, which must be `completed`.
-pub async fn run_turn(addr: &str, thread_id: &str, text: &str) {
-    let events = start_turn(addr, thread_id, text)
-        .await
-        .until(|e| e.event == "turn/completed")
-        .await;
-    let completed = &events.last().unwrap().data["params"]["turn"];
-    assert_eq!(completed["status"], "completed", "{completed}");
 }
 
 /// One HTTP request, answered in full.

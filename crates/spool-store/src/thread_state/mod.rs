@@ -14,21 +14,20 @@ mod fresh_ids;
 pub(crate) mod ops;
 pub(crate) mod pending;
 pub(crate) mod prepare;
+mod refusals;
 pub(crate) mod reserve;
 pub(crate) mod rows;
 
-use spool_core::{ReduceError, ThreadReducer};
-use spool_protocol::{
-    ItemStatus, ServerNotification, ThreadEvent, ThreadItem, TurnStatus, UserInput,
-};
+use spool_core::ThreadReducer;
+use spool_protocol::{ServerNotification, ThreadEvent, ThreadItem, UserInput};
 
 use self::dirty::{ApplyError, Dirty, Failed};
 use self::fresh_ids::FreshIds;
 use self::pending::{Pending, PendingEvent};
 use self::reserve::Reservation;
-use self::rows::{Kind, Rows, needs};
+use self::rows::Rows;
 use crate::born::{RECORDED, folds_into, projects, start_of};
-use crate::codec::{encode, parse_item_status, parse_turn_status};
+use crate::codec::encode;
 use crate::error::StoreError;
 use crate::types::{Appended, ThreadRecord};
 
@@ -476,88 +475,6 @@ impl ThreadState {
             .is_none_or(|kind| kind.is_persisted(self.dev_mode))
     }
 
-    /// A start of an item or turn that the reducer no longer holds but the
-    /// projection does (and keeps: a row due for deletion in this batch
-    /// does not count).
-    fn stored_duplicate(
-        &mut self,
-        rows: Option<&dyn Rows>,
-        notification: &ServerNotification,
-    ) -> Result<Option<ReduceError>, StoreError> {
-        let thread_id = self.reducer.thread_id();
-        match notification {
-            ServerNotification::ItemStarted(n) => {
-                let item_id = n.item.id();
-                if self.reducer.item(item_id).is_some() || self.pending.dirty.row_deleted(item_id) {
-                    return Ok(None); // the reducer itself decides
-                }
-                if self.fresh.start(rows, thread_id, Kind::Item, item_id)? {
-                    return Ok(None); // no row can hold it
-                }
-                let stored = needs(rows)?.status(thread_id, Kind::Item, item_id)?;
-                Ok(stored.map(|_| ReduceError::DuplicateItem {
-                    item_id: item_id.to_owned(),
-                }))
-            }
-            ServerNotification::TurnStarted(n) => {
-                if self.reducer.turn(&n.turn.id).is_some() {
-                    return Ok(None);
-                }
-                if self.fresh.start(rows, thread_id, Kind::Turn, &n.turn.id)? {
-                    return Ok(None);
-                }
-                let stored = needs(rows)?.status(thread_id, Kind::Turn, &n.turn.id)?;
-                Ok(stored.map(|_| ReduceError::DuplicateTurn {
-                    turn_id: n.turn.id.clone(),
-                }))
-            }
-            // Only starts can be duplicates.
-            _ => Ok(None),
-        }
-    }
-
-    /// Turns "unknown item/turn" into the terminal-state refusal when the
-    /// item or turn is stored but was dropped from the reducer as closed.
-    fn refine(&self, rows: Option<&dyn Rows>, thread_id: &str, error: ReduceError) -> ReduceError {
-        let Some(rows) = rows else {
-            return error;
-        };
-        let refined = match &error {
-            ReduceError::UnknownItem { method, item_id }
-                if !self.pending.dirty.row_deleted(item_id) =>
-            {
-                rows.status(thread_id, Kind::Item, item_id)
-                    .ok()
-                    .flatten()
-                    .and_then(|status| parse_item_status(&status))
-                    .filter(|status| status.is_terminal())
-                    .map(|status: ItemStatus| ReduceError::ItemTerminal {
-                        method,
-                        item_id: item_id.clone(),
-                        status,
-                    })
-            }
-            ReduceError::UnknownTurn { turn_id, .. } => {
-                stored_turn_status(rows, thread_id, turn_id).map(|status| {
-                    ReduceError::TurnNotActive {
-                        turn_id: turn_id.clone(),
-                        status,
-                    }
-                })
-            }
-            ReduceError::UnknownTurnEvent { turn_id, .. } => {
-                stored_turn_status(rows, thread_id, turn_id).map(|status| {
-                    ReduceError::TurnAlreadyCompleted {
-                        turn_id: turn_id.clone(),
-                        status,
-                    }
-                })
-            }
-            _ => None,
-        };
-        refined.unwrap_or(error)
-    }
-
     /// Notes an accepted event for the next commit. `born_complete`: the
     /// event completes the item the previous pending event started, and
     /// the pair is stored as one row (`born.rs`).
@@ -655,13 +572,4 @@ fn user_text(item: &ThreadItem) -> Option<&str> {
         .iter()
         .filter_map(UserInput::as_text)
         .find(|text| !text.trim().is_empty())
-}
-
-/// The status of a stored turn that is over.
-fn stored_turn_status(rows: &dyn Rows, thread_id: &str, turn_id: &str) -> Option<TurnStatus> {
-    rows.status(thread_id, Kind::Turn, turn_id)
-        .ok()
-        .flatten()
-        .and_then(|status| parse_turn_status(&status))
-        .filter(|status| status.is_terminal())
 }
