@@ -1,0 +1,87 @@
+//! Records to the JSON columns of their rows, for every backend.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+use spool_core::llm::INPUT_ITEM_KEY;
+use spool_core::{ItemRecord, TurnRecord};
+use spool_protocol::ItemEnvelope;
+
+use crate::error::StoreError;
+
+/// The JSON columns of a turn row: its error and its token usage.
+pub(crate) fn encode_turn_json(
+    turn: &TurnRecord,
+) -> Result<(Option<String>, Option<String>), StoreError> {
+    let error = turn
+        .error
+        .as_ref()
+        .map(|error| encode("turn error", error))
+        .transpose()?;
+    let token_usage = turn
+        .token_usage
+        .as_ref()
+        .map(|usage| encode("turn token usage", usage))
+        .transpose()?;
+    Ok((error, token_usage))
+}
+
+/// The JSON columns of an item row: the item, its envelope without the raw
+/// input item, and that raw input item. Encoded from the record: cheaper
+/// than slicing the item out of its encoded completion.
+pub(crate) fn encode_item_json(
+    record: &ItemRecord,
+) -> Result<(String, String, Option<String>), StoreError> {
+    Ok((
+        encode("item", &record.item)?,
+        encode_envelope_without_input(&record.envelope)?,
+        encode_input_item(&record.envelope)?,
+    ))
+}
+
+/// The JSON of an envelope's raw input item (`providerData.inputItem`),
+/// which has a column of its own so session reads decode only that;
+/// decoding puts it back.
+pub(crate) fn encode_input_item(envelope: &ItemEnvelope) -> Result<Option<String>, StoreError> {
+    envelope
+        .provider_data
+        .as_ref()
+        .and_then(|data| data.get(INPUT_ITEM_KEY))
+        .map(|input_item| encode("raw input item", input_item))
+        .transpose()
+}
+
+/// The envelope's JSON with its raw input item left out (the item has a
+/// column of its own, [`encode_input_item`]). Clones the provider's other
+/// data, never the raw item, which is most of a session item.
+pub(crate) fn encode_envelope_without_input(envelope: &ItemEnvelope) -> Result<String, StoreError> {
+    let provider_data = match envelope.provider_data.as_deref() {
+        Some(Value::Object(data)) if data.contains_key(INPUT_ITEM_KEY) => {
+            let rest: serde_json::Map<String, Value> = data
+                .iter()
+                .filter(|(key, _)| *key != INPUT_ITEM_KEY)
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect();
+            (!rest.is_empty()).then(|| Arc::new(Value::Object(rest)))
+        }
+        _ => return encode("item envelope", envelope),
+    };
+    let rest = ItemEnvelope {
+        status: envelope.status,
+        started_at_ms: envelope.started_at_ms,
+        completed_at_ms: envelope.completed_at_ms,
+        provenance: envelope.provenance.clone(),
+        audience: envelope.audience,
+        provider_data,
+    };
+    encode("item envelope", &rest)
+}
+
+/// JSON text of a value to store.
+pub(crate) fn encode<T: Serialize + ?Sized>(
+    what: &'static str,
+    value: &T,
+) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|source| StoreError::Encode { what, source })
+}
