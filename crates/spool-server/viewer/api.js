@@ -84,9 +84,10 @@ export function follow(threadId, after, { onEvent, onState }) {
   const control = new AbortController();
   let last = after;
   let wait = 250;
+  let attempts = 0;
   const run = async () => {
     while (!control.signal.aborted) {
-      onState(last === after ? "connecting" : "reconnecting");
+      onState(attempts++ === 0 ? "connecting" : "reconnecting");
       try {
         const response = await fetch(`/v1/threads/${encodeURIComponent(threadId)}/events`, {
           headers: headers({ Accept: "text/event-stream", "Last-Event-ID": String(last) }),

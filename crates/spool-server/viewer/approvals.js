@@ -32,10 +32,13 @@ export class Approvals {
   constructor(model) {
     this.model = model;
     this.el = h("section", { class: "approvals", hidden: true, dataset: { testid: "approvals" }, "aria-live": "polite" });
+    // Answers on their way: their cards stay disabled when redrawn.
+    this.sending = new Set();
   }
 
   update(kind) {
     if (kind !== "requests" && kind !== "structure") return;
+    if (kind === "structure" && this.model.requests.size === 0) return;
     const requests = [...this.model.requests.values()];
     this.el.hidden = requests.length === 0;
     fill(this.el, requests.length ? h("h3", {}, `Waiting for you (${requests.length})`) : null, requests.map((r) => this.card(r)));
@@ -44,21 +47,27 @@ export class Approvals {
   card(request) {
     const p = request.params ?? {};
     const item = p.itemId ? this.model.byId.get(p.itemId)?.item : undefined;
-    const status = h("span", { class: "meta answer-status" });
+    const id = String(request.id);
+    const said = this.sending.has(id) ? "sending…" : this.failed?.id === id ? this.failed.message : "";
+    const status = h("span", { class: "meta answer-status" }, said);
     const buttons = answers(request.method).map(([text, key, answer]) =>
       h(
         "button",
         {
           class: `answer ${key}`,
           dataset: { decision: key },
-          onclick: async (e) => {
-            for (const b of e.target.parentElement.querySelectorAll("button")) b.disabled = true;
-            status.textContent = "sending…";
+          disabled: this.sending.has(String(request.id)),
+          onclick: async () => {
+            const id = String(request.id);
+            this.sending.add(id);
+            this.update("requests");
             try {
               await this.model.answer(request.id, answer);
             } catch (error) {
-              status.textContent = error.message;
-              for (const b of e.target.parentElement.querySelectorAll("button")) b.disabled = false;
+              this.failed = { id, message: error.message };
+            } finally {
+              this.sending.delete(id);
+              this.update("requests");
             }
           },
         },

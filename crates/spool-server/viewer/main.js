@@ -174,8 +174,15 @@ async function openThread(threadId) {
   });
   try {
     await model.open();
-    // Marked once the first rows are drawn (the list draws on the next frame).
-    await new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
+    // Marked once the first rows are drawn: the rows are built on the next
+    // frame and drawn on the one after (ten frames at most).
+    const list = parts.timeline.list;
+    for (let frame = 0; frame < 10 && list.rows.length === 0 && model.items.length > 0; frame++) {
+      await new Promise((resolve) => requestAnimationFrame(resolve));
+    }
+    for (let frame = 0; frame < 10 && list.layer.childElementCount === 0 && list.rows.length > 0; frame++) {
+      await new Promise((resolve) => requestAnimationFrame(resolve));
+    }
     performance.mark("spool:thread-shown");
     document.body.dataset.threadShown = threadId;
   } catch (error) {

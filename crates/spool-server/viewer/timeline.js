@@ -3,7 +3,7 @@
 // its end on the turn's time axis, coloured by what made it (the model, a
 // tool, the user) and by its status.
 
-import { count, duration, h, short } from "./dom.js";
+import { count, duration, h, short, throttled } from "./dom.js";
 import { label, statusOf } from "./describe.js";
 import { family } from "./thread.js";
 import { VirtualList } from "./vlist.js";
@@ -54,16 +54,20 @@ export class Timeline {
     this.el = h("div", { class: "timeline", dataset: { testid: "timeline" } }, this.list.el);
     this.list.el.addEventListener("keydown", (e) => this.key(e));
     this.follow = true;
+    // A live turn brings many events a frame; the rows (a pass over every
+    // item) are rebuilt once per frame at most.
+    this.rebuild = throttled(() => this.build());
     this.list.el.addEventListener("scroll", () => {
       this.follow = this.list.atBottom();
     });
   }
 
   update(kind) {
-    if (kind === "content") {
-      this.list.refresh();
-      return;
-    }
+    if (kind === "content") this.list.refresh();
+    else this.rebuild();
+  }
+
+  build() {
     this.rows = this.model.rows();
     axes(this.rows);
     let n = 0;

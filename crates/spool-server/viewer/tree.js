@@ -4,7 +4,7 @@
 // agent to the next. A turn's branch is built when it is opened, so a big
 // thread costs one line per turn until then.
 
-import { h, short } from "./dom.js";
+import { h, short, throttled } from "./dom.js";
 import { label, statusOf } from "./describe.js";
 import { family } from "./thread.js";
 
@@ -14,10 +14,15 @@ export class ProvenanceTree {
     this.onSelect = onSelect;
     this.open = new Set();
     this.el = h("div", { class: "tree", dataset: { testid: "tree" } });
+    // Rebuilt once per frame at most, however many events the frame brought.
+    this.rebuild = throttled(() => this.build());
   }
 
   update(kind) {
-    if (kind === "content") return;
+    if (kind !== "content") this.rebuild();
+  }
+
+  build() {
     const rows = this.model.rows().filter((row) => row.type === "turn");
     const last = rows.at(-1)?.turn?.id;
     if (last && !this.opened) {
