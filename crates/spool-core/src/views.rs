@@ -45,7 +45,7 @@
 //!   [`crate::llm::llm_view`] turns them into provider input under a token
 //!   budget.
 
-use spool_protocol::ItemKind;
+use spool_protocol::{ItemKind, ItemsView};
 
 use crate::record::ItemRecord;
 
@@ -58,6 +58,17 @@ pub enum View {
     Client,
     /// What the next model request gets.
     Llm,
+}
+
+/// The view a client names on the wire (`view`: `all`, `client`, `llm`).
+impl From<ItemsView> for View {
+    fn from(view: ItemsView) -> View {
+        match view {
+            ItemsView::All => View::All,
+            ItemsView::Client => View::Client,
+            ItemsView::Llm => View::Llm,
+        }
+    }
 }
 
 /// The records of `view`, in ordinal order.

@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 use spool_core::View;
 use spool_core::llm::LlmViewOptions;
 use spool_protocol::{
-    ClientRequest, SortDirection, ThreadForkParams, ThreadListParams, ThreadRevertParams,
-    ThreadSortKey, ThreadTurnsListParams, TurnItemsView,
+    ClientRequest, ItemsView, SortDirection, ThreadForkParams, ThreadListParams,
+    ThreadRevertParams, ThreadSortKey, ThreadTurnsListParams, TurnItemsView,
 };
 use spool_store::{Appended, Store};
 
@@ -94,7 +94,7 @@ pub(crate) async fn list_turns(
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct ItemsQuery {
-    view: Option<String>,
+    view: Option<ItemsView>,
     tokens: Option<usize>,
     after: Option<u64>,
     limit: Option<usize>,
@@ -111,17 +111,8 @@ pub(crate) async fn items(
     q: Q<ItemsQuery>,
 ) -> Result<Json<Value>> {
     let q = query(q)?;
-    let name = q.view.as_deref().unwrap_or("client");
-    let view = match name {
-        "all" => View::All,
-        "client" => View::Client,
-        "llm" => View::Llm,
-        other => {
-            return Err(ApiError::bad_request(format!(
-                "unknown view {other:?}: all, client or llm"
-            )));
-        }
-    };
+    let named = q.view.unwrap_or_default();
+    let view = View::from(named);
     let paged = q.after.is_some() || q.limit.is_some();
     if view == View::Llm && paged {
         return Err(ApiError::bad_request(
@@ -156,13 +147,13 @@ pub(crate) async fn items(
     }
     if !paged {
         let records = store.items(&thread_id, view).await?;
-        return Ok(Json(json!({"view": name, "data": records})));
+        return Ok(Json(json!({"view": named, "data": records})));
     }
     let page = store
         .items_page(&thread_id, view, q.after.unwrap_or(0), limit)
         .await?;
     Ok(Json(json!({
-        "view": name,
+        "view": named,
         "data": page.items,
         "nextCursor": page.next_after,
     })))

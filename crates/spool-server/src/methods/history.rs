@@ -113,11 +113,7 @@ fn paginate<T>(
 }
 
 fn view_of(view: Option<ItemsView>) -> View {
-    match view.unwrap_or_default() {
-        ItemsView::All => View::All,
-        ItemsView::Client => View::Client,
-        ItemsView::Llm => View::Llm,
-    }
+    view.unwrap_or_default().into()
 }
 
 /// Tokens of one item: of its model input, or (for an item the model
