@@ -424,7 +424,7 @@ async fn a_turns_buttons_fork_and_revert_and_the_tree_and_log_show_the_thread() 
             turn_ids[1]
         ))
         .await;
-    browser.client.accept_alert().await.unwrap();
+    browser.accept_dialog().await;
     browser
         .until(
             "one turn left",

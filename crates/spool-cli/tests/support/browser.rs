@@ -137,21 +137,32 @@ impl Browser {
         }
     }
 
-    /// Clicks the first element matching `css`, once there is one.
+    /// Clicks the first element matching `css`, once there is one. The
+    /// page redraws its lists (an element found may be replaced before the
+    /// click reaches it), so a click that fails is tried again, on the
+    /// element found anew.
     pub async fn click(&self, css: &str) {
-        self.until(
-            &format!("an element {css}"),
-            "return document.querySelector(arguments[0]) !== null",
-            vec![json!(css)],
-        )
-        .await;
-        self.client
-            .find(Locator::Css(css))
-            .await
-            .expect("the element")
-            .click()
-            .await
-            .unwrap_or_else(|e| panic!("cannot click {css}: {e}"));
+        let started = Instant::now();
+        loop {
+            let attempt = async {
+                let element = self.client.find(Locator::Css(css)).await?;
+                element.click().await
+            };
+            match attempt.await {
+                Ok(()) => return,
+                Err(error) if started.elapsed() > WAIT => panic!("cannot click {css}: {error}"),
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    }
+
+    /// Accepts the page's `confirm()` dialog, once it is open.
+    pub async fn accept_dialog(&self) {
+        let started = Instant::now();
+        while let Err(error) = self.client.accept_alert().await {
+            assert!(started.elapsed() < WAIT, "no dialog to accept: {error}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// The page as a PNG under `dir`, for a person to look at.
