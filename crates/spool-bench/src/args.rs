@@ -192,7 +192,8 @@ pub enum WorkloadId {
 }
 
 impl WorkloadId {
-    /// The store's own workloads (not floors), which run on PostgreSQL too.
+    /// The workloads that run on PostgreSQL too: the store's own, and the
+    /// layout floor (l) beside (e).
     pub fn runs_on_postgres(self) -> bool {
         matches!(
             self,
@@ -203,6 +204,7 @@ impl WorkloadId {
                 | WorkloadId::E
                 | WorkloadId::F
                 | WorkloadId::G
+                | WorkloadId::L
                 | WorkloadId::N
         )
     }

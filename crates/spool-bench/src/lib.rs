@@ -31,6 +31,7 @@ mod log_workloads;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod pg_database;
+mod pg_layout_floor;
 mod replicas;
 mod report;
 mod runner;
@@ -132,6 +133,15 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
         (Some(o), Some(u)) => Some(o.median_s / u.median_s),
         _ => None,
     };
+    let pg = |name: &str| {
+        reports
+            .iter()
+            .find(|r| r.name == name && r.backend == "postgres")
+    };
+    let pg_time_ratio = |over: &str, under: &str| match (pg(over), pg(under)) {
+        (Some(o), Some(u)) => Some(o.median_s / u.median_s),
+        _ => None,
+    };
     let a_vs_floor = time_ratio("a", "h")
         .map(|ratio| Target::at_most(FLOOR_FACTOR, "x the floor's time", ratio));
     let b_vs_batch_floor = time_ratio("b", "i")
@@ -144,6 +154,7 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
         b_vs_layout_floor: time_ratio("b", "k"),
         layout_floor_b_vs_batch_floor: time_ratio("k", "i"),
         e_vs_layout_floor: time_ratio("e", "l"),
+        e_vs_layout_floor_postgres: pg_time_ratio("e", "l"),
     };
     for (what, ratio) in [
         (
@@ -166,6 +177,10 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
             layout.layout_floor_b_vs_batch_floor,
         ),
         ("(e) time / layout floor (l) time", layout.e_vs_layout_floor),
+        (
+            "PostgreSQL: (e) time / layout floor (l) time",
+            layout.e_vs_layout_floor_postgres,
+        ),
     ] {
         if let Some(ratio) = ratio {
             eprintln!("{what}: {ratio:.2}x");
@@ -236,6 +251,14 @@ async fn run_store_workload(
         WorkloadId::E => session_workloads::concurrent(at, sizes).await,
         WorkloadId::F => log_workloads::deltas(at, sizes).await,
         WorkloadId::G => log_workloads::llm_view(at, sizes).await,
+        WorkloadId::L => match at {
+            StoreAt::Postgres(url) => {
+                pg_layout_floor::concurrent(url, sizes.appenders, sizes.appends_each).await
+            }
+            StoreAt::Sqlite(dir) => {
+                layout_floor::concurrent(dir, sizes.appenders, sizes.appends_each).await
+            }
+        },
         floor => anyhow::bail!("({}) is a floor: SQLite only", floor.letter()),
     }
 }

@@ -30,7 +30,7 @@ pub struct Report {
 
 /// (a) over (j) and (j) over (h), with (a) over (m) and (m) over (j)
 /// splitting (a)'s share into the rest of the code and the hand-offs
-/// (see `handoff_floor.rs`); (b) over (k) and (k) over (i); (e) over (l).
+/// (see `handoff_floor.rs`); (b) over (k) and (k) over (i); (e) over (l), on each backend.
 #[derive(Debug, Default, Serialize)]
 pub struct LayoutSplit {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -47,6 +47,9 @@ pub struct LayoutSplit {
     pub layout_floor_b_vs_batch_floor: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub e_vs_layout_floor: Option<f64>,
+    /// (e) over (l), both on PostgreSQL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub e_vs_layout_floor_postgres: Option<f64>,
 }
 
 impl LayoutSplit {
@@ -58,6 +61,7 @@ impl LayoutSplit {
             && self.b_vs_layout_floor.is_none()
             && self.layout_floor_b_vs_batch_floor.is_none()
             && self.e_vs_layout_floor.is_none()
+            && self.e_vs_layout_floor_postgres.is_none()
     }
 }
 

@@ -215,7 +215,9 @@ impl Spec {
                 format!(
                     "the layout floor of (e): spool's own rows for the {} sessions of (e), \
                      replayed on bare rusqlite, one transaction per round of one single-item \
-                     call of every session (the largest group commit), WAL, synchronous=FULL",
+                     call of every session (the largest group commit), WAL, synchronous=FULL; \
+                     on PostgreSQL, bare connections, one per writer lane, each committing a \
+                     round of its sessions' calls in one pipelined transaction",
                     s.appenders
                 ),
                 s.appenders * s.appends_each,

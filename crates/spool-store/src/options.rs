@@ -50,6 +50,11 @@ pub struct StoreOptions {
     /// or was paused) loses its threads this long after its last renewal,
     /// and another server takes them over (`docs/internals/replicas.md`).
     pub lease_ttl: Duration,
+    /// PostgreSQL only: writers committing side by side, each with a
+    /// connection of its own and the threads of its lane
+    /// (`postgres/lane.rs`). One writer leaves the database's other cores
+    /// idle while it waits for each commit.
+    pub writer_lanes: usize,
 }
 
 impl Default for StoreOptions {
@@ -63,6 +68,7 @@ impl Default for StoreOptions {
             cached_threads: 1_024,
             accept_data_loss: false,
             lease_ttl: Duration::from_secs(5),
+            writer_lanes: 2,
         }
     }
 }

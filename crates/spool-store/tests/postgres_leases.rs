@@ -187,6 +187,63 @@ async fn a_live_server_takes_over_an_abandoned_turn_by_itself() {
     drop(a);
 }
 
+/// A server's threads are split among its writer lanes: each lane's
+/// heartbeat renews its own threads' leases, so no thread of a live server
+/// runs out whichever lane it is in, and each lane takes over the
+/// abandoned threads of its own, so every one of them is taken over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_lane_renews_its_threads_and_takes_over_its_share() {
+    let db = TestDatabase::create();
+    let beating = || StoreOptions {
+        lease_ttl: Duration::from_millis(500),
+        writer_lanes: 3,
+        ..StoreOptions::default()
+    };
+    let a = server(&db, beating()).await;
+    let mut threads = Vec::new();
+    for _ in 0..12 {
+        threads.push(new_thread(&a, false).await);
+    }
+    // Four lease lives with no write: only the heartbeats keep them.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let b = server(&db, quiet()).await;
+    for t in &threads {
+        let refused = b.append(t, vec![turn_started(t, "turn-b")]).await;
+        assert!(
+            matches!(refused, Err(StoreError::HeldElsewhere { .. })),
+            "a lease of a live server ran out: {refused:?}"
+        );
+    }
+    drop(b);
+
+    // The threads are left mid-turn; a server of three lanes takes every
+    // one of them over, each lane its own.
+    for t in &threads {
+        start_message(&a, t, "turn-1", "m1").await;
+    }
+    let a_id = holder(&db, &threads[0]);
+    let a_id = a_id.split(' ').next().unwrap_or_default().to_owned();
+    // A closes: its lanes let their threads go, turns left in progress.
+    a.close().await.unwrap();
+    drop(a);
+    let c = server(&db, beating()).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for t in &threads {
+        loop {
+            let events = c.events_after(t, 0, 100).await.unwrap();
+            if statuses(&events) == vec!["item m1 incomplete", "turn turn-1 interrupted"] {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{t} was not taken over within 10 s"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(!holder(&db, t).starts_with(&a_id), "{t} is still A's");
+    }
+}
+
 fn approval(thread: &str) -> PendingRequest {
     PendingRequest {
         request_id: "req-1".to_owned(),

@@ -41,8 +41,9 @@ const END_APPLIED: &str = "WITH ended AS (UPDATE commands SET done_at = now(), e
 const SERVER_BEAT: &str = "INSERT INTO servers (id) VALUES ($1) \
      ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()";
 const SERVER_GONE: &str = "DELETE FROM servers WHERE id = $1";
-const RELEASE_ALL: &str =
-    "UPDATE thread_leases SET expires_at = '-infinity' WHERE holder = $1 AND expires_at > now()";
+/// Lets go of the threads `$2` (a lane's), held by this server (`$1`).
+const RELEASE_ALL: &str = "UPDATE thread_leases SET expires_at = '-infinity' \
+     WHERE holder = $1 AND thread_id = ANY($2::text[]) AND expires_at > now()";
 
 impl Writer {
     /// How often leases are renewed: a fifth of their life, so a renewal
@@ -178,13 +179,21 @@ impl Writer {
         }
     }
 
-    /// The store closes: every lease goes, and this server with them.
+    /// The store closes: every lease of this lane goes, and with the
+    /// first lane's, this server.
     pub(super) fn release_all(&mut self) {
         let me = &*self.me;
         let client = &self.conn.client;
+        let held: Vec<&str> = self.leases.keys().map(String::as_str).collect();
+        let first = self.lane.is_first();
         let released = self.conn.block_on(async {
-            client.exec(RELEASE_ALL, &[&me]).await?;
-            client.exec(SERVER_GONE, &[&me]).await
+            if !held.is_empty() {
+                client.exec(RELEASE_ALL, &[&me, &held]).await?;
+            }
+            match first {
+                true => client.exec(SERVER_GONE, &[&me]).await,
+                false => Ok(0),
+            }
         });
         if let Err(error) = released {
             tracing::warn!(%error, "cannot release this server's leases");
@@ -192,16 +201,23 @@ impl Writer {
         self.leases.clear();
     }
 
-    /// Renews this server's leases, says it is alive, and takes over the
-    /// threads whose holder is gone with a turn in progress. Errors are
-    /// logged: a missed beat only shortens what is left of the leases.
+    /// Renews this lane's leases, says the server is alive (the first
+    /// lane), and takes over the threads of this lane whose holder is gone
+    /// with a turn in progress. Errors are logged: a missed beat only
+    /// shortens what is left of the leases.
     pub(super) fn beat(&mut self) {
         self.last_beat = std::time::Instant::now();
         let me = &*self.me;
         let client = &self.conn.client;
+        let held: Vec<&str> = self.leases.keys().map(String::as_str).collect();
+        let first = self.lane.is_first();
         let renewed = self.conn.block_on(async {
-            lease::renew_all(client.raw(), me, self.ttl).await?;
-            client.exec(SERVER_BEAT, &[&me]).await?;
+            if !held.is_empty() {
+                lease::renew(client.raw(), me, &held, self.ttl).await?;
+            }
+            if first {
+                client.exec(SERVER_BEAT, &[&me]).await?;
+            }
             client.rows(ABANDONED, &[]).await
         });
         let abandoned = match renewed {
@@ -216,6 +232,9 @@ impl Writer {
             let Ok(thread_id) = row.try_get::<_, String>(0) else {
                 continue;
             };
+            if !self.lane.owns(&thread_id) {
+                continue;
+            }
             // Held here once: this server's own lease ran out.
             self.forget(&thread_id);
             match self.hold(&thread_id, &mut batch) {

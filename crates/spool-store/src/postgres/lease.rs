@@ -66,19 +66,22 @@ pub(crate) async fn acquire(
     }))
 }
 
-/// Extends every unexpired lease `me` holds by `ttl`; how many. An expired
-/// lease is not renewed: another server may have taken it since, and its
-/// holder must acquire it again (and so learn its new generation).
-pub(crate) async fn renew_all(
+/// Extends by `ttl` the unexpired leases of `threads` that `me` holds; how
+/// many. An expired lease is not renewed: another server may have taken it
+/// since, and its holder must acquire it again (and so learn its new
+/// generation). Only the threads named are locked: a store's writers
+/// renew their own, never each other's (`lane.rs`).
+pub(crate) async fn renew(
     client: &impl GenericClient,
     me: &str,
+    threads: &[&str],
     ttl: Duration,
 ) -> Result<u64, PgError> {
     client
         .execute(
             "UPDATE thread_leases SET expires_at = now() + $2::bigint * interval '1 millisecond'
-             WHERE holder = $1 AND expires_at > now()",
-            &[&me, &millis(ttl)],
+             WHERE holder = $1 AND thread_id = ANY($3::text[]) AND expires_at > now()",
+            &[&me, &millis(ttl), &threads],
         )
         .await
 }
@@ -233,8 +236,10 @@ mod tests {
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(renew_all(&client, "server-a", TTL).await.unwrap(), 2);
-        assert_eq!(renew_all(&client, "server-b", TTL).await.unwrap(), 0);
+        let both = ["t1", "t2"];
+        assert_eq!(renew(&client, "server-a", &both, TTL).await.unwrap(), 2);
+        assert_eq!(renew(&client, "server-a", &["t2"], TTL).await.unwrap(), 1);
+        assert_eq!(renew(&client, "server-b", &both, TTL).await.unwrap(), 0);
         // Acquiring what one holds renews it at the same generation.
         let again = acquire(&client, "t1", "server-a", TTL)
             .await
@@ -244,7 +249,7 @@ mod tests {
         // An expired lease is not renewed; acquiring it again is a new
         // generation, even for the same server.
         expire(&db, "t2");
-        assert_eq!(renew_all(&client, "server-a", TTL).await.unwrap(), 1);
+        assert_eq!(renew(&client, "server-a", &both, TTL).await.unwrap(), 1);
         let t2 = acquire(&client, "t2", "server-a", TTL)
             .await
             .unwrap()

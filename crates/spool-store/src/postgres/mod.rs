@@ -1,18 +1,17 @@
-//! The PostgreSQL backend (`docs/internals/replicas.md`).
-//!
-//! Built so far: connecting (a pool of connections, TLS by rustls with the
-//! platform's roots), the schema with its migrations, the lease primitives
-//! (`lease.rs`), and [`PgStore`] with threads, appends, group commits and
-//! the reads of threads, turns, items, the log and reducers. The rest of
-//! the `Store` interface answers `StoreError::NotBuilt`, so nothing selects
-//! this backend yet.
-
+//! The PostgreSQL backend (`docs/internals/replicas.md`): [`PgStore`],
+//! every `Store` operation on one database that several servers share.
+//! Connecting (a pool for reads, TLS by rustls with the platform's roots),
+//! the schema and its migrations (`schema.rs`), the writers, one per lane
+//! (`lane.rs`, `writer.rs`, `commit.rs`, `batch.rs`), leases and takeover
+//! (`lease.rs`, `holder.rs`), notices between servers (`listen.rs`) and
+//! forwarded requests (`commands.rs`).
 mod batch;
 mod codec;
 mod commands;
 mod commit;
 mod conn;
 mod holder;
+mod lane;
 mod lease;
 mod listen;
 mod llm_read;

@@ -1,17 +1,16 @@
-//! The PostgreSQL store: a writer thread with a connection of its own
-//! (`writer.rs`) and the pool's connections for reads.
+//! The PostgreSQL store: writer threads with a connection of their own
+//! (`writer.rs`), each writing the threads of its lane (`lane.rs`), and
+//! the pool's connections for reads.
 
 use std::sync::Arc;
-use std::sync::mpsc::Sender;
-use std::thread::JoinHandle;
 
 use spool_core::llm::{LlmView, LlmViewOptions};
 use spool_core::{ItemRecord, ThreadReducer, TurnRecord, View};
 use spool_protocol::{ServerNotification, ThreadEvent};
-use tokio::sync::oneshot;
 
 use super::RemoteCommit;
 use super::commands::{self, ForwardReply, Forwarded};
+use super::lane::Writers;
 use super::listen::Heard;
 use super::query::Query;
 use super::requests::{self, RequestOp};
@@ -29,8 +28,8 @@ use crate::types::{
     StoredRunState, ThreadListQuery, ThreadPage, ThreadRecord,
 };
 
-/// The PostgreSQL store. Cheap to clone: clones share the writer and the
-/// pool. The writer stops, after committing what it accepted, when
+/// The PostgreSQL store. Cheap to clone: clones share the writers and the
+/// pool. The writers stop, after committing what they accepted, when
 /// [`Store::close`] is called or the last clone is dropped.
 #[derive(Clone)]
 pub struct PgStore {
@@ -48,8 +47,7 @@ struct Inner {
     /// This store's name among the servers on the database: the holder its
     /// leases name.
     server_id: Arc<str>,
-    requests: Option<Sender<Request>>,
-    writer: Option<JoinHandle<()>>,
+    writers: Writers,
 }
 
 impl Drop for Inner {
@@ -57,12 +55,7 @@ impl Drop for Inner {
         if let Some((_, listener)) = self.heard.get() {
             listener.abort();
         }
-        // Ending the channel stops the writer once it has committed what
-        // it took; joined so that a reopen sees it all.
-        drop(self.requests.take());
-        if let Some(writer) = self.writer.take() {
-            let _ = writer.join();
-        }
+        self.writers.stop();
     }
 }
 
@@ -76,19 +69,18 @@ impl std::fmt::Debug for PgStore {
 
 impl PgStore {
     /// Connects to the database at `url` (see [`PgDatabase::connect`]),
-    /// migrates it and starts the writer.
+    /// migrates it and starts the writers.
     pub async fn open(url: &str, options: StoreOptions) -> Result<PgStore, StoreError> {
         let db = PgDatabase::connect(url).await?;
         let server_id: Arc<str> = uuid::Uuid::now_v7().to_string().into();
-        let (requests, writer) = writer::spawn(&db, &options, server_id.clone()).await?;
+        let writers = Writers::start(&db, &options, server_id.clone()).await?;
         Ok(PgStore {
             inner: Arc::new(Inner {
                 db,
                 heard: std::sync::OnceLock::new(),
                 first_commits: std::sync::Mutex::new(None),
                 server_id,
-                requests: Some(requests),
-                writer: Some(writer),
+                writers,
             }),
         })
     }
@@ -125,18 +117,18 @@ impl PgStore {
         self.inner.db.name()
     }
 
-    /// Sends a request to the writer and waits for its answer.
+    /// The lane whose writer writes `thread_id`.
+    fn lane(&self, thread_id: &str) -> usize {
+        self.inner.writers.lane(thread_id)
+    }
+
+    /// Sends a request to the writer of `lane` and waits for its answer.
     async fn ask<T>(
         &self,
+        lane: usize,
         request: impl FnOnce(writer::Reply<T>) -> Request,
     ) -> Result<T, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        let requests = self.inner.requests.as_ref().ok_or(StoreError::Closed)?;
-        requests
-            .send(request(reply))
-            .map_err(|_| StoreError::Closed)?;
-        // A dropped reply means the writer stopped before answering.
-        answer.await.map_err(|_| StoreError::Closed)?
+        self.inner.writers.ask(lane, request).await
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
@@ -231,7 +223,7 @@ impl Store for PgStore {
     }
 
     async fn forward_applying(&self, id: &str, thread_id: &str) -> Result<(), StoreError> {
-        self.ask(|reply| Request::Applying {
+        self.ask(self.lane(thread_id), |reply| Request::Applying {
             command_id: id.to_owned(),
             thread_id: thread_id.to_owned(),
             reply,
@@ -245,7 +237,8 @@ impl Store for PgStore {
 
     async fn create_thread(&self, new: NewThread) -> Result<ThreadRecord, StoreError> {
         let (record, started_json, created_at_ms) = new_thread_record(new)?;
-        self.ask(|reply| Request::Create {
+        let thread_id = record.thread.id.clone();
+        self.ask(self.lane(&thread_id), |reply| Request::Create {
             record: Box::new(record),
             started_json,
             created_at_ms,
@@ -263,9 +256,8 @@ impl Store for PgStore {
             return Ok(Vec::new());
         }
         let events = prepare_append(thread_id, notifications)?;
-        let thread_id = thread_id.to_owned();
-        self.ask(|reply| Request::Append {
-            thread_id,
+        self.ask(self.lane(thread_id), |reply| Request::Append {
+            thread_id: thread_id.to_owned(),
             events,
             reply,
         })
@@ -273,11 +265,18 @@ impl Store for PgStore {
     }
 
     async fn flush(&self) -> Result<(), StoreError> {
-        self.ask(|reply| Request::Flush { reply }).await
+        self.inner
+            .writers
+            .ask_all(|reply| Request::Flush { reply })
+            .await
     }
 
     async fn close(&self) -> Result<(), StoreError> {
-        let closed = self.ask(|reply| Request::Close { reply }).await;
+        let closed = self
+            .inner
+            .writers
+            .ask_all(|reply| Request::Close { reply })
+            .await;
         // A closed store hears no more and keeps no connection open, even
         // while clones of it live on.
         if let Some((_, listener)) = self.inner.heard.get() {
@@ -371,9 +370,11 @@ impl Store for PgStore {
     }
 
     async fn pop_item(&self, thread_id: &str) -> Result<Option<ItemRecord>, StoreError> {
-        let thread_id = thread_id.to_owned();
-        self.ask(|reply| Request::PopNewest { thread_id, reply })
-            .await
+        self.ask(self.lane(thread_id), |reply| Request::PopNewest {
+            thread_id: thread_id.to_owned(),
+            reply,
+        })
+        .await
     }
 
     async fn open_request(
@@ -381,7 +382,8 @@ impl Store for PgStore {
         request: PendingRequest,
         run_state: Option<String>,
     ) -> Result<(), StoreError> {
-        self.ask(|reply| {
+        let thread_id = request.thread_id.clone();
+        self.ask(self.lane(&thread_id), |reply| {
             Request::Requests(RequestOp::Open {
                 request: Box::new(request),
                 run_state,
@@ -397,8 +399,9 @@ impl Store for PgStore {
         request_id: &str,
         answer: serde_json::Value,
     ) -> Result<ResolvedRequest, StoreError> {
+        let lane = self.lane(thread_id);
         let (thread_id, request_id) = (thread_id.to_owned(), request_id.to_owned());
-        self.ask(|reply| {
+        self.ask(lane, |reply| {
             Request::Requests(RequestOp::Resolve {
                 thread_id,
                 request_id,
@@ -431,8 +434,9 @@ impl Store for PgStore {
         turn_id: &str,
         state: String,
     ) -> Result<(), StoreError> {
+        let lane = self.lane(thread_id);
         let (thread_id, turn_id) = (thread_id.to_owned(), turn_id.to_owned());
-        self.ask(|reply| {
+        self.ask(lane, |reply| {
             Request::Requests(RequestOp::SaveRunState {
                 thread_id,
                 turn_id,
@@ -444,8 +448,9 @@ impl Store for PgStore {
     }
 
     async fn clear_run_state(&self, thread_id: &str, turn_id: &str) -> Result<(), StoreError> {
+        let lane = self.lane(thread_id);
         let (thread_id, turn_id) = (thread_id.to_owned(), turn_id.to_owned());
-        self.ask(|reply| {
+        self.ask(lane, |reply| {
             Request::Requests(RequestOp::ClearRunState {
                 thread_id,
                 turn_id,
@@ -464,8 +469,9 @@ impl Store for PgStore {
         thread_id: &str,
         archived: bool,
     ) -> Result<Vec<ThreadEvent>, StoreError> {
+        let lane = self.lane(thread_id);
         let thread_id = thread_id.to_owned();
-        self.ask(|reply| {
+        self.ask(lane, |reply| {
             Request::Threads(ThreadOp::SetArchived {
                 thread_id,
                 archived,
@@ -480,8 +486,9 @@ impl Store for PgStore {
         thread_id: &str,
         first_turn_id: &str,
     ) -> Result<Vec<ThreadEvent>, StoreError> {
+        let lane = self.lane(thread_id);
         let (thread_id, first_turn_id) = (thread_id.to_owned(), first_turn_id.to_owned());
-        self.ask(|reply| {
+        self.ask(lane, |reply| {
             Request::Threads(ThreadOp::Revert {
                 thread_id,
                 first_turn_id,
@@ -492,9 +499,12 @@ impl Store for PgStore {
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<(), StoreError> {
+        let lane = self.lane(thread_id);
         let thread_id = thread_id.to_owned();
-        self.ask(|reply| Request::Threads(ThreadOp::Delete { thread_id, reply }))
-            .await
+        self.ask(lane, |reply| {
+            Request::Threads(ThreadOp::Delete { thread_id, reply })
+        })
+        .await
     }
 
     async fn process_started(
@@ -560,10 +570,11 @@ impl Store for PgStore {
         thread_id: &str,
         history: &StoredHistory,
     ) -> Result<(), StoreError> {
+        let lane = self.lane(thread_id);
         let thread_id = thread_id.to_owned();
         let cursor_json = encode("history cursor", &history.cursor)?;
         let conversation_id = history.conversation_id.clone();
-        self.ask(|reply| {
+        self.ask(lane, |reply| {
             Request::Threads(ThreadOp::SetHistory {
                 thread_id,
                 cursor_json,
@@ -582,7 +593,8 @@ impl Store for PgStore {
     ) -> Result<ThreadRecord, StoreError> {
         let (record, started_json, created_at_ms) = new_thread_record(new)?;
         let (source_id, before_turn) = (source_id.to_owned(), before_turn.map(str::to_owned));
-        self.ask(|reply| {
+        let thread_id = record.thread.id.clone();
+        self.ask(self.lane(&thread_id), |reply| {
             Request::Threads(ThreadOp::Fork {
                 record: Box::new(record),
                 started_json,

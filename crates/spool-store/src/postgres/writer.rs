@@ -1,8 +1,10 @@
-//! The PostgreSQL store's writer: a std thread with a connection of its
+//! A PostgreSQL store's writer: a std thread with a connection of its
 //! own, which takes requests from a channel and commits them in groups.
+//! A store runs several, each writing the threads of its lane (`lane.rs`).
 //!
 //! It is the SQLite writer's model (`sqlite/writer`), simpler: the writer
-//! takes one request, drains whatever else is queued, checks every append
+//! takes one request, drains whatever else is queued (waiting up to half a
+//! millisecond for the callers its last commit answered), checks every append
 //! against its thread's state (`thread_state`, the same code as SQLite's),
 //! writes the batch in one transaction and commits it, then answers each
 //! caller. The transaction goes in one round trip: its statements are
@@ -28,6 +30,7 @@ use tokio::sync::oneshot;
 
 use super::commit::{APPLIED, applied_commands, notify};
 pub(super) use super::conn::Conn;
+use super::lane::Lane;
 use super::query::Query;
 use super::requests::{RequestOp, StateSource};
 use super::thread_ops::ThreadOp;
@@ -79,12 +82,13 @@ pub(super) enum Request {
     },
 }
 
-/// Starts the writer's thread, which opens a connection of its own to
-/// `db`; returns once it is connected.
+/// Starts the writer of `lane`, a thread which opens a connection of its
+/// own to `db`; returns once it is connected.
 pub(super) async fn spawn(
     db: &PgDatabase,
     options: &StoreOptions,
     me: Arc<str>,
+    lane: Lane,
 ) -> Result<(Sender<Request>, JoinHandle<()>), StoreError> {
     let ttl = options.lease_ttl.max(Duration::from_millis(100));
     let (config, tls, database) = (db.config.clone(), db.tls.clone(), db.name.clone());
@@ -93,7 +97,7 @@ pub(super) async fn spawn(
     let (requests, inbox) = std::sync::mpsc::channel();
     let (started, connected) = oneshot::channel();
     let handle = std::thread::Builder::new()
-        .name("spool-pg-writer".to_owned())
+        .name(format!("spool-pg-writer-{}", lane.index))
         .spawn(move || {
             let conn = match Conn::open(&config, tls, &database) {
                 Ok(conn) => conn,
@@ -109,10 +113,12 @@ pub(super) async fn spawn(
                 cached_threads,
                 max_batch_events,
                 me,
+                lane,
                 leases: HashMap::new(),
                 ttl,
                 last_beat: Instant::now(),
                 applying: HashMap::new(),
+                answered: 0,
             };
             writer.run(inbox);
         })
@@ -137,6 +143,8 @@ pub(super) struct Writer {
     max_batch_events: usize,
     /// This server's id: the holder its leases name.
     pub(super) me: Arc<str>,
+    /// The threads it writes (`lane.rs`).
+    pub(super) lane: Lane,
     /// The threads this server holds, with the generation of each grant.
     pub(super) leases: HashMap<String, i64>,
     pub(super) ttl: Duration,
@@ -144,7 +152,14 @@ pub(super) struct Writer {
     /// Forwarded commands running on each thread, not yet recorded as
     /// having taken effect.
     pub(super) applying: HashMap<String, Vec<String>>,
+    /// The appends the last group commit answered.
+    answered: usize,
 }
+
+/// The longest a group commit waits for the callers the last one answered
+/// (`Writer::run`). A caller that does not come back within it costs the
+/// others this much latency once; one that does saves a commit.
+const LINGER: Duration = Duration::from_micros(500);
 
 /// A caller answered once the batch commits.
 enum Waiter {
@@ -182,13 +197,38 @@ impl Writer {
                 }
             };
             let mut batch = Batch::default();
+            let mut lingering = matches!(first, Request::Append { .. });
             self.take(first, &mut batch);
+            let linger_until = Instant::now() + LINGER;
             while batch.close.is_none() && batch.events < self.max_batch_events {
-                match inbox.try_recv() {
-                    Ok(request) => self.take(request, &mut batch),
+                // The callers the last commit answered are likely to append
+                // again at once: a commit waits a moment for them (for
+                // those only, and never past `LINGER`), so that it carries
+                // their appends instead of the next commit.
+                lingering &= batch.waiters.len() < self.answered;
+                let next = match lingering {
+                    true => {
+                        match inbox.recv_timeout(linger_until - Instant::now().min(linger_until)) {
+                            Ok(request) => Ok(request),
+                            Err(RecvTimeoutError::Timeout) => Err(TryRecvError::Empty),
+                            Err(RecvTimeoutError::Disconnected) => Err(TryRecvError::Disconnected),
+                        }
+                    }
+                    false => inbox.try_recv(),
+                };
+                match next {
+                    Ok(request) => {
+                        lingering &= matches!(request, Request::Append { .. });
+                        self.take(request, &mut batch);
+                    }
                     Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
                 }
             }
+            self.answered = batch
+                .waiters
+                .iter()
+                .filter(|waiter| matches!(waiter, Waiter::Append(..)))
+                .count();
             if self.finish(&mut batch) {
                 break;
             }
