@@ -7,14 +7,14 @@
 mod common;
 mod session_support;
 
-use common::backend::TestStore;
+use common::backend::{TestStore, quote};
 use common::*;
 use serde_json::Value;
 use session_support::*;
 use spool_core::View;
 use spool_core::llm::{LlmView, LlmViewOptions, ReasoningIdPolicy, llm_view};
 use spool_protocol::{ItemRemovedNotification, ServerNotification, ThreadItem};
-use spool_store::{AnyStore, Session, Store};
+use spool_store::{AnyStore, Session, Store, StoreOptions};
 
 async fn session(store: &AnyStore, id: &str) -> Session<AnyStore> {
     Session::open(store.clone(), id)
@@ -91,7 +91,67 @@ async fn sessions_written_in_shared_commits_keep_views_of_their_own(ts: TestStor
         for tokens in [0, 120, 900, 1_000_000] {
             assert_same_view(&store, &thread_id, budget(tokens)).await;
         }
+        assert_ranks_true(&ts, &thread_id);
     }
+
+    // A turn with nothing in the view does not count; then a store that
+    // knows nothing of the threads yet (reopened) goes on ranking them.
+    for k in 0..6 {
+        let thread_id = format!("shared-{k}");
+        let turn = format!("empty-{k}");
+        store
+            .append(
+                &thread_id,
+                vec![
+                    turn_started(&thread_id, &turn),
+                    turn_completed(&thread_id, &turn),
+                ],
+            )
+            .await
+            .unwrap();
+        session(&store, &thread_id)
+            .await
+            .add_items(vec![user("after")])
+            .await
+            .unwrap();
+        assert_ranks_true(&ts, &thread_id);
+    }
+    store.close().await.unwrap();
+    let store = ts.reopen(StoreOptions::default()).await;
+    for k in 0..6 {
+        let thread_id = format!("shared-{k}");
+        let s = session(&store, &thread_id).await;
+        s.add_items(vec![user("reopened")]).await.unwrap();
+        s.add_items(vec![sdk_item(1), sdk_item(2)]).await.unwrap();
+        assert_ranks_true(&ts, &thread_id);
+        for tokens in [0, 120, 1_000_000] {
+            assert_same_view(&store, &thread_id, budget(tokens)).await;
+        }
+    }
+}
+
+/// Every turn's stored `view_rank` is what it is by definition: how many
+/// turns up to it have an item in the model's view (items of a turn lie
+/// between its start and the next turn's).
+fn assert_ranks_true(ts: &TestStore, thread_id: &str) {
+    let id = quote(thread_id);
+    let wrong = ts.count(&format!(
+        "SELECT count(*) FROM turns t WHERE t.thread_id = {id} AND t.view_rank <> ( \
+           SELECT count(*) FROM turns u WHERE u.thread_id = t.thread_id \
+             AND u.ordinal <= t.ordinal AND EXISTS (SELECT 1 FROM items i \
+               WHERE i.thread_id = u.thread_id AND i.ordinal > u.ordinal AND i.llm \
+               AND i.ordinal < coalesce((SELECT min(n.ordinal) FROM turns n \
+                 WHERE n.thread_id = u.thread_id AND n.ordinal > u.ordinal), \
+                 9223372036854775807)))"
+    ));
+    let turns = ts.count(&format!(
+        "SELECT count(*) FROM turns WHERE thread_id = {id}"
+    ));
+    assert!(turns > 0, "{thread_id} has no turns");
+    assert_eq!(
+        wrong, 0,
+        "{wrong} of {turns} turns of {thread_id} have a wrong view rank"
+    );
 }
 
 async fn the_model_gets_the_raw_items_paired(ts: TestStore) {

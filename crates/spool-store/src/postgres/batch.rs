@@ -18,10 +18,11 @@ use spool_core::llm::in_view;
 
 use super::pipeline::Pipeline;
 use super::query::{CachedClient, Query};
+use super::rank::{self, NewRanks};
 use crate::codec::{encode_item_json, encode_turn_json, sql_int};
 use crate::error::StoreError;
-use crate::thread_state::ThreadState;
 use crate::thread_state::pending::Pending;
+use crate::thread_state::{RankTail, ThreadState};
 
 const INSERT_THREAD: &str = "INSERT INTO threads (id, name, preview, model_provider, model, \
      cwd, cli_version, history_mode, dev_mode, forked_from_id, archived, created_at_ms, \
@@ -32,10 +33,13 @@ const INSERT_EVENTS: &str = "INSERT INTO events (thread_id, seq, method, item_id
      SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], \
      $6::text[])";
 
+/// A turn inserted gets its view rank when the writer ranked it
+/// (`rank.rs`), else 0 until `UPDATE_VIEW_RANKS` ranks it; an update
+/// leaves the rank to that statement.
 const UPSERT_TURNS: &str = "INSERT INTO turns (thread_id, turn_id, ordinal, seq, status, error, \
-     started_at, completed_at, duration_ms, token_usage) \
+     started_at, completed_at, duration_ms, token_usage, view_rank) \
      SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], \
-     $6::text[], $7::bigint[], $8::bigint[], $9::bigint[], $10::text[]) \
+     $6::text[], $7::bigint[], $8::bigint[], $9::bigint[], $10::text[], $11::bigint[]) \
      ON CONFLICT (thread_id, turn_id) DO UPDATE SET seq = excluded.seq, \
      status = excluded.status, error = excluded.error, started_at = excluded.started_at, \
      completed_at = excluded.completed_at, duration_ms = excluded.duration_ms, \
@@ -108,8 +112,12 @@ const UPDATED_AT_LAG_MS: i64 = 1_000;
 
 /// What [`prepare`] found out about one thread's pending changes.
 pub(super) struct Shape {
-    /// The first turn ordinal whose view rank may have changed.
+    /// The first turn ordinal whose view rank may have changed, for the
+    /// statement to re-rank from; `None` when nothing may have changed or
+    /// the writer ranked the turns itself.
     rank_from: Option<i64>,
+    /// The ranks of the new turns, when the writer computed them.
+    new_ranks: Option<NewRanks>,
     /// Whether `threads.updated_at_ms` is written.
     updated_at: bool,
 }
@@ -159,11 +167,17 @@ pub(super) async fn prepare(
             .transpose()?
             .flatten(),
     };
+    let rank_from = rank_from.filter(|&from| from < i64::MAX);
+    let new_ranks = match rank_from {
+        Some(from) => rank::new_ranks(q, thread_id, state, from).await?,
+        None => None,
+    };
     let lag = state
         .updated_at_ms
         .saturating_sub(state.stored_updated_at_ms);
     Ok(Shape {
-        rank_from: rank_from.filter(|&from| from < i64::MAX),
+        rank_from: rank_from.filter(|_| new_ranks.is_none()),
+        new_ranks,
         updated_at: state.updated_at_stale()
             && (lag >= UPDATED_AT_LAG_MS || state.flush_updated_at),
     })
@@ -171,6 +185,13 @@ pub(super) async fn prepare(
 
 /// What [`Plan`] wrote is in a transaction: `state` knows it.
 pub(super) fn wrote(state: &mut ThreadState, shape: &Shape) {
+    match (&shape.new_ranks, shape.rank_from) {
+        (Some(new), _) => state.rank_tail = new.tail.unwrap_or(state.rank_tail),
+        // The statement ranked: what the newest turn's rank is now is read
+        // again when needed.
+        (None, Some(_)) => state.rank_tail = RankTail::Unknown,
+        (None, None) => {}
+    }
     if shape.updated_at {
         state.stored_updated_at_ms = state.updated_at_ms;
     }
@@ -252,6 +273,8 @@ impl<'a> Plan<'a> {
             t.completed.push(turn.completed_at);
             t.durations.push(turn.duration_ms);
             t.token_usages.push(token_usage);
+            let ranked = shape.new_ranks.as_ref().and_then(|new| new.of(index));
+            t.view_ranks.push(ranked.unwrap_or(0));
         }
         if pending.dirty.cleared {
             self.cleared.push(thread_id);
@@ -366,6 +389,7 @@ impl<'a> Plan<'a> {
                         &t.completed,
                         &t.durations,
                         &t.token_usages,
+                        &t.view_ranks,
                     ],
                 )
                 .await
@@ -466,6 +490,7 @@ struct TurnColumns<'a> {
     completed: Vec<Option<i64>>,
     durations: Vec<Option<i64>>,
     token_usages: Vec<Option<String>>,
+    view_ranks: Vec<i64>,
 }
 
 /// The item rows of a batch, column by column.

@@ -17,6 +17,7 @@ mod listen;
 mod llm_read;
 mod pipeline;
 mod query;
+mod rank;
 mod reads;
 mod requests;
 mod schema;

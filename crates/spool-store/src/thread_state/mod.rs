@@ -66,6 +66,20 @@ pub(crate) struct ThreadState {
     pub(crate) seqs: Reservation,
     /// Bounds above which a started id needs no duplicate probe.
     fresh: FreshIds,
+    /// The view rank of the newest committed turn, when the writer knows it
+    /// (PostgreSQL's writer ranks turns newer than it itself: `postgres/batch.rs`).
+    pub(crate) rank_tail: RankTail,
+}
+
+/// What a writer knows of a thread's newest committed turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RankTail {
+    /// Nothing: read it from the turns table.
+    Unknown,
+    /// The thread has no committed turn.
+    Empty,
+    /// Its newest committed turn's ordinal and `view_rank`.
+    Turn { ordinal: i64, rank: i64 },
 }
 
 /// The result of an accepted append.
@@ -131,6 +145,7 @@ impl ThreadState {
             flush_updated_at: false,
             seqs: Reservation::default(),
             fresh: FreshIds::empty(),
+            rank_tail: RankTail::Empty,
         }
     }
 
@@ -151,6 +166,7 @@ impl ThreadState {
             flush_updated_at: false,
             seqs: Reservation::load(rows.reserved_upto(thread_id)?, thread.last_seq),
             fresh: FreshIds::default(),
+            rank_tail: RankTail::Unknown,
         }))
     }
 
