@@ -12,10 +12,11 @@
 //! re-ranking statement runs.
 //!
 //! It does so only when that is certain: nothing was removed or cleared,
-//! every turn the commit touches is newer than the newest committed turn
-//! (whose ordinal and rank it knows, [`RankTail`], read once after a load
-//! or a commit it did not rank), and every such turn is in its memory and
-//! written by this commit. Otherwise the statement re-ranks, as before,
+//! every turn the commit touches was started by this commit and is newer
+//! than the newest committed turn (whose ordinal and rank it knows,
+//! [`RankTail`], read once after a load or a commit it did not rank, and
+//! only for a commit that starts every turn it touches), and every such
+//! turn is in its memory and written by this commit. Otherwise the statement re-ranks, as before,
 //! and what the writer knows of the newest turn is forgotten until read
 //! again.
 
@@ -59,6 +60,14 @@ pub(super) async fn new_ranks(
 ) -> Result<Option<NewRanks>, StoreError> {
     let dirty = &state.pending.dirty;
     if dirty.cleared || !dirty.removed.is_empty() {
+        return Ok(None);
+    }
+    // A turn's ordinal is the seq of its `turn/started`: a touched turn
+    // older than this commit's first event is a committed one (a turn
+    // streaming across commits), and the statement must rank. Known before
+    // reading anything, so such a commit costs no read.
+    let first_seq = state.pending.events.first().map(|event| event.seq);
+    if first_seq.is_none_or(|first| touched_from < crate::codec::sql_int(first)) {
         return Ok(None);
     }
     if state.rank_tail == RankTail::Unknown {

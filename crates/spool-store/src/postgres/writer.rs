@@ -4,7 +4,7 @@
 //!
 //! It is the SQLite writer's model (`sqlite/writer`), simpler: the writer
 //! takes one request, drains whatever else is queued (waiting up to half a
-//! millisecond for the callers its last commit answered), checks every append
+//! millisecond for the callers its last commit answered: `Linger`), checks every append
 //! against its thread's state (`thread_state`, the same code as SQLite's),
 //! writes the batch in one transaction and commits it, then answers each
 //! caller. The transaction goes in one round trip: its statements are
@@ -118,7 +118,7 @@ pub(super) async fn spawn(
                 ttl,
                 last_beat: Instant::now(),
                 applying: HashMap::new(),
-                answered: 0,
+                linger: Linger::default(),
             };
             writer.run(inbox);
         })
@@ -152,14 +152,51 @@ pub(super) struct Writer {
     /// Forwarded commands running on each thread, not yet recorded as
     /// having taken effect.
     pub(super) applying: HashMap<String, Vec<String>>,
-    /// The appends the last group commit answered.
-    answered: usize,
+    /// Whether the next group commit waits for more appends.
+    linger: Linger,
 }
 
-/// The longest a group commit waits for the callers the last one answered
-/// (`Writer::run`). A caller that does not come back within it costs the
-/// others this much latency once; one that does saves a commit.
+/// The longest a group commit waits for more appends (`Linger`).
 const LINGER: Duration = Duration::from_micros(500);
+
+/// Commits after a wait that was in vain during which none waits.
+const LINGER_BACKOFF: u32 = 64;
+
+/// Whether a group commit waits a moment for more appends before it
+/// commits. When the last commit wrote several threads, their callers are
+/// likely to append again at once (each waits for its answer, then sends
+/// its next append): a commit that begins with an append waits, at most
+/// [`LINGER`], until appends of as many threads are in, and so carries
+/// their appends instead of leaving them to the next commit. A thread
+/// alone never waits (its caller is the one being answered), nor does a
+/// commit after a wait that ran out (callers pacing themselves, such as
+/// a model's deltas, would only be delayed), for [`LINGER_BACKOFF`]
+/// commits.
+#[derive(Debug, Default)]
+struct Linger {
+    threads: usize,
+    skip: u32,
+}
+
+impl Linger {
+    /// How many threads' appends the next commit waits for.
+    fn threads(&self) -> usize {
+        match self.skip {
+            0 if self.threads > 1 => self.threads,
+            _ => 0,
+        }
+    }
+
+    /// A commit of `threads` threads is being made; whether it waited in
+    /// vain.
+    fn after(&mut self, threads: usize, in_vain: bool) {
+        self.threads = threads;
+        self.skip = match in_vain {
+            true => LINGER_BACKOFF,
+            false => self.skip.saturating_sub(1),
+        };
+    }
+}
 
 /// A caller answered once the batch commits.
 enum Waiter {
@@ -197,38 +234,37 @@ impl Writer {
                 }
             };
             let mut batch = Batch::default();
-            let mut lingering = matches!(first, Request::Append { .. });
+            let mut wait_for = match first {
+                Request::Append { .. } => self.linger.threads(),
+                _ => 0,
+            };
+            let lingers = wait_for > 0;
             self.take(first, &mut batch);
-            let linger_until = Instant::now() + LINGER;
+            let until = Instant::now() + LINGER;
+            let mut timed_out = false;
             while batch.close.is_none() && batch.events < self.max_batch_events {
-                // The callers the last commit answered are likely to append
-                // again at once: a commit waits a moment for them (for
-                // those only, and never past `LINGER`), so that it carries
-                // their appends instead of the next commit.
-                lingering &= batch.waiters.len() < self.answered;
-                let next = match lingering {
-                    true => {
-                        match inbox.recv_timeout(linger_until - Instant::now().min(linger_until)) {
-                            Ok(request) => Ok(request),
-                            Err(RecvTimeoutError::Timeout) => Err(TryRecvError::Empty),
-                            Err(RecvTimeoutError::Disconnected) => Err(TryRecvError::Disconnected),
+                let next = match batch.dirty.len() < wait_for {
+                    true => match inbox.recv_timeout(until - Instant::now().min(until)) {
+                        Ok(request) => Ok(request),
+                        Err(RecvTimeoutError::Timeout) => {
+                            timed_out = true;
+                            Err(TryRecvError::Empty)
                         }
-                    }
+                        Err(RecvTimeoutError::Disconnected) => Err(TryRecvError::Disconnected),
+                    },
                     false => inbox.try_recv(),
                 };
                 match next {
                     Ok(request) => {
-                        lingering &= matches!(request, Request::Append { .. });
+                        if !matches!(request, Request::Append { .. }) {
+                            wait_for = 0;
+                        }
                         self.take(request, &mut batch);
                     }
                     Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
                 }
             }
-            self.answered = batch
-                .waiters
-                .iter()
-                .filter(|waiter| matches!(waiter, Waiter::Append(..)))
-                .count();
+            self.linger.after(batch.dirty.len(), lingers && timed_out);
             if self.finish(&mut batch) {
                 break;
             }
@@ -505,5 +541,26 @@ fn outcome<T, C>(commit: &Result<C, Arc<StoreError>>, value: T) -> Result<T, Sto
     match commit {
         Ok(_) => Ok(value),
         Err(error) => Err(StoreError::Commit(error.clone())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{LINGER_BACKOFF, Linger};
+
+    #[test]
+    fn a_commit_waits_for_the_threads_of_the_last_until_a_wait_is_in_vain() {
+        let mut linger = Linger::default();
+        assert_eq!(linger.threads(), 0, "nothing answered yet");
+        linger.after(1, false);
+        assert_eq!(linger.threads(), 0, "a thread alone never waits");
+        linger.after(8, false);
+        assert_eq!(linger.threads(), 8);
+        linger.after(8, true);
+        for _ in 0..LINGER_BACKOFF {
+            assert_eq!(linger.threads(), 0, "no wait after one in vain");
+            linger.after(8, false);
+        }
+        assert_eq!(linger.threads(), 8, "waits again after the backoff");
     }
 }
