@@ -118,9 +118,11 @@ impl Writer {
             let mut pipeline = Pipeline::default();
             let fence_at = match fencing {
                 Fencing::InPipeline => {
+                    let lock = q.statement(lease::FENCE_LOCK).await?;
                     let fence = q.statement(lease::FENCE_ALL_OR_ABORT).await?;
                     let (ids, generations) = (&ids, &generations);
                     pipeline.push(q.simple("BEGIN"));
+                    pipeline.push(async move { q.query_prepared(&lock, &[ids]).await });
                     Some(pipeline.push(async move {
                         q.execute_prepared(&fence, &[ids, generations, &me, &ttl])
                             .await

@@ -127,19 +127,21 @@ impl Writer {
         Ok(staged)
     }
 
-    /// Inside a transaction: locks the leases of `threads` and answers
-    /// those this server no longer holds.
+    /// Inside a transaction: takes the fences of `threads` (until it
+    /// ends) and answers those this server no longer holds.
     pub(super) fn fence(&self, threads: &[String]) -> Result<Vec<String>, StoreError> {
         let generations: Vec<i64> = threads
             .iter()
             .map(|id| self.leases.get(id).copied().unwrap_or(-1))
             .collect();
         let (me, ttl) = (&*self.me, lease::ttl_millis(self.ttl));
-        let rows = self.conn.block_on(
-            self.conn
-                .client
-                .rows(lease::FENCE_ALL, &[&threads, &generations, &me, &ttl]),
-        )?;
+        let client = &self.conn.client;
+        let rows = self.conn.block_on(async {
+            client.rows(lease::FENCE_LOCK, &[&threads]).await?;
+            client
+                .rows(lease::FENCE_ALL, &[&threads, &generations, &me, &ttl])
+                .await
+        })?;
         let held = rows
             .iter()
             .map(|row| row.try_get(0))

@@ -22,7 +22,7 @@ use super::PgError;
 use crate::error::StoreError;
 
 /// The newest schema this build knows.
-pub const PG_SCHEMA_VERSION: i64 = 2;
+pub const PG_SCHEMA_VERSION: i64 = 3;
 
 /// The advisory lock key migrations hold (any constant the database's
 /// other users do not use; these are the bytes of "spoolmig").
@@ -41,6 +41,10 @@ const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 2,
         sql: V2,
+    },
+    Migration {
+        version: 3,
+        sql: V3,
     },
 ];
 
@@ -190,6 +194,30 @@ CREATE TABLE running_processes (
 /// after it is never run again by the next.
 const V2: &str = "ALTER TABLE commands ADD COLUMN applied_at timestamptz;";
 
+/// Version 3: the log's tables lose their foreign keys (`events` and
+/// `turns` to `threads`, `items` to `turns`). Every row of them is written
+/// by the thread's one fenced writer, which checks each event against the
+/// thread's state before it writes it, and a thread is deleted child
+/// tables first; the keys only repeated that check, at a row lookup and a
+/// trigger per row: a quarter of what an append of a session item cost
+/// PostgreSQL (`replicas.md`, "What a commit costs"). And the fence moves
+/// from lease row locks to advisory locks (`lease.rs`): from here on every
+/// server of a database must fence the same way: an older build refuses
+/// the database at start, and servers of an older build that are running
+/// must be stopped before the first server of this one starts.
+const V3: &str = r#"
+DO $$
+DECLARE fk record;
+BEGIN
+    FOR fk IN SELECT conrelid::regclass AS tab, conname FROM pg_constraint
+              WHERE contype = 'f'
+                AND conrelid IN ('events'::regclass, 'turns'::regclass, 'items'::regclass)
+    LOOP
+        EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', fk.tab, fk.conname);
+    END LOOP;
+END $$;
+"#;
+
 /// The database's schema version; 0 when it has none.
 pub(super) async fn schema_version(client: &impl GenericClient) -> Result<i64, PgError> {
     let table = client
@@ -286,6 +314,44 @@ mod tests {
         assert_eq!(
             db.query("SELECT to_regclass('threads') IS NULL").unwrap(),
             "f"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_version_2_database_keeps_its_rows_and_loses_the_log_foreign_keys() {
+        let db = TestDatabase::create();
+        db.query(&format!(
+            "BEGIN; {V1} {V2} CREATE TABLE schema_version (version bigint PRIMARY KEY, \
+             applied_at timestamptz NOT NULL DEFAULT now()); \
+             INSERT INTO schema_version (version) VALUES (1), (2); COMMIT;"
+        ))
+        .unwrap();
+        let foreign_keys = "SELECT count(*) FROM pg_constraint WHERE contype = 'f' \
+             AND conrelid IN ('events'::regclass, 'turns'::regclass, 'items'::regclass)";
+        assert_eq!(db.query(foreign_keys).unwrap(), "3");
+        db.query(
+            "INSERT INTO threads VALUES ('t1', NULL, '', 'p', NULL, '/', '0', 'spool', false, \
+             NULL, false, false, 1, 1); \
+             INSERT INTO events VALUES ('t1', 1, 'thread/started', NULL, 1, '{}');",
+        )
+        .unwrap();
+        PgDatabase::connect(db.url()).await.unwrap();
+        assert_eq!(db.query(foreign_keys).unwrap(), "0");
+        assert_eq!(
+            db.query(
+                "SELECT max(version) || ' ' || (SELECT count(*) FROM events) FROM schema_version"
+            )
+            .unwrap(),
+            format!("{PG_SCHEMA_VERSION} 1")
+        );
+        // Other tables keep theirs.
+        assert_eq!(
+            db.query(
+                "SELECT count(*) FROM pg_constraint WHERE contype = 'f' \
+                 AND conrelid = 'run_states'::regclass"
+            )
+            .unwrap(),
+            "1"
         );
     }
 
