@@ -33,25 +33,56 @@ const INSERT_EVENTS: &str = "INSERT INTO events (thread_id, seq, method, item_id
      SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], \
      $6::text[])";
 
-/// A turn inserted gets its view rank when the writer ranked it
-/// (`rank.rs`), else 0 until `UPDATE_VIEW_RANKS` ranks it; an update
-/// leaves the rank to that statement.
-const UPSERT_TURNS: &str = "INSERT INTO turns (thread_id, turn_id, ordinal, seq, status, error, \
-     started_at, completed_at, duration_ms, token_usage, view_rank) \
-     SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], \
-     $6::text[], $7::bigint[], $8::bigint[], $9::bigint[], $10::text[], $11::bigint[]) \
-     ON CONFLICT (thread_id, turn_id) DO UPDATE SET seq = excluded.seq, \
-     status = excluded.status, error = excluded.error, started_at = excluded.started_at, \
-     completed_at = excluded.completed_at, duration_ms = excluded.duration_ms, \
-     token_usage = excluded.token_usage";
+/// Turn rows: a turn started in the commit is new, and is inserted (a
+/// plain insert: `ON CONFLICT` costs PostgreSQL a speculative insertion
+/// per row, about a tenth of an append's time); any other turn may have a
+/// row, and is upserted ([`TURN_UPSERT`]). A turn written gets its view
+/// rank when the writer ranked it (`rank.rs`), else 0 until
+/// `UPDATE_VIEW_RANKS` ranks it; an update leaves the rank to that
+/// statement.
+macro_rules! insert_turns {
+    () => {
+        "INSERT INTO turns (thread_id, turn_id, ordinal, seq, status, error, \
+         started_at, completed_at, duration_ms, token_usage, view_rank) \
+         SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], \
+         $6::text[], $7::bigint[], $8::bigint[], $9::bigint[], $10::text[], $11::bigint[])"
+    };
+}
+const TURN_WRITES: [&str; 2] = [
+    concat!(
+        insert_turns!(),
+        " ON CONFLICT (thread_id, turn_id) DO UPDATE SET seq = excluded.seq, \
+         status = excluded.status, error = excluded.error, started_at = excluded.started_at, \
+         completed_at = excluded.completed_at, duration_ms = excluded.duration_ms, \
+         token_usage = excluded.token_usage"
+    ),
+    insert_turns!(),
+];
+/// Which of [`TURN_WRITES`] (and [`ITEM_WRITES`]) writes rows that may
+/// exist already.
+const UPSERT: usize = 0;
+/// Which writes rows started in the commit, that cannot exist yet.
+const INSERT: usize = 1;
 
-const UPSERT_ITEMS: &str = "INSERT INTO items (thread_id, item_id, turn_id, ordinal, seq, kind, \
-     status, item, envelope, token_count, input_item, llm) \
-     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], \
-     $6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[], $11::text[], $12::boolean[]) \
-     ON CONFLICT (thread_id, item_id) DO UPDATE SET seq = excluded.seq, \
-     status = excluded.status, item = excluded.item, envelope = excluded.envelope, \
-     token_count = excluded.token_count, input_item = excluded.input_item, llm = excluded.llm";
+/// Item rows, as turn rows ([`TURN_WRITES`]): new ones inserted, others
+/// upserted.
+macro_rules! insert_items {
+    () => {
+        "INSERT INTO items (thread_id, item_id, turn_id, ordinal, seq, kind, \
+         status, item, envelope, token_count, input_item, llm) \
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], \
+         $6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[], $11::text[], $12::boolean[])"
+    };
+}
+const ITEM_WRITES: [&str; 2] = [
+    concat!(
+        insert_items!(),
+        " ON CONFLICT (thread_id, item_id) DO UPDATE SET seq = excluded.seq, \
+         status = excluded.status, item = excluded.item, envelope = excluded.envelope, \
+         token_count = excluded.token_count, input_item = excluded.input_item, llm = excluded.llm"
+    ),
+    insert_items!(),
+];
 
 /// `thread/cleared`: every item row of these threads goes, and no turn of
 /// them has an item in the model's view.
@@ -222,11 +253,13 @@ pub(super) async fn write_thread(
 pub(super) struct Plan<'a> {
     created: Vec<&'a ThreadState>,
     events: EventColumns<'a>,
-    turns: TurnColumns<'a>,
+    /// Turn rows by how they are written ([`UPSERT`], [`INSERT`]).
+    turns: [TurnColumns<'a>; 2],
     cleared: Vec<&'a str>,
     removed_threads: Vec<&'a str>,
     removed_items: Vec<&'a str>,
-    items: ItemColumns<'a>,
+    /// Item rows by how they are written ([`UPSERT`], [`INSERT`]).
+    items: [ItemColumns<'a>; 2],
     rank_threads: Vec<&'a str>,
     rank_froms: Vec<i64>,
     settings: Vec<(&'a str, &'a Pending)>,
@@ -258,11 +291,18 @@ impl<'a> Plan<'a> {
             e.ats.push(event.at_ms);
             e.payloads.push(event.payload_json()?);
         }
+        // A turn or item whose start (its ordinal) is among the commit's
+        // events has no row yet: the seqs of a thread's pending events
+        // come after every seq it has committed.
+        let born = |ordinal: u64| match pending.events.first() {
+            Some(first) if ordinal >= first.seq => INSERT,
+            _ => UPSERT,
+        };
         let turns = state.reducer.turns();
         for &index in &pending.dirty.turns {
             let turn = &turns[index];
             let (error, token_usage) = encode_turn_json(turn)?;
-            let t = &mut self.turns;
+            let t = &mut self.turns[born(turn.ordinal)];
             t.thread_ids.push(thread_id);
             t.turn_ids.push(&turn.id);
             t.ordinals.push(sql_int(turn.ordinal));
@@ -287,7 +327,7 @@ impl<'a> Plan<'a> {
         for &index in &pending.dirty.items {
             let record = &items[index];
             let (item, envelope, input_item) = encode_item_json(record)?;
-            let c = &mut self.items;
+            let c = &mut self.items[born(record.ordinal)];
             c.thread_ids.push(thread_id);
             c.item_ids.push(record.item.id());
             c.turn_ids.push(&record.turn_id);
@@ -372,9 +412,11 @@ impl<'a> Plan<'a> {
                 .await
             });
         }
-        if !self.turns.turn_ids.is_empty() {
-            let statement = q.statement(UPSERT_TURNS).await?;
-            let t = &self.turns;
+        for (t, sql) in self.turns.iter().zip(TURN_WRITES) {
+            if t.turn_ids.is_empty() {
+                continue;
+            }
+            let statement = q.statement(sql).await?;
             pipeline.push(async move {
                 q.execute_prepared(
                     &statement,
@@ -409,9 +451,11 @@ impl<'a> Plan<'a> {
             let (threads, items) = (&self.removed_threads, &self.removed_items);
             pipeline.push(async move { q.execute_prepared(&statement, &[threads, items]).await });
         }
-        if !self.items.item_ids.is_empty() {
-            let statement = q.statement(UPSERT_ITEMS).await?;
-            let c = &self.items;
+        for (c, sql) in self.items.iter().zip(ITEM_WRITES) {
+            if c.item_ids.is_empty() {
+                continue;
+            }
+            let statement = q.statement(sql).await?;
             pipeline.push(async move {
                 q.execute_prepared(
                     &statement,
