@@ -21,6 +21,7 @@ use spool_protocol::{
 use crate::born::{PROJECTED, RECORDED, start_of};
 use crate::error::{CorruptRow, DecodeCause, StoreError};
 use crate::input_json::InputJson;
+use crate::session::mapping::thread_item;
 use crate::types::{PendingRequest, StoredHistory, ThreadRecord};
 
 mod encode;
@@ -152,13 +153,23 @@ pub(crate) fn decode_item<R: Cells + ?Sized>(
     cx.item_id = Some(item_id);
     let turn_id = cx.text(row, 2, "turn_id")?.to_owned();
     let ordinal = cx.unsigned(row, 3, "ordinal")?;
-    let item: ThreadItem = cx.json(row, 4, "item")?;
-    if item.id() != item_id {
-        let cause = format!("the item JSON has id {:?}", item.id());
-        return Err(cx.corrupt("item", cause));
-    }
+    let input_item = cx.opt_json::<Value, R>(row, 7, "input_item")?;
+    let item = match (cx.text(row, 4, "item")?, &input_item) {
+        (DERIVED_ITEM, Some(raw)) => thread_item(item_id.to_owned(), raw),
+        (DERIVED_ITEM, None) => {
+            return Err(cx.corrupt("item", "empty, and the row has no raw input item"));
+        }
+        (text, _) => {
+            let item: ThreadItem = serde_json::from_str(text).map_err(|e| cx.corrupt("item", e))?;
+            if item.id() != item_id {
+                let cause = format!("the item JSON has id {:?}", item.id());
+                return Err(cx.corrupt("item", cause));
+            }
+            item
+        }
+    };
     let mut envelope: ItemEnvelope = cx.json(row, 5, "envelope")?;
-    if let Some(input_item) = cx.opt_json::<Value, R>(row, 7, "input_item")? {
+    if let Some(input_item) = input_item {
         join_input_item(&mut envelope, input_item);
     }
     let token_count = match cx.opt_int(row, 6, "token_count")? {
@@ -457,7 +468,7 @@ fn join_input_item(envelope: &mut ItemEnvelope, input_item: Value) {
         Some(Value::Object(data)) => {
             data.insert(INPUT_ITEM_KEY.to_owned(), input_item);
         }
-        // Only object payloads are split (`encode_input_item`), so a row with a
+        // Only object payloads are split (`encode_item_json`), so a row with a
         // raw item has an object or nothing here.
         Some(_) | None => {
             let mut data = serde_json::Map::new();

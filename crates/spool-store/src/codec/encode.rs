@@ -9,6 +9,7 @@ use spool_core::{ItemRecord, TurnRecord};
 use spool_protocol::ItemEnvelope;
 
 use crate::error::StoreError;
+use crate::session::mapping::thread_item;
 
 /// The JSON columns of a turn row: its error and its token usage.
 pub(crate) fn encode_turn_json(
@@ -30,30 +31,47 @@ pub(crate) fn encode_turn_json(
 /// The JSON columns of an item row: the item, its envelope without the raw
 /// input item, and that raw input item. Encoded from the record: cheaper
 /// than slicing the item out of its encoded completion.
+///
+/// An item that is what its raw input item is filed as (every Session API
+/// item: `session/mapping.rs`) is not stored twice: its `item` column holds
+/// [`DERIVED_ITEM`] and decoding files the raw item again. Any other item
+/// (one the runtime built, or changed after filing) is stored whole.
 pub(crate) fn encode_item_json(
     record: &ItemRecord,
 ) -> Result<(String, String, Option<String>), StoreError> {
+    let input_item = raw_input_item(&record.envelope);
+    let item = match input_item {
+        Some(raw) if thread_item(record.item.id().to_owned(), raw) == record.item => {
+            DERIVED_ITEM.to_owned()
+        }
+        _ => encode("item", &record.item)?,
+    };
     Ok((
-        encode("item", &record.item)?,
+        item,
         encode_envelope_without_input(&record.envelope)?,
-        encode_input_item(&record.envelope)?,
+        input_item
+            .map(|raw| encode("raw input item", raw))
+            .transpose()?,
     ))
 }
 
-/// The JSON of an envelope's raw input item (`providerData.inputItem`),
-/// which has a column of its own so session reads decode only that;
-/// decoding puts it back.
-pub(crate) fn encode_input_item(envelope: &ItemEnvelope) -> Result<Option<String>, StoreError> {
+/// The `item` column of a row whose item is its raw input item as
+/// `session/mapping.rs` files it: empty, which no JSON text is. The
+/// mapping is therefore part of the stored format: what it makes of a raw
+/// item must not change for rows already written (a change needs a marker
+/// of its own, and this one kept decoding as before).
+pub(crate) const DERIVED_ITEM: &str = "";
+
+/// The envelope's raw input item (`providerData.inputItem`), if any.
+fn raw_input_item(envelope: &ItemEnvelope) -> Option<&Value> {
     envelope
         .provider_data
         .as_ref()
         .and_then(|data| data.get(INPUT_ITEM_KEY))
-        .map(|input_item| encode("raw input item", input_item))
-        .transpose()
 }
 
 /// The envelope's JSON with its raw input item left out (the item has a
-/// column of its own, [`encode_input_item`]). Clones the provider's other
+/// column of its own, [`encode_item_json`]). Clones the provider's other
 /// data, never the raw item, which is most of a session item.
 pub(crate) fn encode_envelope_without_input(envelope: &ItemEnvelope) -> Result<String, StoreError> {
     let provider_data = match envelope.provider_data.as_deref() {

@@ -22,7 +22,7 @@ use super::PgError;
 use crate::error::StoreError;
 
 /// The newest schema this build knows.
-pub const PG_SCHEMA_VERSION: i64 = 3;
+pub const PG_SCHEMA_VERSION: i64 = 4;
 
 /// The advisory lock key migrations hold (any constant the database's
 /// other users do not use; these are the bytes of "spoolmig").
@@ -45,6 +45,10 @@ const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 3,
         sql: V3,
+    },
+    Migration {
+        version: 4,
+        sql: V4,
     },
 ];
 
@@ -217,6 +221,13 @@ BEGIN
     END LOOP;
 END $$;
 "#;
+
+/// Version 4: an item that is its raw input item as the Session API files
+/// it has an empty `items.item`, and readers file `items.input_item` again
+/// (`codec/encode.rs`, `DERIVED_ITEM`). No table changes; rows written
+/// before stay as they are. The version moves so that an older build,
+/// which would take such a row for a corrupt one, refuses the database.
+const V4: &str = "SELECT 1;";
 
 /// The database's schema version; 0 when it has none.
 pub(super) async fn schema_version(client: &impl GenericClient) -> Result<i64, PgError> {

@@ -23,6 +23,12 @@
 //! structured data with a name", which a UI can render; its audience
 //! includes the model, and the model view sends its raw item (a record
 //! with a raw input item is model input whatever its kind).
+//!
+//! The mapping is part of the stored format: an item row holding an item
+//! that is its raw item as filed here leaves its `item` column empty, and
+//! reads file the raw item again (`codec/encode.rs`, `DERIVED_ITEM`). What
+//! [`thread_item`] makes of a raw item must therefore not change for rows
+//! already written; a change needs a marker of its own.
 
 use serde_json::Value;
 use spool_protocol::{
@@ -30,7 +36,7 @@ use spool_protocol::{
 };
 
 /// The item a raw input item is filed as, with id `id`.
-pub(super) fn thread_item(id: String, raw: &Value) -> ThreadItem {
+pub(crate) fn thread_item(id: String, raw: &Value) -> ThreadItem {
     let kind = str_field(raw, "type");
     let role = str_field(raw, "role");
     match (kind, role) {

@@ -24,7 +24,7 @@
 //! The session's items are the thread's items in the model's view; items
 //! only a UI sees (components the runtime added, say) are not among them.
 
-mod mapping;
+pub(crate) mod mapping;
 mod window;
 
 use std::sync::Arc;

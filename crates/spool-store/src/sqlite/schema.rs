@@ -57,7 +57,19 @@ const MIGRATIONS: &[Migration] = &[
         version: 9,
         sql: V9_BODY_ONCE,
     },
+    Migration {
+        version: 10,
+        sql: V10_ITEM_FILED_FROM_ITS_RAW_ITEM,
+    },
 ];
+
+/// Version 10: an item that is its raw input item as the Session API files
+/// it is not stored twice in its row: `items.item` is empty and readers
+/// file `items.input_item` again (`codec/encode.rs`, `DERIVED_ITEM`). No
+/// table changes, and rows written before stay as they are. The version
+/// moves so that an older build, which would take such a row for a
+/// corrupt one, refuses the file instead.
+const V10_ITEM_FILED_FROM_ITS_RAW_ITEM: &str = "SELECT 1;";
 
 /// Version 9: the body of an item born complete is stored once.
 ///
