@@ -21,11 +21,12 @@ use spool_protocol::{
 use crate::born::{PROJECTED, RECORDED, start_of};
 use crate::error::{CorruptRow, DecodeCause, StoreError};
 use crate::input_json::InputJson;
-use crate::session::mapping::thread_item;
 use crate::types::{PendingRequest, StoredHistory, ThreadRecord};
 
 mod encode;
+pub(crate) mod filing;
 pub(crate) use encode::*;
+use filing::thread_item;
 
 /// One row of a backend's result, read by column index.
 pub(crate) trait Cells {

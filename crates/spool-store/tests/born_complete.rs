@@ -8,42 +8,8 @@ mod common;
 
 use common::*;
 use serde_json::json;
-use spool_protocol::{
-    Audience, ItemCompletedNotification, ItemEnvelope, ItemRemovedNotification,
-    ItemStartedNotification, ItemStatus, ServerNotification, ThreadEvent, ThreadItem,
-};
+use spool_protocol::{ItemRemovedNotification, ServerNotification, ThreadEvent};
 use spool_store::{Appended, Store, StoreError};
-
-/// An item's start and completion as the Session API writes them: the
-/// same item, the provider's data on the completion only.
-fn born(
-    thread: &str,
-    turn: &str,
-    item: ThreadItem,
-    data: Option<serde_json::Value>,
-) -> [ServerNotification; 2] {
-    let envelope = ItemEnvelope::started("user", Audience::BOTH, 1_700_000_000_000);
-    let started = ServerNotification::ItemStarted(ItemStartedNotification {
-        item: item.clone(),
-        thread_id: thread.to_owned(),
-        turn_id: turn.to_owned(),
-        started_at_ms: envelope.started_at_ms,
-        envelope: Some(envelope.clone()),
-    });
-    let completed = ServerNotification::ItemCompleted(ItemCompletedNotification {
-        item,
-        thread_id: thread.to_owned(),
-        turn_id: turn.to_owned(),
-        completed_at_ms: envelope.started_at_ms + 3,
-        envelope: Some(ItemEnvelope {
-            status: ItemStatus::Completed,
-            completed_at_ms: Some(envelope.started_at_ms + 3),
-            provider_data: data.map(Into::into),
-            ..envelope
-        }),
-    });
-    [started, completed]
-}
 
 /// A fresh store with one thread whose turn `u1` has started.
 async fn thread_in_a_turn() -> (tempfile::TempDir, spool_store::SqliteStore, String) {

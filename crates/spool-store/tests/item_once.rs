@@ -9,10 +9,7 @@ mod common;
 use common::*;
 use serde_json::{Value, json};
 use spool_core::View;
-use spool_protocol::{
-    Audience, ItemCompletedNotification, ItemEnvelope, ItemStartedNotification, ItemStatus,
-    ServerNotification, ThreadItem, UserInput,
-};
+use spool_protocol::{ServerNotification, ThreadItem, UserInput};
 use spool_store::{Session, SqliteStore, Store, StoreError};
 
 /// `(item_id, item, input_item)` of every item row of `thread`, in order.
@@ -140,32 +137,15 @@ async fn an_item_its_raw_item_does_not_file_as_is_stored_whole() {
     let store = open(dir.path());
     let t = new_thread(&store, false).await;
     let item = user_message("i1", "what the client saw");
-    let envelope = ItemEnvelope::started("user", Audience::BOTH, 1_700_000_000_000);
     let raw = json!({"role": "user", "content": "what the model saw"});
-    let completed = ItemEnvelope {
-        status: ItemStatus::Completed,
-        completed_at_ms: Some(envelope.started_at_ms),
-        provider_data: Some(json!({ "inputItem": raw }).into()),
-        ..envelope.clone()
-    };
-    let appended = vec![
-        turn_started(&t, "u1"),
-        ServerNotification::ItemStarted(ItemStartedNotification {
-            item: item.clone(),
-            thread_id: t.clone(),
-            turn_id: "u1".to_owned(),
-            started_at_ms: envelope.started_at_ms,
-            envelope: Some(envelope.clone()),
-        }),
-        ServerNotification::ItemCompleted(ItemCompletedNotification {
-            item: item.clone(),
-            thread_id: t.clone(),
-            turn_id: "u1".to_owned(),
-            completed_at_ms: envelope.started_at_ms,
-            envelope: Some(completed),
-        }),
-        turn_completed(&t, "u1"),
-    ];
+    let mut appended = vec![turn_started(&t, "u1")];
+    appended.extend(born(
+        &t,
+        "u1",
+        item.clone(),
+        Some(json!({ "inputItem": raw })),
+    ));
+    appended.push(turn_completed(&t, "u1"));
     store.append(&t, appended).await.unwrap();
     store.close().await.unwrap();
 

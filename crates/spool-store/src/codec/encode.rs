@@ -8,8 +8,8 @@ use spool_core::llm::INPUT_ITEM_KEY;
 use spool_core::{ItemRecord, TurnRecord};
 use spool_protocol::ItemEnvelope;
 
+use super::filing::thread_item;
 use crate::error::StoreError;
-use crate::session::mapping::thread_item;
 
 /// The JSON columns of a turn row: its error and its token usage.
 pub(crate) fn encode_turn_json(
@@ -33,7 +33,7 @@ pub(crate) fn encode_turn_json(
 /// than slicing the item out of its encoded completion.
 ///
 /// An item that is what its raw input item is filed as (every Session API
-/// item: `session/mapping.rs`) is not stored twice: its `item` column holds
+/// item: `filing.rs`) is not stored twice: its `item` column holds
 /// [`DERIVED_ITEM`] and decoding files the raw item again. Any other item
 /// (one the runtime built, or changed after filing) is stored whole.
 pub(crate) fn encode_item_json(
@@ -56,7 +56,7 @@ pub(crate) fn encode_item_json(
 }
 
 /// The `item` column of a row whose item is its raw input item as
-/// `session/mapping.rs` files it: empty, which no JSON text is. The
+/// `filing.rs` files it: empty, which no JSON text is. The
 /// mapping is therefore part of the stored format: what it makes of a raw
 /// item must not change for rows already written (a change needs a marker
 /// of its own, and this one kept decoding as before).

@@ -7,7 +7,7 @@
 //! - `add_items` appends one turn per call (`turn/started`, then
 //!   `item/started` + `item/completed` per item, then `turn/completed`) in
 //!   one `append`, which is one transaction. Each item is filed as the
-//!   closest spool item (`mapping.rs`) and carries the raw JSON in
+//!   closest spool item (`codec/filing.rs`) and carries the raw JSON in
 //!   `envelope.providerData.inputItem` (only on its completion: the start
 //!   announces the item, the completion is authoritative), which the store
 //!   keeps in a column of its own so reads decode only that.
@@ -24,7 +24,6 @@
 //! The session's items are the thread's items in the model's view; items
 //! only a UI sees (components the runtime added, say) are not among them.
 
-pub(crate) mod mapping;
 mod window;
 
 use std::sync::Arc;
@@ -40,6 +39,7 @@ use spool_protocol::{
 };
 
 use crate::Store;
+use crate::codec::filing;
 use crate::error::StoreError;
 use crate::input_json::InputJson;
 use crate::sqlite::SqliteStore;
@@ -156,16 +156,16 @@ fn turn_of(thread_id: &str, items: Vec<Value>, now_ms: i64) -> Vec<ServerNotific
         turn: turn.clone(),
     }));
     for raw in items {
-        let item = mapping::thread_item(uuid::Uuid::now_v7().to_string(), &raw);
+        let item = filing::thread_item(uuid::Uuid::now_v7().to_string(), &raw);
         let started = ItemEnvelope {
             status: ItemStatus::InProgress,
             started_at_ms: now_ms,
             completed_at_ms: None,
             provenance: Provenance {
-                agent: mapping::agent(&item).to_owned(),
+                agent: filing::agent(&item).to_owned(),
                 ..Provenance::default()
             },
-            audience: mapping::audience(&item),
+            audience: filing::audience(&item),
             provider_data: None,
         };
         let mut provider_data = serde_json::Map::new();

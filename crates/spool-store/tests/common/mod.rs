@@ -8,8 +8,9 @@ pub mod backend;
 use std::path::{Path, PathBuf};
 
 use spool_protocol::{
-    ItemCompletedNotification, ItemStartedNotification, ServerNotification, TextDeltaNotification,
-    ThreadItem, Turn, TurnCompletedNotification, TurnStartedNotification, TurnStatus, UserInput,
+    Audience, ItemCompletedNotification, ItemEnvelope, ItemStartedNotification, ItemStatus,
+    ServerNotification, TextDeltaNotification, ThreadItem, Turn, TurnCompletedNotification,
+    TurnStartedNotification, TurnStatus, UserInput,
 };
 use spool_store::{NewThread, SqliteStore, Store, StoreOptions};
 
@@ -114,6 +115,37 @@ pub fn completed(thread: &str, turn: &str, item: ThreadItem) -> ServerNotificati
         turn_id: turn.to_owned(),
         envelope: None,
     })
+}
+
+/// An item's start and completion as the Session API writes them: the
+/// same item, the provider's data on the completion only.
+pub fn born(
+    thread: &str,
+    turn: &str,
+    item: ThreadItem,
+    data: Option<serde_json::Value>,
+) -> [ServerNotification; 2] {
+    let envelope = ItemEnvelope::started("user", Audience::BOTH, 1_700_000_000_000);
+    let started = ServerNotification::ItemStarted(ItemStartedNotification {
+        item: item.clone(),
+        thread_id: thread.to_owned(),
+        turn_id: turn.to_owned(),
+        started_at_ms: envelope.started_at_ms,
+        envelope: Some(envelope.clone()),
+    });
+    let completed = ServerNotification::ItemCompleted(ItemCompletedNotification {
+        item,
+        thread_id: thread.to_owned(),
+        turn_id: turn.to_owned(),
+        completed_at_ms: envelope.started_at_ms + 3,
+        envelope: Some(ItemEnvelope {
+            status: ItemStatus::Completed,
+            completed_at_ms: Some(envelope.started_at_ms + 3),
+            provider_data: data.map(Into::into),
+            ..envelope
+        }),
+    });
+    [started, completed]
 }
 
 pub fn agent_message(id: &str, text: &str) -> ThreadItem {

@@ -24,9 +24,10 @@
 //! includes the model, and the model view sends its raw item (a record
 //! with a raw input item is model input whatever its kind).
 //!
-//! The mapping is part of the stored format: an item row holding an item
-//! that is its raw item as filed here leaves its `item` column empty, and
-//! reads file the raw item again (`codec/encode.rs`, `DERIVED_ITEM`). What
+//! The mapping is part of the stored format, which is why it lives with the
+//! codec: an item row holding an item that is its raw item as filed here
+//! leaves its `item` column empty, and reads file the raw item again
+//! (`encode.rs`, `DERIVED_ITEM`). What
 //! [`thread_item`] makes of a raw item must therefore not change for rows
 //! already written; a change needs a marker of its own.
 
@@ -101,7 +102,7 @@ pub(crate) fn thread_item(id: String, raw: &Value) -> ThreadItem {
 
 /// Who sees an item filed from a raw input item: the model always (the
 /// caller stored it for the model), the client as the kind says.
-pub(super) fn audience(item: &ThreadItem) -> Audience {
+pub(crate) fn audience(item: &ThreadItem) -> Audience {
     Audience {
         client: item.kind().default_audience().client,
         llm: true,
@@ -109,7 +110,7 @@ pub(super) fn audience(item: &ThreadItem) -> Audience {
 }
 
 /// Provenance agent: "user" for what the user said, otherwise unknown.
-pub(super) fn agent(item: &ThreadItem) -> &'static str {
+pub(crate) fn agent(item: &ThreadItem) -> &'static str {
     match item {
         ThreadItem::UserMessage { .. } => "user",
         ThreadItem::AgentMessage { .. }
