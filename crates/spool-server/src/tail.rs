@@ -10,13 +10,23 @@
 //! twice or never costs latency, never an event: every second the watched
 //! threads are read anyway, and a `Resync` (the store's listening
 //! connection was opened again) reads them all at once.
+//!
+//! With many threads streaming on other servers, notices come faster than
+//! one read at a time can follow them (a read is a round trip), and a
+//! queue of notices waiting for reads is latency every watcher here pays.
+//! So every notice already queued when a round of reads begins joins that
+//! round, a thread whose tail here already reaches the seq its notices
+//! name is not read at all, and the round's threads are read side by
+//! side, each on a pooled connection of its own.
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use spool_store::{RemoteCommit, Store};
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 
 use crate::hub::Hub;
 
@@ -25,6 +35,9 @@ const POLL: Duration = Duration::from_secs(1);
 
 /// Events read from the log per page.
 const PAGE: usize = 500;
+
+/// Reads of a round in flight at once (each holds a pooled connection).
+const READS: usize = 8;
 
 /// Starts following other servers' commits, if the hub's store has other
 /// writers; the task ends with the hub.
@@ -38,23 +51,79 @@ pub fn start(hub: &Arc<Hub>) {
         let mut poll = tokio::time::interval(POLL);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            // Which threads to read: the one a notice names, or all.
-            let only = tokio::select! {
+            let mut wanted = tokio::select! {
                 notice = commits.recv() => match notice {
-                    Ok(RemoteCommit::Commit { thread_id, .. }) => Some(thread_id),
-                    Ok(RemoteCommit::Resync) | Err(RecvError::Lagged(_)) => None,
+                    Ok(notice) => Wanted::from(notice),
+                    Err(RecvError::Lagged(_)) => Wanted::All,
                     Err(RecvError::Closed) => return,
                 },
-                _ = poll.tick() => None,
+                _ = poll.tick() => Wanted::All,
             };
+            // What else was heard meanwhile is served by the same round.
+            loop {
+                match commits.try_recv() {
+                    Ok(notice) => wanted.add(notice),
+                    Err(TryRecvError::Lagged(_)) => wanted = Wanted::All,
+                    Err(TryRecvError::Empty | TryRecvError::Closed) => break,
+                }
+            }
             let Some(hub) = hub.upgrade() else {
                 return;
             };
-            for (thread_id, tail) in hub.remote_watched(only.as_deref()) {
-                catch_up(&hub, &thread_id, tail).await;
-            }
+            let threads = hub.remote_watched(wanted.behind());
+            let hub = &hub;
+            futures_util::stream::iter(threads)
+                .for_each_concurrent(READS, |(thread_id, tail)| async move {
+                    catch_up(hub, &thread_id, tail).await;
+                })
+                .await;
         }
     });
+}
+
+/// The threads a round of reads is for.
+#[derive(Debug, PartialEq, Eq)]
+enum Wanted {
+    /// Every thread followed.
+    All,
+    /// These, each up to the last seq a notice gave for it.
+    Threads(HashMap<String, u64>),
+}
+
+impl From<RemoteCommit> for Wanted {
+    fn from(notice: RemoteCommit) -> Self {
+        let mut wanted = Wanted::Threads(HashMap::new());
+        wanted.add(notice);
+        wanted
+    }
+}
+
+impl Wanted {
+    fn add(&mut self, notice: RemoteCommit) {
+        match (self, notice) {
+            (Wanted::All, _) => {}
+            (this, RemoteCommit::Resync) => *this = Wanted::All,
+            (
+                Wanted::Threads(ends),
+                RemoteCommit::Commit {
+                    thread_id,
+                    last_seq,
+                },
+            ) => {
+                let end = ends.entry(thread_id).or_default();
+                *end = (*end).max(last_seq);
+            }
+        }
+    }
+
+    /// For [`Hub::remote_watched`]: the seq each thread must be read up
+    /// to, or `None` for every thread.
+    fn behind(&self) -> Option<&HashMap<String, u64>> {
+        match self {
+            Wanted::All => None,
+            Wanted::Threads(ends) => Some(ends),
+        }
+    }
 }
 
 /// Publishes the thread's committed events after `tail`.
@@ -78,5 +147,37 @@ async fn catch_up(hub: &Hub, thread_id: &str, mut tail: u64) {
             return;
         }
         tail = last;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn commit(thread_id: &str, last_seq: u64) -> RemoteCommit {
+        RemoteCommit::Commit {
+            thread_id: thread_id.to_owned(),
+            last_seq,
+        }
+    }
+
+    #[test]
+    fn a_round_reads_each_thread_once_up_to_its_latest_notice() {
+        let mut wanted = Wanted::from(commit("t-1", 7));
+        wanted.add(commit("t-2", 3));
+        wanted.add(commit("t-1", 9));
+        wanted.add(commit("t-1", 8));
+        let ends: HashMap<String, u64> = [("t-1".to_owned(), 9), ("t-2".to_owned(), 3)].into();
+        assert_eq!(wanted, Wanted::Threads(ends));
+    }
+
+    #[test]
+    fn a_resync_in_a_round_reads_every_thread() {
+        let mut wanted = Wanted::from(commit("t-1", 7));
+        wanted.add(RemoteCommit::Resync);
+        wanted.add(commit("t-2", 3));
+        assert_eq!(wanted, Wanted::All);
+        assert_eq!(wanted.behind(), None);
+        assert_eq!(Wanted::from(RemoteCommit::Resync), Wanted::All);
     }
 }

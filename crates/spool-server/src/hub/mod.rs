@@ -511,17 +511,21 @@ impl Hub {
     }
 
     /// The watched threads not running here, with where their tail is:
-    /// what other servers may be writing that watchers here wait for
-    /// (`only`: that thread alone, if so).
-    pub(crate) fn remote_watched(&self, only: Option<&str>) -> Vec<(String, u64)> {
+    /// what other servers may be writing that watchers here wait for.
+    /// `behind`: only those of its threads whose tail is before the seq it
+    /// gives (what a notice said their log reaches), if given.
+    pub(crate) fn remote_watched(
+        &self,
+        behind: Option<&HashMap<String, u64>>,
+    ) -> Vec<(String, u64)> {
         self.threads()
             .iter()
-            .filter(|(id, slot)| {
-                only.is_none_or(|only| only == id.as_str())
-                    && !slot.watchers.is_empty()
-                    && slot.running.is_none()
+            .filter(|(_, slot)| !slot.watchers.is_empty() && slot.running.is_none())
+            .filter_map(|(id, slot)| Some((id, slot.tail?)))
+            .filter(|&(id, tail)| {
+                behind.is_none_or(|behind| behind.get(id).is_some_and(|&end| tail < end))
             })
-            .filter_map(|(id, slot)| Some((id.clone(), slot.tail?)))
+            .map(|(id, tail)| (id.clone(), tail))
             .collect()
     }
 
