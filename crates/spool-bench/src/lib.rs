@@ -30,6 +30,7 @@ mod live;
 mod log_workloads;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod notify_floor;
 mod pg_database;
 mod pg_layout_floor;
 mod replicas;

@@ -19,6 +19,9 @@
 //!   `--thread-deltas` deltas each, a delta every `--pace-ms` per thread;
 //!   p50/p99/max of (client received − provider emitted) per delta on A
 //!   and on B. The target is a p99 of 20 ms on B.
+//! - the floor of that latency (`notify_floor.rs`): the same deltas
+//!   committed and announced by bare connections, after the servers have
+//!   stopped, on the same database.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -45,6 +48,17 @@ pub(super) struct Replicas {
     servers: &'static str,
     events: Events,
     latency: Latency,
+    /// The delivery latency's floor (`notify_floor.rs`), after the servers
+    /// stopped, on the same database.
+    floor: Floor,
+}
+
+#[derive(Debug, Serialize)]
+struct Floor {
+    what: &'static str,
+    latency: Percentiles,
+    /// B's p99 over the floor's.
+    other_p99_over_floor: f64,
 }
 
 /// One turn's notifications, as each server's client received them.
@@ -157,10 +171,28 @@ async fn on_database(url: &str, dir: &Path, sizes: &Sizes) -> anyhow::Result<Rep
     drop(clients);
     a.stop().await?;
     b.stop().await?;
+    let mut floor =
+        super::notify_floor::latencies(url, sizes.threads, sizes.thread_deltas, sizes.pace)
+            .await
+            .context("the delivery floor")?;
+    let floor = percentiles(&mut floor);
+    eprintln!(
+        "(e) floor: the same deltas committed in groups by bare connections and heard by \
+         LISTEN: p99 {:.3} ms (B's p99 is {:.2}x it)",
+        floor.p99_ms,
+        latency.other.p99_ms / floor.p99_ms
+    );
     Ok(Replicas {
         servers: "two hubs in this process, each on a PgStore of its own over one database, \
                   each with a WebSocket listener on 127.0.0.1 and one client",
         events,
+        floor: Floor {
+            what: "the same threads, deltas and pace, committed in groups (one pipelined \
+                   transaction per writer lane's queue, a NOTIFY per delta) by bare \
+                   connections and heard by a LISTEN connection: emitted -> notice received",
+            other_p99_over_floor: round(latency.other.p99_ms / floor.p99_ms, 3),
+            latency: floor,
+        },
         latency,
     })
 }

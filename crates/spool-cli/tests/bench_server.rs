@@ -81,3 +81,39 @@ fn server_bench_reports_every_figure() {
     // The store was removed with its temp directory.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+/// (e) on a real PostgreSQL: both servers' clients received every delta,
+/// and the delivery floor heard a notice for each of the same deltas.
+#[test]
+fn the_two_server_workload_reports_its_latency_beside_its_floor() {
+    let db = spool_testkit::postgres::TestDatabase::create();
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_spool"))
+        .args(["--store", db.url(), "bench", "server", "--workloads", "e"])
+        .args(["--replica-deltas", "50", "--replica-threads", "3"])
+        .args(["--thread-deltas", "4", "--pace-ms", "1", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}); stderr: {stderr}"));
+    let e = &report["replicas"];
+    assert_eq!(e["events"]["deltas"], 50);
+    let latency = &e["latency"];
+    let floor = &e["floor"];
+    for percentiles in [&latency["holder"], &latency["other"], &floor["latency"]] {
+        assert_eq!(percentiles["samples"], 12, "{e}");
+        let (p50, p99) = (number(percentiles, "p50_ms"), number(percentiles, "p99_ms"));
+        assert!(
+            0.0 < p50 && p50 <= p99 && p99 <= number(percentiles, "max_ms"),
+            "{e}"
+        );
+    }
+    let other_p99 = number(&latency["other"], "p99_ms");
+    let floor_p99 = number(&floor["latency"], "p99_ms");
+    let ratio = number(floor, "other_p99_over_floor");
+    assert!((ratio - other_p99 / floor_p99).abs() < 0.01, "{e}");
+    assert!(stderr.contains("(e) floor:"), "{stderr}");
+}
