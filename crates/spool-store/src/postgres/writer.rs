@@ -169,9 +169,11 @@ const LINGER_BACKOFF: u32 = 64;
 /// [`LINGER`], until appends of as many threads are in, and so carries
 /// their appends instead of leaving them to the next commit. A thread
 /// alone never waits (its caller is the one being answered), nor does a
-/// commit after a wait that ran out (callers pacing themselves, such as
-/// a model's deltas, would only be delayed), for [`LINGER_BACKOFF`]
-/// commits.
+/// commit after a wait in vain (callers pacing themselves, such as a
+/// model's deltas, would only be delayed), for [`LINGER_BACKOFF`]
+/// commits. A wait is in vain when it ran out with fewer than half of the
+/// threads it waited for in: one slow caller among many does not stop the
+/// others from being carried together.
 #[derive(Debug, Default)]
 struct Linger {
     threads: usize,
@@ -187,10 +189,11 @@ impl Linger {
         }
     }
 
-    /// A commit of `threads` threads is being made; whether it waited in
-    /// vain.
-    fn after(&mut self, threads: usize, in_vain: bool) {
+    /// A commit of `threads` threads is being made, after waiting for
+    /// `waited_for` of them (0: it did not wait); whether the wait ran out.
+    fn after(&mut self, threads: usize, waited_for: usize, ran_out: bool) {
         self.threads = threads;
+        let in_vain = waited_for > 0 && ran_out && threads * 2 <= waited_for;
         self.skip = match in_vain {
             true => LINGER_BACKOFF,
             false => self.skip.saturating_sub(1),
@@ -238,7 +241,7 @@ impl Writer {
                 Request::Append { .. } => self.linger.threads(),
                 _ => 0,
             };
-            let lingers = wait_for > 0;
+            let waited_for = wait_for;
             self.take(first, &mut batch);
             let until = Instant::now() + LINGER;
             let mut timed_out = false;
@@ -264,7 +267,7 @@ impl Writer {
                     Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
                 }
             }
-            self.linger.after(batch.dirty.len(), lingers && timed_out);
+            self.linger.after(batch.dirty.len(), waited_for, timed_out);
             if self.finish(&mut batch) {
                 break;
             }
@@ -552,14 +555,17 @@ mod tests {
     fn a_commit_waits_for_the_threads_of_the_last_until_a_wait_is_in_vain() {
         let mut linger = Linger::default();
         assert_eq!(linger.threads(), 0, "nothing answered yet");
-        linger.after(1, false);
+        linger.after(1, 0, false);
         assert_eq!(linger.threads(), 0, "a thread alone never waits");
-        linger.after(8, false);
+        linger.after(8, 0, false);
         assert_eq!(linger.threads(), 8);
-        linger.after(8, true);
+        linger.after(5, 8, true);
+        assert_eq!(linger.threads(), 5, "5 of 8 came: not in vain");
+        linger.after(8, 5, false);
+        linger.after(4, 8, true);
         for _ in 0..LINGER_BACKOFF {
             assert_eq!(linger.threads(), 0, "no wait after one in vain");
-            linger.after(8, false);
+            linger.after(8, 0, false);
         }
         assert_eq!(linger.threads(), 8, "waits again after the backoff");
     }
