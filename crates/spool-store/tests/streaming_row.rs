@@ -5,34 +5,40 @@
 
 mod common;
 
+use common::backend::{TestStore, quote};
 use common::*;
 use spool_core::View;
-use spool_protocol::{ItemStatus, ThreadItem};
+use spool_protocol::ItemStatus;
 use spool_store::Store;
 
-fn row_text_and_seq(dir: &std::path::Path, item_id: &str) -> (String, i64) {
-    let raw = raw(dir);
-    let (item, seq): (String, i64) = raw
-        .query_row(
-            "SELECT item, seq FROM items WHERE item_id = ?1",
-            [item_id],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
-    let item: ThreadItem = serde_json::from_str(&item).unwrap();
-    let ThreadItem::AgentMessage { text, .. } = item else {
-        panic!("not a message")
-    };
-    (text, seq)
+/// The stored row of `item_id`: its seq, and whether its text is empty.
+fn row_seq_and_empty(ts: &TestStore, item_id: &str) -> (i64, bool) {
+    let of = format!("FROM items WHERE item_id = {}", quote(item_id));
+    let seq = ts.count(&format!("SELECT seq {of}"));
+    let empty = ts.count(&format!(
+        "SELECT CASE WHEN item LIKE '%\"text\":\"\"%' THEN 1 ELSE 0 END {of}"
+    ));
+    (seq, empty == 1)
 }
 
-#[tokio::test]
-async fn open_items_are_read_through_the_log_and_rows_written_on_lifecycle_only() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
+/// The stored row's text of a terminal agent message.
+fn row_has_text(ts: &TestStore, item_id: &str, text: &str) -> bool {
+    let sql = format!(
+        "SELECT count(*) FROM items WHERE item_id = {} AND item LIKE {}",
+        quote(item_id),
+        quote(&format!("%\"text\":\"{text}\"%"))
+    );
+    ts.count(&sql) == 1
+}
+
+on_every_backend!(open_items_are_read_through_the_log_and_rows_written_on_lifecycle_only);
+
+async fn open_items_are_read_through_the_log_and_rows_written_on_lifecycle_only(ts: TestStore) {
+    let store = ts.store.clone();
     let thread = new_thread(&store, false).await;
     start_message(&store, &thread, "u1", "m1").await;
-    let (_, started_seq) = row_text_and_seq(dir.path(), "m1");
+    let (started_seq, empty) = row_seq_and_empty(&ts, "m1");
+    assert!(empty, "{}: the started row holds no text", ts.backend());
 
     let mut expected = String::new();
     for round in 0..20 {
@@ -50,8 +56,10 @@ async fn open_items_are_read_through_the_log_and_rows_written_on_lifecycle_only(
 
     // The row was written once, at item/started, and never for the deltas.
     assert_eq!(
-        row_text_and_seq(dir.path(), "m1"),
-        (String::new(), started_seq)
+        row_seq_and_empty(&ts, "m1"),
+        (started_seq, true),
+        "{}",
+        ts.backend()
     );
     // Reads see the item as the log reduces to.
     let items = store.items(&thread, View::All).await.unwrap();
@@ -68,34 +76,51 @@ async fn open_items_are_read_through_the_log_and_rows_written_on_lifecycle_only(
         reducer.last_seq(),
         "the caught-up seq is the last delta's"
     );
+    // Closed and opened again, as a restart or another server does: the
+    // open item is read through the log with its content.
+    store.close().await.unwrap();
+    let other = ts.reopen(Default::default()).await;
+    let items = other.items(&thread, View::All).await.unwrap();
+    let m1 = items.iter().find(|r| r.item.id() == "m1").unwrap();
+    assert_eq!(m1.envelope.status, ItemStatus::InProgress);
+    assert_eq!(m1.item, agent_message("m1", &expected));
 
-    // A second store on the file (the first stays open: nothing is
-    // recovered) loads the open item with its content and goes on.
-    let other = open(dir.path());
-    other
+    // Its writer loads the item with that content: on SQLite it goes on
+    // streaming into it; on PostgreSQL its first write takes the thread
+    // over, which ends the item incomplete, the row holding the whole text.
+    let tail = other
         .append(&thread, vec![agent_delta(&thread, "u1", "m1", "tail")])
-        .await
-        .unwrap();
-    expected.push_str("tail");
-    other.flush().await.unwrap(); // reads see committed events only
-    let reloaded = other.reducer(&thread).await.unwrap();
-    assert_eq!(
-        reloaded.item("m1").unwrap().item,
-        agent_message("m1", &expected)
-    );
-
-    // Completion writes the row, authoritative.
-    other
-        .append(
-            &thread,
-            vec![completed(&thread, "u1", agent_message("m1", "final"))],
-        )
-        .await
-        .unwrap();
-    let (text, _) = row_text_and_seq(dir.path(), "m1");
-    assert_eq!(text, "final");
-    drop(other);
-    drop(store);
+        .await;
+    match ts.backend() {
+        "sqlite" => {
+            tail.unwrap();
+            expected.push_str("tail");
+            other.flush().await.unwrap(); // reads see committed events only
+            let reloaded = other.reducer(&thread).await.unwrap();
+            assert_eq!(
+                reloaded.item("m1").unwrap().item,
+                agent_message("m1", &expected)
+            );
+            // Completion writes the row, authoritative.
+            other
+                .append(
+                    &thread,
+                    vec![completed(&thread, "u1", agent_message("m1", "final"))],
+                )
+                .await
+                .unwrap();
+            assert!(row_has_text(&ts, "m1", "final"));
+        }
+        _ => {
+            assert!(tail.is_err(), "the item was ended by the takeover");
+            other.flush().await.unwrap();
+            let items = other.items(&thread, View::All).await.unwrap();
+            let m1 = items.iter().find(|r| r.item.id() == "m1").unwrap();
+            assert_eq!(m1.envelope.status, ItemStatus::Incomplete);
+            assert_eq!(m1.item, agent_message("m1", &expected));
+            assert!(row_has_text(&ts, "m1", &expected));
+        }
+    }
 }
 
 #[tokio::test]

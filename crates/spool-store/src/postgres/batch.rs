@@ -21,7 +21,7 @@ use super::query::{CachedClient, Query};
 use super::rank::{self, NewRanks};
 use crate::codec::{encode_item_json, encode_turn_json, sql_int};
 use crate::error::StoreError;
-use crate::thread_state::pending::Pending;
+use crate::thread_state::pending::{Pending, keeps_row};
 use crate::thread_state::{RankTail, ThreadState};
 
 const INSERT_THREAD: &str = "INSERT INTO threads (id, name, preview, model_provider, model, \
@@ -161,6 +161,7 @@ pub(super) async fn prepare(
     thread_id: &str,
     state: &mut ThreadState,
 ) -> Result<Shape, StoreError> {
+    let first_seq = state.pending.first_seq();
     let dirty = &mut state.pending.dirty;
     dirty.turns.sort_unstable();
     dirty.turns.dedup();
@@ -177,7 +178,12 @@ pub(super) async fn prepare(
         touch(turns[index].ordinal);
     }
     let items = state.reducer.items();
-    let changed = dirty.items.iter().map(|&index| &items[index].turn_id);
+    let changed = dirty
+        .items
+        .iter()
+        .map(|&index| &items[index])
+        .filter(|record| !keeps_row(record, first_seq))
+        .map(|record| &record.turn_id);
     for turn_id in dirty.removed.iter().map(|r| &r.turn_id).chain(changed) {
         match state.reducer.turn(turn_id) {
             Some(turn) => touch(turn.ordinal),
@@ -324,8 +330,12 @@ impl<'a> Plan<'a> {
             self.removed_items.push(&removed.item_id);
         }
         let items = state.reducer.items();
+        let first_seq = pending.first_seq();
         for &index in &pending.dirty.items {
             let record = &items[index];
+            if keeps_row(record, first_seq) {
+                continue;
+            }
             let (item, envelope, input_item) = encode_item_json(record)?;
             let c = &mut self.items[born(record.ordinal)];
             c.thread_ids.push(thread_id);

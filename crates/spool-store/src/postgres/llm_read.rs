@@ -1,9 +1,9 @@
 //! PostgreSQL's reads of a thread's model view, driving
 //! `crate::view_read`'s algorithm, in one repeatable-read snapshot.
 
-use spool_core::ItemRecord;
 use spool_core::llm::{LlmView, LlmViewOptions, is_cut_point};
 
+use super::catch_up;
 use super::query::Query;
 use super::reads;
 use crate::codec::{decode_item, sql_int};
@@ -11,8 +11,8 @@ use crate::error::StoreError;
 use crate::view_read::{TokenCount, ViewRead};
 
 const PAGE: &str = "SELECT seq, item_id, turn_id, ordinal, item, envelope, token_count, \
-     input_item FROM items WHERE thread_id = $1 AND llm AND ordinal < $2 \
-     ORDER BY ordinal DESC LIMIT $3";
+     input_item, (SELECT max(seq) FROM events WHERE events.thread_id = $1) FROM items \
+     WHERE thread_id = $1 AND llm AND ordinal < $2 ORDER BY ordinal DESC LIMIT $3";
 const COMPACTIONS_BEFORE: &str = "SELECT seq, item_id, turn_id, ordinal, item, envelope, \
      token_count, input_item FROM items WHERE thread_id = $1 AND kind = 'contextCompaction' \
      AND llm AND ordinal < $2 ORDER BY ordinal DESC";
@@ -33,15 +33,13 @@ pub(super) async fn read_llm_view(
     }
     let mut read = ViewRead::new(options);
     while let Some((before, limit)) = read.next_page() {
-        let page = q
+        let rows = q
             .rows(
                 PAGE,
                 &[&thread_id, &sql_int(before), &sql_int(limit as u64)],
             )
-            .await?
-            .iter()
-            .map(|row| decode_item(row, thread_id))
-            .collect::<Result<Vec<ItemRecord>, _>>()?;
+            .await?;
+        let page = catch_up::decoded_items(q, thread_id, &rows).await?;
         read.take_page(page);
     }
     let ranks = match read.left_out() {

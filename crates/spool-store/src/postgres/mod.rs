@@ -6,6 +6,7 @@
 //! (`lease.rs`, `holder.rs`), notices between servers (`listen.rs`) and
 //! forwarded requests (`commands.rs`).
 mod batch;
+mod catch_up;
 mod codec;
 mod commands;
 mod commit;

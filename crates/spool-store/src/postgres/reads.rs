@@ -1,17 +1,17 @@
 //! Reading threads, turns, items and the log, on any [`Query`] connection
 //! (the pool's for the store's reads, the writer's own for its state).
 //!
-//! The writer always rewrites the row of an item that changed, deltas
-//! included (unlike SQLite's, which leaves an in-progress row to readers
-//! to catch up from the log), so a row read here is the item as of the
-//! last committed event.
+//! The writer leaves an in-progress item's row as of its last lifecycle
+//! event, as SQLite's does: every read of items here brings those in
+//! progress up to date from the log (`catch_up.rs`).
 
 use spool_core::{ItemRecord, ThreadReducer, TurnRecord};
 use spool_protocol::ThreadEvent;
 
+use super::catch_up;
 use super::codec::select_thread;
 use super::query::Query;
-use crate::codec::{decode_item, decode_log_row, decode_thread, decode_turn, sql_int};
+use crate::codec::{decode_log_row, decode_thread, decode_turn, sql_int};
 use crate::error::{CorruptRow, StoreError};
 use crate::thread_state::rows::Kind;
 use crate::types::{ThreadListQuery, ThreadPage, ThreadRecord, ThreadSortKey};
@@ -20,9 +20,13 @@ use crate::types::{ThreadListQuery, ThreadPage, ThreadRecord, ThreadSortKey};
 /// `events`, then the rest; a macro, because statements are
 /// `&'static str`s, which the statement cache is keyed by.
 macro_rules! select {
+    // The last column is `catch_up::LOG_END`: where the thread's log ends
+    // in the statement's snapshot (every item statement has the thread as
+    // `$1`).
     (items, $rest:literal) => {
         concat!(
-            "SELECT seq, item_id, turn_id, ordinal, item, envelope, token_count, input_item ",
+            "SELECT seq, item_id, turn_id, ordinal, item, envelope, token_count, input_item, \
+             (SELECT max(seq) FROM events WHERE events.thread_id = $1) ",
             $rest
         )
     };
@@ -147,11 +151,8 @@ pub(super) async fn read_items(
     } else {
         select!(items, "FROM items WHERE thread_id = $1 ORDER BY ordinal")
     };
-    q.rows(sql, &[&thread_id])
-        .await?
-        .iter()
-        .map(|row| decode_item(row, thread_id))
-        .collect()
+    let rows = q.rows(sql, &[&thread_id]).await?;
+    catch_up::decoded_items(q, thread_id, &rows).await
 }
 
 /// At most `limit` of the thread's items with ordinal > `after_ordinal`,
@@ -166,14 +167,13 @@ pub(super) async fn read_items_after(
         items,
         "FROM items WHERE thread_id = $1 AND ordinal > $2 ORDER BY ordinal LIMIT $3"
     );
-    q.rows(
-        SQL,
-        &[&thread_id, &sql_int(after_ordinal), &sql_int(limit as u64)],
-    )
-    .await?
-    .iter()
-    .map(|row| decode_item(row, thread_id))
-    .collect()
+    let rows = q
+        .rows(
+            SQL,
+            &[&thread_id, &sql_int(after_ordinal), &sql_int(limit as u64)],
+        )
+        .await?;
+    catch_up::decoded_items(q, thread_id, &rows).await
 }
 
 pub(super) async fn read_item(
@@ -182,10 +182,9 @@ pub(super) async fn read_item(
     item_id: &str,
 ) -> Result<Option<ItemRecord>, StoreError> {
     const SQL: &str = select!(items, "FROM items WHERE thread_id = $1 AND item_id = $2");
-    match q.opt_row(SQL, &[&thread_id, &item_id]).await? {
-        Some(row) => decode_item(&row, thread_id).map(Some),
-        None => Ok(None),
-    }
+    let row = q.opt_row(SQL, &[&thread_id, &item_id]).await?;
+    let items = catch_up::decoded_items(q, thread_id, row.as_slice()).await?;
+    Ok(items.into_iter().next())
 }
 
 /// The stored status of an item or turn.
@@ -293,11 +292,8 @@ pub(super) async fn read_after_ordinal(
         items,
         "FROM items WHERE thread_id = $1 AND llm AND ordinal > $2 ORDER BY ordinal"
     );
-    q.rows(SQL, &[&thread_id, &sql_int(after_ordinal)])
-        .await?
-        .iter()
-        .map(|row| decode_item(row, thread_id))
-        .collect()
+    let rows = q.rows(SQL, &[&thread_id, &sql_int(after_ordinal)]).await?;
+    catch_up::decoded_items(q, thread_id, &rows).await
 }
 
 /// One item, if it is stored and in the model's view.
@@ -310,8 +306,7 @@ pub(super) async fn read_item_in_view(
         items,
         "FROM items WHERE thread_id = $1 AND item_id = $2 AND llm"
     );
-    match q.opt_row(SQL, &[&thread_id, &item_id]).await? {
-        Some(row) => decode_item(&row, thread_id).map(Some),
-        None => Ok(None),
-    }
+    let row = q.opt_row(SQL, &[&thread_id, &item_id]).await?;
+    let items = catch_up::decoded_items(q, thread_id, row.as_slice()).await?;
+    Ok(items.into_iter().next())
 }

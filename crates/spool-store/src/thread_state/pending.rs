@@ -3,7 +3,8 @@
 
 use std::borrow::Cow;
 
-use spool_protocol::ServerNotification;
+use spool_core::ItemRecord;
+use spool_protocol::{ItemStatus, ServerNotification};
 
 use super::dirty::Dirty;
 use crate::codec::encode;
@@ -30,6 +31,23 @@ impl Pending {
     pub(crate) fn is_empty(&self) -> bool {
         self.created.is_none() && self.events.is_empty()
     }
+
+    /// The seq of the commit's first event (`u64::MAX` with none): a row
+    /// whose item started before it was written by an earlier commit.
+    pub(crate) fn first_seq(&self) -> u64 {
+        self.events.first().map_or(u64::MAX, |e| e.seq)
+    }
+}
+
+/// Whether a commit whose first event is `first_seq` leaves this dirty
+/// item's row as it is: the item is still in progress and its row was
+/// written by an earlier commit (its start's seq, the ordinal, is before
+/// `first_seq`), so it changed only by deltas. Readers catch such a row up
+/// from the log (`sqlite/catch_up.rs`, `postgres/catch_up.rs`): rewriting
+/// it would write a long streamed message whole at every group commit,
+/// which is quadratic in its length. Nor does it move the view ranks.
+pub(crate) fn keeps_row(record: &ItemRecord, first_seq: u64) -> bool {
+    record.envelope.status == ItemStatus::InProgress && record.ordinal < first_seq
 }
 
 /// An accepted event as the `events` table stores it.

@@ -11,7 +11,6 @@ use std::collections::HashMap;
 use rusqlite::{Connection, DropBehavior, Transaction, TransactionBehavior};
 
 use spool_core::llm::in_view;
-use spool_protocol::ItemStatus;
 
 use super::TokenCount;
 use super::rank::{TouchedTurns, update_view_ranks};
@@ -21,6 +20,7 @@ use crate::error::StoreError;
 use crate::sqlite::codec::sql_int;
 use crate::sqlite::projected;
 use crate::thread_state::ThreadState;
+use crate::thread_state::pending::keeps_row;
 
 const INSERT_THREAD: &str = "INSERT INTO threads (id, name, preview, model_provider, model, \
      cwd, cli_version, history_mode, dev_mode, forked_from_id, archived, created_at_ms, \
@@ -173,6 +173,7 @@ pub(super) fn write_thread(
     }
 
     // Turns before items: an item row refers to its turn's row.
+    let first_seq = pending.first_seq();
     let dirty = &mut pending.dirty;
     dirty.turns.sort_unstable();
     dirty.turns.dedup();
@@ -216,14 +217,9 @@ pub(super) fn write_thread(
     dirty.items.dedup();
     let items = state.reducer.items();
     let mut upsert_item = conn.prepare_cached(UPSERT_ITEM)?;
-    // An item still in progress whose row an earlier batch wrote changed
-    // only by deltas: its row stays as it is and readers catch it up from
-    // the log (`sqlite::catch_up`). Rewriting it would write a long
-    // streamed message whole at every commit.
-    let first_seq = pending.events.first().map_or(u64::MAX, |e| e.seq);
     for &index in &dirty.items {
         let record = &items[index];
-        if record.envelope.status == ItemStatus::InProgress && record.ordinal < first_seq {
+        if keeps_row(record, first_seq) {
             continue;
         }
         let (item, envelope, input_item) = encode_item_json(record)?;
