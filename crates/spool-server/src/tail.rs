@@ -12,19 +12,18 @@
 //! connection was opened again) reads them all at once.
 //!
 //! With many threads streaming on other servers, notices come faster than
-//! one read at a time can follow them (a read is a round trip), and a
+//! one read per notice can follow them (a read is a round trip), and a
 //! queue of notices waiting for reads is latency every watcher here pays.
-//! So every notice already queued when a round of reads begins joins that
-//! round, a thread whose tail here already reaches the seq its notices
-//! name is not read at all, and the round's threads are read side by
-//! side, each on a pooled connection of its own.
+//! So reads go in rounds: every notice queued when a round begins joins
+//! it, a thread whose tail here already reaches the last seq its notices
+//! named is not read at all, and the round's threads are read by one
+//! statement (`Store::events_after_each`).
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use spool_store::{RemoteCommit, Store};
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 
@@ -36,8 +35,8 @@ const POLL: Duration = Duration::from_secs(1);
 /// Events read from the log per page.
 const PAGE: usize = 500;
 
-/// Reads of a round in flight at once (each holds a pooled connection).
-const READS: usize = 8;
+/// Threads read by one statement at most.
+const ROUND: usize = 64;
 
 /// Starts following other servers' commits, if the hub's store has other
 /// writers; the task ends with the hub.
@@ -71,12 +70,9 @@ pub fn start(hub: &Arc<Hub>) {
                 return;
             };
             let threads = hub.remote_watched(wanted.behind());
-            let hub = &hub;
-            futures_util::stream::iter(threads)
-                .for_each_concurrent(READS, |(thread_id, tail)| async move {
-                    catch_up(hub, &thread_id, tail).await;
-                })
-                .await;
+            for round in threads.chunks(ROUND) {
+                read_round(&hub, round).await;
+            }
         }
     });
 }
@@ -122,6 +118,31 @@ impl Wanted {
         match self {
             Wanted::All => None,
             Wanted::Threads(ends) => Some(ends),
+        }
+    }
+}
+
+/// Publishes the committed events of each thread after its tail, read for
+/// all of them at once (`Store::events_after_each`); a thread with more
+/// than a page is read on alone.
+async fn read_round(hub: &Hub, round: &[(String, u64)]) {
+    let pages = match hub.store().events_after_each(round, PAGE).await {
+        Ok(pages) => pages,
+        Err(error) => {
+            // The next notice or poll tries again from the same seqs.
+            tracing::warn!(%error, threads = round.len(), "cannot read other servers' events");
+            return;
+        }
+    };
+    for ((thread_id, _), events) in round.iter().zip(pages) {
+        let Some(last) = events.last().map(|event| event.seq) else {
+            continue;
+        };
+        let full = events.len() == PAGE;
+        hub.advance_tail(thread_id, last);
+        hub.publish(thread_id, events);
+        if full {
+            catch_up(hub, thread_id, last).await;
         }
     }
 }

@@ -149,6 +149,14 @@ impl Store for AnyStore {
         on_backend!(self, store => store.events_after(thread_id, after_seq, limit).await)
     }
 
+    async fn events_after_each(
+        &self,
+        tails: &[(String, u64)],
+        limit: usize,
+    ) -> Result<Vec<Vec<ThreadEvent>>, StoreError> {
+        on_backend!(self, store => store.events_after_each(tails, limit).await)
+    }
+
     async fn reducer(&self, thread_id: &str) -> Result<ThreadReducer, StoreError> {
         on_backend!(self, store => store.reducer(thread_id).await)
     }

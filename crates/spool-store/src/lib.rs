@@ -165,6 +165,30 @@ pub trait Store: Send + Sync {
         limit: usize,
     ) -> impl Future<Output = Result<Vec<ThreadEvent>, StoreError>> + Send;
 
+    /// For each `(thread, after_seq)` of `tails`, what
+    /// [`Store::events_after`] gives it, in the same order (a thread that
+    /// does not exist gives none): what a follower of many threads reads at
+    /// once. A backend may read them all in one round trip.
+    fn events_after_each(
+        &self,
+        tails: &[(String, u64)],
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<Vec<ThreadEvent>>, StoreError>> + Send {
+        async move {
+            let mut all = Vec::with_capacity(tails.len());
+            for (thread_id, after_seq) in tails {
+                all.push(
+                    match self.events_after(thread_id, *after_seq, limit).await {
+                        Ok(events) => events,
+                        Err(StoreError::UnknownThread(_)) => Vec::new(),
+                        Err(error) => return Err(error),
+                    },
+                );
+            }
+            Ok(all)
+        }
+    }
+
     /// A reducer holding the thread's committed projection (all items and
     /// turns), ready to apply the events that follow.
     fn reducer(

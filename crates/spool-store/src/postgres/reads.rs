@@ -247,19 +247,63 @@ pub(super) async fn read_events_after(
             break;
         }
         decode_log_row(row, thread_id, after_seq, &mut events, |seq, item_id| {
-            // This backend's writer always stores a completion's body.
-            Err(StoreError::CorruptRow(Box::new(CorruptRow {
-                table: "events",
-                thread_id: thread_id.to_owned(),
-                seq: Some(seq),
-                item_id: item_id.map(str::to_owned),
-                column: "method",
-                cause: "an item/projected row, which this backend never writes".into(),
-            })))
+            Err(never_projected(thread_id, seq, item_id))
         })?;
     }
     events.truncate(limit);
     Ok(events)
+}
+
+/// [`read_events_after`] of each `(thread, after_seq)`, in one statement.
+pub(super) async fn read_events_after_each(
+    q: &impl Query,
+    tails: &[(String, u64)],
+    limit: usize,
+) -> Result<Vec<Vec<ThreadEvent>>, StoreError> {
+    // The thread's index comes last: the first five columns are what
+    // `decode_log_row` reads.
+    const SQL: &str = "SELECT e.seq, e.at_ms, e.payload, e.method, e.item_id, x.n \
+         FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS x(thread_id, after_seq, n) \
+         CROSS JOIN LATERAL (SELECT seq, at_ms, payload, method, item_id FROM events \
+         WHERE events.thread_id = x.thread_id AND events.seq > x.after_seq \
+         ORDER BY seq LIMIT $3) AS e ORDER BY x.n, e.seq";
+    let ids: Vec<&str> = tails.iter().map(|(id, _)| id.as_str()).collect();
+    let afters: Vec<i64> = tails.iter().map(|&(_, after)| sql_int(after)).collect();
+    let rows = q
+        .rows(SQL, &[&ids, &afters, &sql_int(limit as u64)])
+        .await?;
+    let mut all: Vec<Vec<ThreadEvent>> = vec![Vec::new(); tails.len()];
+    for row in &rows {
+        let n: i64 = row.try_get(5)?;
+        let index = usize::try_from(n - 1).unwrap_or(usize::MAX);
+        let (Some((thread_id, after_seq)), Some(events)) = (tails.get(index), all.get_mut(index))
+        else {
+            continue;
+        };
+        if events.len() >= limit {
+            continue;
+        }
+        decode_log_row(row, thread_id, *after_seq, events, |seq, item_id| {
+            Err(never_projected(thread_id, seq, item_id))
+        })?;
+    }
+    for events in &mut all {
+        events.truncate(limit);
+    }
+    Ok(all)
+}
+
+/// This backend's writer always stores a completion's body: an
+/// `item/projected` row is corrupt.
+fn never_projected(thread_id: &str, seq: u64, item_id: Option<&str>) -> StoreError {
+    StoreError::CorruptRow(Box::new(CorruptRow {
+        table: "events",
+        thread_id: thread_id.to_owned(),
+        seq: Some(seq),
+        item_id: item_id.map(str::to_owned),
+        column: "method",
+        cause: "an item/projected row, which this backend never writes".into(),
+    }))
 }
 
 /// A reducer holding the thread's whole projection, read from one

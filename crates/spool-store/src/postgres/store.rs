@@ -355,6 +355,18 @@ impl Store for PgStore {
         self.thread_rows(thread_id, events).await
     }
 
+    /// One statement for every thread.
+    async fn events_after_each(
+        &self,
+        tails: &[(String, u64)],
+        limit: usize,
+    ) -> Result<Vec<Vec<ThreadEvent>>, StoreError> {
+        if tails.is_empty() || limit == 0 {
+            return Ok(vec![Vec::new(); tails.len()]);
+        }
+        reads::read_events_after_each(&self.client().await?, tails, limit).await
+    }
+
     async fn reducer(&self, thread_id: &str) -> Result<ThreadReducer, StoreError> {
         self.snapshot(async |tx| reads::read_reducer(tx, thread_id).await)
             .await
