@@ -110,8 +110,11 @@ pub struct BenchServerArgs {
     /// delivery latency across servers (`--thread-deltas` each).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     pub replica_threads: u32,
+    /// (f) Takeovers timed, each on a fresh database.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..100))]
+    pub takeovers: u32,
     /// Which workloads to run, comma-separated (default: all, a to d, and
-    /// e with `spool --store postgres://… bench server`).
+    /// e and f with `spool --store postgres://… bench server`).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub workloads: Vec<ServerWorkload>,
     /// Where the temporary store goes (default: the system temp dir).
@@ -132,6 +135,9 @@ pub enum ServerWorkload {
     D,
     /// Two servers on one PostgreSQL database.
     E,
+    /// Takeover after `kill -9` of the server running a turn (two `spool
+    /// serve` processes on one PostgreSQL database).
+    F,
 }
 
 #[derive(Debug, clap::Args)]

@@ -40,6 +40,7 @@ mod runner_floor;
 mod server;
 mod session_workloads;
 mod stamping;
+mod takeover;
 mod workloads;
 mod ws_client;
 

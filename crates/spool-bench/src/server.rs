@@ -24,6 +24,10 @@
 //!   (`/proc/self/statm`) over `--idle-threads` `thread/start`s, per thread.
 //! - (d) `thread/resume` (with turns) of a thread of `--items` items:
 //!   request sent to reply received; the median of a few resumes.
+//! - (e), with `spool --store postgres://… bench server`: two servers on
+//!   one database (`replicas.rs`);
+//! - (f), likewise: a takeover after `kill -9` of the server running a
+//!   turn, on real `spool serve` processes (`takeover.rs`).
 //!
 //! `--workloads` runs some of them only (the others are `null` in the
 //! report).
@@ -73,6 +77,8 @@ struct Report {
     resume: Option<Resume>,
     /// (e), with `spool --store postgres://… bench server`.
     replicas: Option<super::replicas::Replicas>,
+    /// (f), likewise.
+    takeover: Option<super::takeover::Takeover>,
     machine: Machine,
 }
 
@@ -236,6 +242,18 @@ async fn run(args: &BenchServerArgs, dir: &Path, machine: Machine) -> anyhow::Re
         }
         _ => {}
     }
+    let mut takeover = None;
+    match &args.postgres {
+        Some(url) if runs(ServerWorkload::F) => {
+            takeover = Some(super::takeover::takeover(url, dir, args.takeovers as usize).await?);
+        }
+        None if args.workloads.contains(&ServerWorkload::F) => {
+            anyhow::bail!(
+                "(f) runs two servers on PostgreSQL: `spool --store postgres://… bench server`"
+            )
+        }
+        _ => {}
+    }
     Ok(Report {
         workload: "server",
         transport: "WebSocket on 127.0.0.1 (spool_server::Listeners), one client in process",
@@ -245,6 +263,7 @@ async fn run(args: &BenchServerArgs, dir: &Path, machine: Machine) -> anyhow::Re
         idle_thread_memory: memory,
         resume: resumed,
         replicas,
+        takeover,
         machine,
     })
 }

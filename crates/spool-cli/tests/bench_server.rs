@@ -117,3 +117,40 @@ fn the_two_server_workload_reports_its_latency_beside_its_floor() {
     assert!((ratio - other_p99 / floor_p99).abs() < 0.01, "{e}");
     assert!(stderr.contains("(e) floor:"), "{stderr}");
 }
+
+/// (f) on a real PostgreSQL and real `spool serve` children: one takeover
+/// timed, and it cannot have come before the killed server's lease ran out
+/// (renewals keep at least three fifths of it ahead, so more than a second
+/// is left at any kill).
+#[test]
+fn the_takeover_workload_times_a_real_kill() {
+    let db = spool_testkit::postgres::TestDatabase::create();
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_spool"))
+        .args(["--store", db.url(), "bench", "server", "--workloads", "f"])
+        .args(["--takeovers", "1", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}); stderr: {stderr}"));
+    let f = &report["takeover"];
+    assert_eq!(f["rounds"], 1, "{f}");
+    assert!(
+        report["replicas"].is_null(),
+        "only (f) was asked for: {report}"
+    );
+    let (interrupted, next) = (&f["interrupted_s"][0], &f["next_turn_s"][0]);
+    let (interrupted, next) = (interrupted.as_f64().unwrap(), next.as_f64().unwrap());
+    assert!(1.0 < interrupted && interrupted <= next, "{f}");
+    let ttl = number(f, "lease_ttl_s");
+    assert_eq!(number(f, "max_interrupted_s"), interrupted, "{f}");
+    assert!(
+        (number(f, "max_over_ttl") - interrupted / ttl).abs() < 0.01,
+        "{f}"
+    );
+    assert_eq!(f["holds"], interrupted <= number(f, "target_s"), "{f}");
+    assert!(stderr.contains("(f) round 0: interrupted on B"), "{stderr}");
+}

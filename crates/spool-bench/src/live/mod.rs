@@ -24,8 +24,8 @@
 //! Servers alternate transport by transport, so all see the same machine
 //! state; ratios are spool's figure over Codex's.
 
-mod model_server;
-mod peer;
+pub(crate) mod model_server;
+pub(crate) mod peer;
 mod relay;
 
 use std::path::Path;
@@ -148,7 +148,7 @@ pub async fn live(args: BenchLiveArgs) -> anyhow::Result<()> {
 }
 
 /// Points the server at the bench's model server.
-fn configure(target: Target, home: &Path, model_url: &str) -> anyhow::Result<()> {
+pub(crate) fn configure(target: Target, home: &Path, model_url: &str) -> anyhow::Result<()> {
     match target {
         Target::Spool => std::fs::write(
             home.join("spool.toml"),
@@ -190,7 +190,7 @@ async fn run(
     epoch: Instant,
     args: &BenchLiveArgs,
 ) -> anyhow::Result<RunReport> {
-    let mut peer = Peer::start(target, program, transport, home, model.url()).await?;
+    let mut peer = Peer::start(target, program, transport, home, model.url(), None).await?;
     let pid = peer.pid().context("the server has no pid")?;
     peer.initialize().await?;
     let thread = peer.start_thread().await?;

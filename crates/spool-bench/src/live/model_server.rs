@@ -23,14 +23,14 @@ use tokio::task::JoinHandle;
 
 /// What the next responses stream.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Plan {
+pub(crate) struct Plan {
     pub deltas: usize,
     /// `None`: fast.
     pub pace: Option<Duration>,
 }
 
 /// The delta text of the fast mode: one o200k_base token.
-pub(super) const FAST_DELTA: &str = "x ";
+pub(crate) const FAST_DELTA: &str = "x ";
 
 struct Shared {
     epoch: Instant,
@@ -41,7 +41,7 @@ struct Shared {
     streams: Mutex<u64>,
 }
 
-pub(super) struct ModelServer {
+pub(crate) struct ModelServer {
     url: String,
     shared: Arc<Shared>,
     accept: JoinHandle<()>,
@@ -52,7 +52,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl ModelServer {
-    pub(super) async fn start(epoch: Instant) -> anyhow::Result<ModelServer> {
+    pub(crate) async fn start(epoch: Instant) -> anyhow::Result<ModelServer> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}/v1", listener.local_addr()?);
         let shared = Arc::new(Shared {
@@ -69,8 +69,12 @@ impl ModelServer {
             while let Ok((socket, _)) = listener.accept().await {
                 let shared = Arc::clone(&serving);
                 tokio::spawn(async move {
-                    if let Err(error) = serve(socket, &shared).await {
-                        eprintln!("    model server: {error:#}");
+                    match serve(socket, &shared).await {
+                        // A server killed mid-stream (`bench server`'s
+                        // takeover) leaves its stream unread: not a fault.
+                        Err(error) if client_gone(&error) => {}
+                        Err(error) => eprintln!("    model server: {error:#}"),
+                        Ok(()) => {}
                     }
                 });
             }
@@ -83,16 +87,16 @@ impl ModelServer {
     }
 
     /// The base URL (`http://127.0.0.1:PORT/v1`).
-    pub(super) fn url(&self) -> &str {
+    pub(crate) fn url(&self) -> &str {
         &self.url
     }
 
-    pub(super) fn set_plan(&self, plan: Plan) {
+    pub(crate) fn set_plan(&self, plan: Plan) {
         *lock(&self.shared.plan) = plan;
     }
 
     /// When the `/responses` requests arrived, in order.
-    pub(super) fn requests(&self) -> Vec<Instant> {
+    pub(crate) fn requests(&self) -> Vec<Instant> {
         lock(&self.shared.requests).clone()
     }
 }
@@ -231,4 +235,15 @@ fn closing((response, message): &(String, String), text: &str, deltas: usize) ->
                   "output_tokens_details": {"reasoning_tokens": 0},
                   "total_tokens": 20 + deltas}}})));
     out
+}
+
+/// Whether a stream failed because its reader went away.
+fn client_gone(error: &anyhow::Error) -> bool {
+    use std::io::ErrorKind;
+    error.downcast_ref::<std::io::Error>().is_some_and(|e| {
+        matches!(
+            e.kind(),
+            ErrorKind::BrokenPipe | ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
+        )
+    })
 }

@@ -18,7 +18,7 @@ const WAIT: Duration = Duration::from_secs(120);
 
 /// Which app server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Target {
+pub(crate) enum Target {
     Spool,
     Codex,
     /// The relay floor (`relay.rs`), stdio only.
@@ -26,7 +26,7 @@ pub(super) enum Target {
 }
 
 impl Target {
-    pub(super) fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Target::Spool => "spool",
             Target::Codex => "codex",
@@ -36,13 +36,13 @@ impl Target {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Transport {
+pub(crate) enum Transport {
     Stdio,
     WebSocket,
 }
 
 impl Transport {
-    pub(super) fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Transport::Stdio => "stdio",
             Transport::WebSocket => "websocket",
@@ -60,7 +60,7 @@ enum Wire {
 }
 
 /// A running app server and a client connected to it.
-pub(super) struct Peer {
+pub(crate) struct Peer {
     child: Child,
     wire: Wire,
     next_id: u64,
@@ -69,13 +69,15 @@ pub(super) struct Peer {
 impl Peer {
     /// Starts `program` (spool, Codex or the relay) in `home` (its
     /// configuration already written there) against the model at
-    /// `model_url`.
-    pub(super) async fn start(
+    /// `model_url`; spool on the store `store` (`SPOOL_STORE`), else on
+    /// the default store of its home.
+    pub(crate) async fn start(
         target: Target,
         program: &Path,
         transport: Transport,
         home: &Path,
         model_url: &str,
+        store: Option<&str>,
     ) -> anyhow::Result<Peer> {
         let port = match transport {
             Transport::Stdio => None,
@@ -92,6 +94,9 @@ impl Peer {
                     .args(["serve", "--listen", &listen])
                     .env("SPOOL_HOME", home)
                     .env_remove("SPOOL_STORE");
+                if let Some(store) = store {
+                    command.env("SPOOL_STORE", store);
+                }
             }
             Target::Codex => {
                 command
@@ -134,11 +139,11 @@ impl Peer {
     }
 
     /// The child's process id (for its CPU time).
-    pub(super) fn pid(&self) -> Option<u32> {
+    pub(crate) fn pid(&self) -> Option<u32> {
         self.child.id()
     }
 
-    pub(super) async fn send(&mut self, message: Value) -> anyhow::Result<()> {
+    pub(crate) async fn send(&mut self, message: Value) -> anyhow::Result<()> {
         match &mut self.wire {
             Wire::Stdio { input, .. } => {
                 let mut line = message.to_string();
@@ -152,7 +157,7 @@ impl Peer {
     }
 
     /// Sends a request; returns its id.
-    pub(super) async fn request(&mut self, method: &str, params: Value) -> anyhow::Result<u64> {
+    pub(crate) async fn request(&mut self, method: &str, params: Value) -> anyhow::Result<u64> {
         let id = self.next_id;
         self.next_id += 1;
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
@@ -162,7 +167,7 @@ impl Peer {
 
     /// The next message, parsed, and when it arrived (before parsing).
     /// A request from the server is refused at once and skipped.
-    pub(super) async fn next(&mut self) -> anyhow::Result<(Value, Instant)> {
+    pub(crate) async fn next(&mut self) -> anyhow::Result<(Value, Instant)> {
         loop {
             let text = tokio::time::timeout(WAIT, self.read())
                 .await
@@ -196,7 +201,7 @@ impl Peer {
 
     /// A request and its result (notifications before the reply are
     /// dropped).
-    pub(super) async fn call(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {
+    pub(crate) async fn call(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {
         let id = self.request(method, params).await?;
         loop {
             let (message, _) = self.next().await?;
@@ -210,7 +215,7 @@ impl Peer {
     }
 
     /// `initialize` and `initialized`.
-    pub(super) async fn initialize(&mut self) -> anyhow::Result<()> {
+    pub(crate) async fn initialize(&mut self) -> anyhow::Result<()> {
         self.call(
             "initialize",
             json!({"clientInfo": {"name": "spool-bench", "title": null, "version": "0.1.0"}}),
@@ -221,7 +226,7 @@ impl Peer {
     }
 
     /// `thread/start`; the thread's id.
-    pub(super) async fn start_thread(&mut self) -> anyhow::Result<String> {
+    pub(crate) async fn start_thread(&mut self) -> anyhow::Result<String> {
         let result = self.call("thread/start", json!({})).await?;
         result["thread"]["id"]
             .as_str()
@@ -229,7 +234,13 @@ impl Peer {
             .context("thread/start returned no thread id")
     }
 
-    pub(super) async fn stop(mut self) {
+    /// Kills the server with `SIGKILL`, as a crash would, and reaps it.
+    pub(crate) async fn kill(&mut self) -> anyhow::Result<()> {
+        self.child.kill().await?;
+        Ok(())
+    }
+
+    pub(crate) async fn stop(mut self) {
         // Closing stdin (or the socket) asks the server to stop; then it is
         // killed if it lingers.
         drop(self.wire);
@@ -244,7 +255,7 @@ impl Peer {
 
 /// CPU time (user + system) the process has used so far, all its threads
 /// (`/proc/PID/stat`, clock ticks of 10 ms on Linux).
-pub(super) fn cpu_time(pid: u32) -> anyhow::Result<Duration> {
+pub(crate) fn cpu_time(pid: u32) -> anyhow::Result<Duration> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
     // The command name may hold spaces: count fields after its `)`.
     let rest = stat.rsplit_once(')').context("a bad /proc stat")?.1;
