@@ -11,7 +11,7 @@ use common::*;
 use serde_json::json;
 use spool_protocol::*;
 use spool_store::postgres::PgStore;
-use spool_store::{ForwardReply, PendingRequest, Store, StoreError, StoreOptions};
+use spool_store::{ForwardReply, PendingRequest, RemoteCommit, Store, StoreError, StoreOptions};
 use spool_testkit::postgres::TestDatabase;
 
 /// A lease long enough that no heartbeat of the test's stores renews,
@@ -184,6 +184,27 @@ async fn a_live_server_takes_over_an_abandoned_turn_by_itself() {
         vec!["item m1 incomplete", "turn turn-1 interrupted"]
     );
     assert!(holder(&db, &t).ends_with(" 2"));
+    // B's own commits are not heard as other servers' are, but a takeover
+    // is: no run of B wrote it, so B's watchers learn of it this way.
+    let mut heard = b.remote_commits().expect("PostgreSQL tells of commits");
+    let last_seq = events.last().map(|e| e.seq).unwrap();
+    let commit = async {
+        loop {
+            match heard.recv().await {
+                // The listener's first word, whenever it connects.
+                Ok(RemoteCommit::Resync) => continue,
+                other => return other,
+            }
+        }
+    };
+    let notice = within(commit).await.unwrap();
+    assert_eq!(
+        notice,
+        RemoteCommit::Commit {
+            thread_id: t.clone(),
+            last_seq
+        }
+    );
     drop(a);
 }
 
@@ -302,7 +323,6 @@ async fn a_turn_paused_on_a_person_stays_paused_and_is_answered_on_another_serve
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_servers_commits_are_heard_as_they_happen_and_ones_own_are_not() {
-    use spool_store::RemoteCommit;
     let db = TestDatabase::create();
     let a = server(&db, quiet()).await;
     let b = server(&db, quiet()).await;

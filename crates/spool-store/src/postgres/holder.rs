@@ -3,8 +3,10 @@
 //! commit, renewing on a heartbeat, and letting go.
 
 use std::collections::HashSet;
+use std::time::{Duration, Instant};
 
 use super::lease;
+use super::listen::RemoteCommit;
 use super::query::Query;
 use super::requests::run_states;
 use super::writer::{Batch, Writer};
@@ -15,13 +17,26 @@ use crate::thread_state::prepare::now_ms;
 
 /// Threads whose holder is gone (its lease ran out, or was released) with
 /// a turn in progress that no run state says is paused: what a takeover
-/// closes.
-const ABANDONED: &str = "SELECT l.thread_id FROM thread_leases l \
-     WHERE l.expires_at <= now() AND EXISTS (SELECT 1 FROM turns t \
+/// closes. Also those whose lease runs out within `$1` seconds (before
+/// the next beat), with the seconds left (`<= 0`: gone already), so the
+/// writer can look again the moment a dead holder's lease ends instead of
+/// at its next beat. A live holder renews a fifth of the way into its
+/// lease, so its leases are seldom that close to their end. (A released
+/// lease ends at `-infinity`, which PostgreSQL cannot subtract from.)
+const LAPSING: &str = "SELECT l.thread_id, \
+       CASE WHEN l.expires_at <= now() THEN 0 \
+         ELSE extract(epoch FROM l.expires_at - now())::float8 END AS secs_left \
+     FROM thread_leases l \
+     WHERE l.expires_at <= now() + make_interval(secs => $1::float8) \
+       AND EXISTS (SELECT 1 FROM turns t \
        WHERE t.thread_id = l.thread_id AND t.status = 'inProgress' \
        AND NOT EXISTS (SELECT 1 FROM run_states r \
          WHERE r.thread_id = t.thread_id AND r.turn_id = t.turn_id)) \
      ORDER BY l.thread_id LIMIT 256";
+
+/// How long after a lease's end the writer looks at it: the database's
+/// clock and this machine's may tick apart by a little.
+const AFTER_LAPSE: Duration = Duration::from_millis(5);
 
 const HOLDER: &str = "SELECT holder FROM thread_leases WHERE thread_id = $1";
 /// A new holder runs again what a lost one claimed and did not finish
@@ -205,10 +220,12 @@ impl Writer {
 
     /// Renews this lane's leases, says the server is alive (the first
     /// lane), and takes over the threads of this lane whose holder is gone
-    /// with a turn in progress. Errors are logged: a missed beat only
-    /// shortens what is left of the leases.
+    /// with a turn in progress. The next beat is due a heartbeat later, or
+    /// as soon as the lease of such a thread runs out, if sooner. Errors
+    /// are logged: a missed beat only shortens what is left of the leases.
     pub(super) fn beat(&mut self) {
-        self.last_beat = std::time::Instant::now();
+        let heartbeat = self.heartbeat();
+        self.next_beat = Instant::now() + heartbeat;
         let me = &*self.me;
         let client = &self.conn.client;
         let held: Vec<&str> = self.leases.keys().map(String::as_str).collect();
@@ -220,9 +237,9 @@ impl Writer {
             if first {
                 client.exec(SERVER_BEAT, &[&me]).await?;
             }
-            client.rows(ABANDONED, &[]).await
+            client.rows(LAPSING, &[&heartbeat.as_secs_f64()]).await
         });
-        let abandoned = match renewed {
+        let lapsing = match renewed {
             Ok(rows) => rows,
             Err(error) => {
                 tracing::warn!(%error, "cannot renew this server's leases");
@@ -230,11 +247,18 @@ impl Writer {
             }
         };
         let mut batch = Batch::default();
-        for row in abandoned {
-            let Ok(thread_id) = row.try_get::<_, String>(0) else {
+        let mut soonest: Option<f64> = None;
+        for row in lapsing {
+            let (Ok(thread_id), Ok(secs_left)) =
+                (row.try_get::<_, String>(0), row.try_get::<_, f64>(1))
+            else {
                 continue;
             };
             if !self.lane.owns(&thread_id) {
+                continue;
+            }
+            if secs_left > 0.0 {
+                soonest = Some(soonest.map_or(secs_left, |s| s.min(secs_left)));
                 continue;
             }
             // Held here once: this server's own lease ran out.
@@ -244,6 +268,50 @@ impl Writer {
                 Err(error) => tracing::warn!(thread_id, %error, "cannot take a thread over"),
             }
         }
+        let taken = batch.dirty.clone();
         self.finish(&mut batch);
+        for thread_id in taken {
+            // Committed, unless the commit failed and dropped the state.
+            if let Some(state) = self.threads.get(&thread_id) {
+                let last_seq = state.reducer.last_seq();
+                let _ = self.takeovers.send(RemoteCommit::Commit {
+                    thread_id,
+                    last_seq,
+                });
+            }
+        }
+        self.next_beat = self
+            .next_beat
+            .min(Instant::now() + next_look(heartbeat, soonest));
+    }
+}
+
+/// How long until the next beat: a heartbeat, or just after the soonest
+/// lease of a thread to take over ends (`secs_left` of it) if sooner.
+fn next_look(heartbeat: Duration, soonest: Option<f64>) -> Duration {
+    soonest
+        .and_then(|secs_left| Duration::try_from_secs_f64(secs_left).ok())
+        .map_or(heartbeat, |left| heartbeat.min(left + AFTER_LAPSE))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::{AFTER_LAPSE, next_look};
+
+    #[test]
+    fn the_next_beat_comes_as_a_lapsing_lease_ends_if_before_the_heartbeat() {
+        let beat = Duration::from_secs(1);
+        assert_eq!(next_look(beat, None), beat);
+        assert_eq!(
+            next_look(beat, Some(0.25)),
+            Duration::from_millis(250) + AFTER_LAPSE
+        );
+        assert_eq!(next_look(beat, Some(0.999)), beat);
+        assert_eq!(next_look(beat, Some(3.0)), beat);
+        // What no clock should say is no reason to beat sooner.
+        assert_eq!(next_look(beat, Some(f64::NAN)), beat);
+        assert_eq!(next_look(beat, Some(-1.0)), beat);
     }
 }

@@ -18,9 +18,10 @@ use std::sync::Arc;
 use std::sync::mpsc::Sender;
 use std::thread::JoinHandle;
 
-use tokio::sync::oneshot;
+use tokio::sync::{broadcast, oneshot};
 
 use super::PgDatabase;
+use super::listen::RemoteCommit;
 use super::writer::{self, Request};
 use crate::error::StoreError;
 use crate::options::StoreOptions;
@@ -39,6 +40,7 @@ impl Writers {
         db: &PgDatabase,
         options: &StoreOptions,
         me: Arc<str>,
+        takeovers: &broadcast::Sender<RemoteCommit>,
     ) -> Result<Writers, StoreError> {
         let count = options.writer_lanes.max(1);
         let mut writers = Writers {
@@ -47,8 +49,14 @@ impl Writers {
         };
         for index in 0..count {
             // On an error, dropping `writers` stops the lanes started.
-            let (sender, thread) =
-                writer::spawn(db, options, me.clone(), Lane { index, count }).await?;
+            let (sender, thread) = writer::spawn(
+                db,
+                options,
+                me.clone(),
+                Lane { index, count },
+                takeovers.clone(),
+            )
+            .await?;
             writers.requests.push(sender);
             writers.threads.push(thread);
         }

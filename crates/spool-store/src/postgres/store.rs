@@ -41,8 +41,11 @@ struct Inner {
     /// What other servers say (`listen.rs`), listened for from the first
     /// call that needs it on.
     heard: std::sync::OnceLock<(Heard, tokio::task::JoinHandle<()>)>,
+    /// Where commits to tell of go: those of other servers (the
+    /// listener's) and this server's takeovers (its writers').
+    commits: tokio::sync::broadcast::Sender<RemoteCommit>,
     /// The first receiver of commits, made with the channel so it hears
-    /// the listener's first word; taken by the first `remote_commits`.
+    /// the first word; taken by the first `remote_commits`.
     first_commits: std::sync::Mutex<Option<tokio::sync::broadcast::Receiver<RemoteCommit>>>,
     /// This store's name among the servers on the database: the holder its
     /// leases name.
@@ -73,12 +76,14 @@ impl PgStore {
     pub async fn open(url: &str, options: StoreOptions) -> Result<PgStore, StoreError> {
         let db = PgDatabase::connect(url).await?;
         let server_id: Arc<str> = uuid::Uuid::now_v7().to_string().into();
-        let writers = Writers::start(&db, &options, server_id.clone()).await?;
+        let (commits, first) = tokio::sync::broadcast::channel(4_096);
+        let writers = Writers::start(&db, &options, server_id.clone(), &commits).await?;
         Ok(PgStore {
             inner: Arc::new(Inner {
                 db,
                 heard: std::sync::OnceLock::new(),
-                first_commits: std::sync::Mutex::new(None),
+                commits,
+                first_commits: std::sync::Mutex::new(Some(first)),
                 server_id,
                 writers,
             }),
@@ -89,14 +94,8 @@ impl PgStore {
     /// caller's runtime).
     fn heard(&self) -> &Heard {
         let (heard, _) = self.inner.heard.get_or_init(|| {
-            let (commits, first) = tokio::sync::broadcast::channel(4_096);
-            *self
-                .inner
-                .first_commits
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(first);
             let heard = Heard {
-                commits,
+                commits: self.inner.commits.clone(),
                 commands: Arc::new(tokio::sync::Notify::new()),
                 replies: tokio::sync::broadcast::channel(1_024).0,
             };

@@ -26,11 +26,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use spool_core::ItemRecord;
-use tokio::sync::oneshot;
+use tokio::sync::{broadcast, oneshot};
 
 use super::commit::{APPLIED, applied_commands, notify};
 pub(super) use super::conn::Conn;
 use super::lane::Lane;
+use super::listen::RemoteCommit;
 use super::query::Query;
 use super::requests::{RequestOp, StateSource};
 use super::thread_ops::ThreadOp;
@@ -89,6 +90,7 @@ pub(super) async fn spawn(
     options: &StoreOptions,
     me: Arc<str>,
     lane: Lane,
+    takeovers: broadcast::Sender<RemoteCommit>,
 ) -> Result<(Sender<Request>, JoinHandle<()>), StoreError> {
     let ttl = options.lease_ttl.max(Duration::from_millis(100));
     let (config, tls, database) = (db.config.clone(), db.tls.clone(), db.name.clone());
@@ -116,9 +118,10 @@ pub(super) async fn spawn(
                 lane,
                 leases: HashMap::new(),
                 ttl,
-                last_beat: Instant::now(),
+                next_beat: Instant::now() + ttl / 5,
                 applying: HashMap::new(),
                 linger: Linger::default(),
+                takeovers,
             };
             writer.run(inbox);
         })
@@ -148,12 +151,17 @@ pub(super) struct Writer {
     /// The threads this server holds, with the generation of each grant.
     pub(super) leases: HashMap<String, i64>,
     pub(super) ttl: Duration,
-    pub(super) last_beat: Instant,
+    /// When the heartbeat is due next (`holder.rs`, `beat`).
+    pub(super) next_beat: Instant,
     /// Forwarded commands running on each thread, not yet recorded as
     /// having taken effect.
     pub(super) applying: HashMap<String, Vec<String>>,
     /// Whether the next group commit waits for more appends.
     linger: Linger,
+    /// Where this server's hub hears of the threads this writer took over
+    /// (`holder.rs`): it drops its own commits' notices, and a takeover is
+    /// a commit no run here made.
+    pub(super) takeovers: broadcast::Sender<RemoteCommit>,
 }
 
 /// The longest a group commit waits for more appends (`Linger`).
@@ -221,10 +229,11 @@ impl Writer {
     fn run(mut self, inbox: Receiver<Request>) {
         tracing::debug!("PostgreSQL store writer started");
         loop {
-            if self.last_beat.elapsed() >= self.heartbeat() {
+            if Instant::now() >= self.next_beat {
                 self.beat();
             }
-            let first = match inbox.recv_timeout(self.heartbeat()) {
+            let due = self.next_beat.saturating_duration_since(Instant::now());
+            let first = match inbox.recv_timeout(due) {
                 Ok(request) => request,
                 Err(RecvTimeoutError::Timeout) => continue,
                 // Every handle is gone, and with it every request.
