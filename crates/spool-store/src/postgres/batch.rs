@@ -18,10 +18,11 @@ use spool_core::llm::in_view;
 
 use super::pipeline::Pipeline;
 use super::query::{CachedClient, Query};
-use super::rank::{self, NewRanks};
+use super::rank;
 use crate::codec::{encode_item_json, encode_turn_json, sql_int};
 use crate::error::StoreError;
 use crate::thread_state::pending::{Pending, keeps_row};
+use crate::thread_state::ranks::NewRanks;
 use crate::thread_state::{RankTail, ThreadState};
 
 const INSERT_THREAD: &str = "INSERT INTO threads (id, name, preview, model_provider, model, \

@@ -14,6 +14,7 @@ mod fresh_ids;
 pub(crate) mod ops;
 pub(crate) mod pending;
 pub(crate) mod prepare;
+pub(crate) mod ranks;
 mod refusals;
 pub(crate) mod reserve;
 pub(crate) mod rows;
@@ -67,7 +68,7 @@ pub(crate) struct ThreadState {
     /// Bounds above which a started id needs no duplicate probe.
     fresh: FreshIds,
     /// The view rank of the newest committed turn, when the writer knows it
-    /// (PostgreSQL's writer ranks turns newer than it itself: `postgres/batch.rs`).
+    /// (the writers rank turns newer than it themselves: `ranks.rs`).
     pub(crate) rank_tail: RankTail,
 }
 

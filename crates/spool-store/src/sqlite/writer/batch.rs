@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use rusqlite::{Connection, DropBehavior, Transaction, TransactionBehavior};
+use rusqlite::{Connection, DropBehavior, OptionalExtension, Transaction, TransactionBehavior};
 
 use spool_core::llm::in_view;
 
@@ -19,8 +19,9 @@ use crate::codec::{encode_item_json, encode_turn_json};
 use crate::error::StoreError;
 use crate::sqlite::codec::sql_int;
 use crate::sqlite::projected;
-use crate::thread_state::ThreadState;
 use crate::thread_state::pending::keeps_row;
+use crate::thread_state::ranks::{self, NewRanks};
+use crate::thread_state::{RankTail, ThreadState};
 
 const INSERT_THREAD: &str = "INSERT INTO threads (id, name, preview, model_provider, model, \
      cwd, cli_version, history_mode, dev_mode, forked_from_id, archived, created_at_ms, \
@@ -47,8 +48,8 @@ const INSERT_EVENT: &str = "INSERT INTO events (thread_id, seq, method, item_id,
      VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 
 const UPSERT_TURN: &str = "INSERT INTO turns (thread_id, turn_id, ordinal, seq, status, error, \
-     started_at, completed_at, duration_ms, token_usage) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+     started_at, completed_at, duration_ms, token_usage, view_rank) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
      ON CONFLICT (thread_id, turn_id) DO UPDATE SET seq = excluded.seq, \
      status = excluded.status, error = excluded.error, started_at = excluded.started_at, \
      completed_at = excluded.completed_at, duration_ms = excluded.duration_ms, \
@@ -177,12 +178,19 @@ pub(super) fn write_thread(
     let dirty = &mut pending.dirty;
     dirty.turns.sort_unstable();
     dirty.turns.dedup();
+    dirty.items.sort_unstable();
+    dirty.items.dedup();
+    let new_ranks = rank_in_memory(conn, thread_id, state, first_seq)?;
+    let dirty = &state.pending.dirty;
     let turns = state.reducer.turns();
     let mut touched = TouchedTurns::default();
     let mut upsert_turn = conn.prepare_cached(UPSERT_TURN)?;
     for &index in &dirty.turns {
         let turn = &turns[index];
         let (error, token_usage) = encode_turn_json(turn)?;
+        // A rank the writer computed, or 0 until the tables rank the turn
+        // (an update leaves the stored rank to that).
+        let view_rank = new_ranks.as_ref().and_then(|new| new.of(index));
         upsert_turn.execute((
             thread_id,
             &turn.id,
@@ -194,6 +202,7 @@ pub(super) fn write_thread(
             turn.completed_at,
             turn.duration_ms,
             token_usage,
+            view_rank.unwrap_or(0),
         ))?;
         touched.add_ordinal(turn.ordinal);
     }
@@ -213,8 +222,6 @@ pub(super) fn write_thread(
         touched.add_turn(&removed.turn_id);
     }
 
-    dirty.items.sort_unstable();
-    dirty.items.dedup();
     let items = state.reducer.items();
     let mut upsert_item = conn.prepare_cached(UPSERT_ITEM)?;
     for &index in &dirty.items {
@@ -243,7 +250,14 @@ pub(super) fn write_thread(
             touched.add_turn(&record.turn_id);
         }
     }
-    update_view_ranks(conn, thread_id, touched)?;
+    match new_ranks {
+        Some(new) => state.rank_tail = new.tail.unwrap_or(state.rank_tail),
+        None if touched.is_empty() => {}
+        None => {
+            update_view_ranks(conn, thread_id, touched)?;
+            state.rank_tail = RankTail::Unknown;
+        }
+    }
     let (last_seq, streaming) = (state.reducer.last_seq(), state.streaming());
     match state.seqs.write(last_seq, streaming) {
         None => {}
@@ -258,6 +272,51 @@ pub(super) fn write_thread(
     }
 
     write_thread_row(conn, thread_id, state)
+}
+
+/// The ranks of the batch's new turns, when the writer can compute them
+/// itself (`thread_state/ranks.rs`): every touched turn in its memory and
+/// started by this batch. Reads the newest committed turn when the state
+/// does not know it; `None` leaves the ranking to the tables.
+fn rank_in_memory(
+    conn: &Connection,
+    thread_id: &str,
+    state: &mut ThreadState,
+    first_seq: u64,
+) -> Result<Option<NewRanks>, StoreError> {
+    let dirty = &state.pending.dirty;
+    let turns = state.reducer.turns();
+    let mut from = dirty.turns.iter().map(|&index| turns[index].ordinal).min();
+    let items = state.reducer.items();
+    for &index in &dirty.items {
+        let record = &items[index];
+        if keeps_row(record, first_seq) {
+            continue;
+        }
+        let Some(turn) = state.reducer.turn(&record.turn_id) else {
+            return Ok(None);
+        };
+        from = Some(from.map_or(turn.ordinal, |from| from.min(turn.ordinal)));
+    }
+    let Some(from) = from.map(sql_int) else {
+        return Ok(None);
+    };
+    if !ranks::may_rank(state, from) {
+        return Ok(None);
+    }
+    if state.rank_tail == RankTail::Unknown {
+        state.rank_tail = conn
+            .prepare_cached(ranks::NEWEST_TURN[1])?
+            .query_row((thread_id,), |row| {
+                Ok(RankTail::Turn {
+                    ordinal: row.get(0)?,
+                    rank: row.get(1)?,
+                })
+            })
+            .optional()?
+            .unwrap_or(RankTail::Empty);
+    }
+    Ok(ranks::new_ranks(state, from))
 }
 
 /// The thread row: its settings if an event changed them, and

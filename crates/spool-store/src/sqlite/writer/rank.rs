@@ -10,7 +10,9 @@
 //! start in the turn in progress, which is the newest, so a batch of
 //! appends re-ranks one or two turns; removing an old item re-ranks every
 //! turn after it, and `thread/cleared` zeroes them all (every item is
-//! gone).
+//! gone). A batch that only adds turns after the newest committed one is
+//! ranked by the writer itself instead (`thread_state/ranks.rs`); this is
+//! for the rest.
 
 use rusqlite::{Connection, OptionalExtension};
 
@@ -31,6 +33,11 @@ pub(super) struct TouchedTurns {
 impl TouchedTurns {
     pub(super) fn add_ordinal(&mut self, ordinal: u64) {
         self.min_ordinal = Some(self.min_ordinal.map_or(ordinal, |min| min.min(ordinal)));
+    }
+
+    /// Whether the batch touched no turn at all.
+    pub(super) fn is_empty(&self) -> bool {
+        self.min_ordinal.is_none() && self.turn_ids.is_empty() && !self.cleared
     }
 
     pub(super) fn add_turn(&mut self, turn_id: &str) {
