@@ -4,7 +4,7 @@
 //! every figure, with sane values. The
 //! numbers themselves are not judged (that is the release benchmark's job).
 
-use std::process::Command;
+mod support;
 
 use serde_json::Value;
 
@@ -18,25 +18,18 @@ fn positive(value: &Value, key: &str) -> f64 {
 
 #[test]
 fn live_bench_streams_over_both_transports() {
-    let out = Command::new(env!("CARGO_BIN_EXE_spool"))
-        .args([
-            "bench",
-            "live",
-            "--deltas",
-            "50,120",
-            "--streams",
-            "3",
-            "--paced-deltas",
-            "5",
-            "--pace-ms",
-            "2",
-        ])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let report: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}); stderr: {stderr}"));
+    let (report, _) = support::bench_report(&[
+        "bench",
+        "live",
+        "--deltas",
+        "50,120",
+        "--streams",
+        "3",
+        "--paced-deltas",
+        "5",
+        "--pace-ms",
+        "2",
+    ]);
     assert_eq!(report["workload"], "live");
     let runs = report["runs"].as_array().unwrap();
     let seen: Vec<(&str, &str)> = runs

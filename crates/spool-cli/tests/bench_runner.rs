@@ -3,6 +3,8 @@
 //! The numbers themselves are not judged (timing is the release
 //! benchmark's job, not a test's).
 
+mod support;
+
 use std::process::Command;
 
 use serde_json::Value;
@@ -39,15 +41,10 @@ fn check_figures(figures: &Value, durability: &str) {
 #[test]
 fn runner_bench_reports_both_durabilities() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_spool"))
-        .args(["bench", "runner", "--steps", "5", "--runs", "1", "--dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let report: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}); stderr: {stderr}"));
+    let dir_arg = dir.path().to_str().unwrap();
+    let (report, _) = support::bench_report(&[
+        "bench", "runner", "--steps", "5", "--runs", "1", "--dir", dir_arg,
+    ]);
 
     assert_eq!(report["workload"], "runner_step");
     assert_eq!(report["steps"], 5);

@@ -3,7 +3,7 @@
 //! target and verdict. The numbers themselves are not judged (timing is
 //! the release benchmark's job, not a test's).
 
-use std::process::Command;
+mod support;
 
 use serde_json::Value;
 
@@ -16,29 +16,22 @@ fn number(section: &Value, key: &str) -> f64 {
 #[test]
 fn server_bench_reports_every_figure() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_spool"))
-        .args([
-            "bench",
-            "server",
-            "--deltas",
-            "50",
-            "--threads",
-            "3",
-            "--thread-deltas",
-            "4",
-            "--idle-threads",
-            "5",
-            "--items",
-            "20",
-            "--dir",
-        ])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let report: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}); stderr: {stderr}"));
+    let (report, _) = support::bench_report(&[
+        "bench",
+        "server",
+        "--deltas",
+        "50",
+        "--threads",
+        "3",
+        "--thread-deltas",
+        "4",
+        "--idle-threads",
+        "5",
+        "--items",
+        "20",
+        "--dir",
+        dir.path().to_str().unwrap(),
+    ]);
     assert_eq!(report["workload"], "server");
 
     let a = &report["notifications"];
@@ -88,17 +81,24 @@ fn server_bench_reports_every_figure() {
 fn the_two_server_workload_reports_its_latency_beside_its_floor() {
     let db = spool_testkit::postgres::TestDatabase::create();
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_spool"))
-        .args(["--store", db.url(), "bench", "server", "--workloads", "e"])
-        .args(["--replica-deltas", "50", "--replica-threads", "3"])
-        .args(["--thread-deltas", "4", "--pace-ms", "1", "--dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let report: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}); stderr: {stderr}"));
+    let (report, stderr) = support::bench_report(&[
+        "--store",
+        db.url(),
+        "bench",
+        "server",
+        "--workloads",
+        "e",
+        "--replica-deltas",
+        "50",
+        "--replica-threads",
+        "3",
+        "--thread-deltas",
+        "4",
+        "--pace-ms",
+        "1",
+        "--dir",
+        dir.path().to_str().unwrap(),
+    ]);
     let e = &report["replicas"];
     assert_eq!(e["events"]["deltas"], 50);
     let latency = &e["latency"];
@@ -126,16 +126,18 @@ fn the_two_server_workload_reports_its_latency_beside_its_floor() {
 fn the_takeover_workload_times_a_real_kill() {
     let db = spool_testkit::postgres::TestDatabase::create();
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_spool"))
-        .args(["--store", db.url(), "bench", "server", "--workloads", "f"])
-        .args(["--takeovers", "1", "--dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let report: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}); stderr: {stderr}"));
+    let (report, stderr) = support::bench_report(&[
+        "--store",
+        db.url(),
+        "bench",
+        "server",
+        "--workloads",
+        "f",
+        "--takeovers",
+        "1",
+        "--dir",
+        dir.path().to_str().unwrap(),
+    ]);
     let f = &report["takeover"];
     assert_eq!(f["rounds"], 1, "{f}");
     assert!(

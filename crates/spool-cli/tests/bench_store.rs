@@ -2,22 +2,16 @@
 //! numbers as JSON on stdout. Tiny sizes; the numbers themselves are not
 //! checked (timing is the release benchmark's job, not a test's).
 
-use std::process::Command;
+mod support;
 
-use serde_json::Value;
+use std::process::Command;
 
 #[test]
 fn quick_bench_reports_every_workload() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_spool"))
-        .args(["bench", "store", "--quick", "--runs", "1", "--dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let report: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}); stderr: {stderr}"));
+    let dir_arg = dir.path().to_str().unwrap();
+    let (report, _) =
+        support::bench_report(&["bench", "store", "--quick", "--runs", "1", "--dir", dir_arg]);
 
     let workloads = report["workloads"].as_array().unwrap();
     let names: Vec<&str> = workloads

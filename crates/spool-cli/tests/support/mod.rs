@@ -131,3 +131,18 @@ pub fn json_lines(stdout: &str) -> Vec<Value> {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
         .collect()
 }
+
+/// Runs `spool` with `args` (a `bench` command), which must succeed and
+/// print one JSON report on stdout: the report, and what it wrote on
+/// stderr.
+pub fn bench_report(args: &[&str]) -> (Value, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_spool"))
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}); stderr: {stderr}"));
+    (report, stderr)
+}
