@@ -22,7 +22,7 @@ use super::rank;
 use crate::codec::{encode_item_json, encode_turn_json, sql_int};
 use crate::error::StoreError;
 use crate::thread_state::pending::{Pending, keeps_row};
-use crate::thread_state::ranks::NewRanks;
+use crate::thread_state::ranks::{self, NewRanks};
 use crate::thread_state::{RankTail, ThreadState};
 
 const INSERT_THREAD: &str = "INSERT INTO threads (id, name, preview, model_provider, model, \
@@ -162,37 +162,14 @@ pub(super) async fn prepare(
     thread_id: &str,
     state: &mut ThreadState,
 ) -> Result<Shape, StoreError> {
-    let first_seq = state.pending.first_seq();
     let dirty = &mut state.pending.dirty;
     dirty.turns.sort_unstable();
     dirty.turns.dedup();
     dirty.items.sort_unstable();
     dirty.items.dedup();
-    let mut min_ordinal: Option<i64> = None;
-    let mut unknown_turns: Vec<&str> = Vec::new();
-    let mut touch = |ordinal: u64| {
-        let ordinal = sql_int(ordinal);
-        min_ordinal = Some(min_ordinal.map_or(ordinal, |min| min.min(ordinal)));
-    };
-    let turns = state.reducer.turns();
-    for &index in &dirty.turns {
-        touch(turns[index].ordinal);
-    }
-    let items = state.reducer.items();
-    let changed = dirty
-        .items
-        .iter()
-        .map(|&index| &items[index])
-        .filter(|record| !keeps_row(record, first_seq))
-        .map(|record| &record.turn_id);
-    for turn_id in dirty.removed.iter().map(|r| &r.turn_id).chain(changed) {
-        match state.reducer.turn(turn_id) {
-            Some(turn) => touch(turn.ordinal),
-            None => unknown_turns.push(turn_id),
-        }
-    }
-    unknown_turns.sort_unstable();
-    unknown_turns.dedup();
+    let touched = ranks::touched(state);
+    let min_ordinal = touched.min_ordinal.map(sql_int);
+    let unknown_turns = touched.unknown_turns;
     let rank_from = match unknown_turns.is_empty() {
         true => min_ordinal,
         false => q

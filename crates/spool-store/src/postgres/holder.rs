@@ -6,7 +6,6 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use super::lease;
-use super::listen::RemoteCommit;
 use super::query::Query;
 use super::requests::run_states;
 use super::writer::{Batch, Writer};
@@ -63,8 +62,8 @@ const RELEASE_ALL: &str = "UPDATE thread_leases SET expires_at = '-infinity' \
 impl Writer {
     /// How often leases are renewed: a fifth of their life, so a renewal
     /// can be late four times before the lease runs out.
-    pub(super) fn heartbeat(&self) -> std::time::Duration {
-        self.ttl / 5
+    pub(super) fn heartbeat(&self) -> Duration {
+        heartbeat(self.ttl)
     }
 
     /// Holds `thread_id`, acquiring its lease unless this server holds it
@@ -101,8 +100,11 @@ impl Writer {
             client.rows(FREE_CLAIMS, &[&thread_id, &me]).await?;
             client.rows(END_APPLIED, &[&thread_id, &me, &ended]).await
         })?;
-        if self.take_over(thread_id)? && !batch.dirty.iter().any(|id| id == thread_id) {
-            batch.dirty.push(thread_id.to_owned());
+        if self.take_over(thread_id)? {
+            batch.taken_over.push(thread_id.to_owned());
+            if !batch.dirty.iter().any(|id| id == thread_id) {
+                batch.dirty.push(thread_id.to_owned());
+            }
         }
         Ok(())
     }
@@ -268,22 +270,16 @@ impl Writer {
                 Err(error) => tracing::warn!(thread_id, %error, "cannot take a thread over"),
             }
         }
-        let taken = batch.dirty.clone();
         self.finish(&mut batch);
-        for thread_id in taken {
-            // Committed, unless the commit failed and dropped the state.
-            if let Some(state) = self.threads.get(&thread_id) {
-                let last_seq = state.reducer.last_seq();
-                let _ = self.takeovers.send(RemoteCommit::Commit {
-                    thread_id,
-                    last_seq,
-                });
-            }
-        }
         self.next_beat = self
             .next_beat
             .min(Instant::now() + next_look(heartbeat, soonest));
     }
+}
+
+/// How often leases of `ttl` are renewed ([`Writer::heartbeat`]).
+pub(super) fn heartbeat(ttl: Duration) -> Duration {
+    ttl / 5
 }
 
 /// How long until the next beat: a heartbeat, or just after the soonest

@@ -118,7 +118,7 @@ pub(super) async fn spawn(
                 lane,
                 leases: HashMap::new(),
                 ttl,
-                next_beat: Instant::now() + ttl / 5,
+                next_beat: Instant::now() + super::holder::heartbeat(ttl),
                 applying: HashMap::new(),
                 linger: Linger::default(),
                 takeovers,
@@ -159,8 +159,8 @@ pub(super) struct Writer {
     /// Whether the next group commit waits for more appends.
     linger: Linger,
     /// Where this server's hub hears of the threads this writer took over
-    /// (`holder.rs`): it drops its own commits' notices, and a takeover is
-    /// a commit no run here made.
+    /// (`holder.rs`): it drops its own commits' notices, and a takeover's
+    /// events are appended by no run here.
     pub(super) takeovers: broadcast::Sender<RemoteCommit>,
 }
 
@@ -220,6 +220,9 @@ enum Waiter {
 #[derive(Default)]
 pub(super) struct Batch {
     pub(super) dirty: Vec<String>,
+    /// Threads this batch takes over (`holder.rs`): once it is committed,
+    /// this server's own hub is told ([`Writer::takeovers`]).
+    pub(super) taken_over: Vec<String>,
     waiters: Vec<Waiter>,
     events: usize,
     close: Option<Reply<()>>,
@@ -312,6 +315,20 @@ impl Writer {
                 }
             }
         }
+        if let Ok(lost) = &result {
+            for thread_id in batch.taken_over.drain(..) {
+                if let Some(state) = self.threads.get(&thread_id)
+                    && !lost.contains(&thread_id)
+                {
+                    let last_seq = state.reducer.last_seq();
+                    let _ = self.takeovers.send(RemoteCommit::Commit {
+                        thread_id,
+                        last_seq,
+                    });
+                }
+            }
+        }
+        batch.taken_over.clear();
         let result = result.map(|_| ());
         batch.events = 0;
         match batch.close.take() {

@@ -22,6 +22,7 @@
 
 use spool_core::llm::in_view;
 
+use super::pending::keeps_row;
 use super::{RankTail, ThreadState};
 use crate::codec::sql_int;
 
@@ -48,6 +49,55 @@ impl NewRanks {
             .find(|(turn, _)| *turn == index)
             .map(|&(_, rank)| rank)
     }
+}
+
+/// The turns whose ranks a batch's pending changes may change: a turn it
+/// writes, and the turn of every item it writes or removes; by ordinal
+/// when the reducer holds the turn, by id otherwise (an older turn, which
+/// only the tables know).
+#[derive(Debug, Default)]
+pub(crate) struct Touched<'a> {
+    /// The smallest ordinal of a touched turn the reducer holds.
+    pub(crate) min_ordinal: Option<u64>,
+    /// Touched turns the reducer no longer holds.
+    pub(crate) unknown_turns: Vec<&'a str>,
+}
+
+/// What `state`'s pending changes touch ([`Touched`]).
+pub(crate) fn touched(state: &ThreadState) -> Touched<'_> {
+    let mut touched = Touched::default();
+    let mut touch = |ordinal: u64| {
+        touched.min_ordinal = Some(touched.min_ordinal.map_or(ordinal, |min| min.min(ordinal)));
+    };
+    let dirty = &state.pending.dirty;
+    let turns = state.reducer.turns();
+    for &index in &dirty.turns {
+        touch(turns[index].ordinal);
+    }
+    let first_seq = state.pending.first_seq();
+    let items = state.reducer.items();
+    let written = dirty
+        .items
+        .iter()
+        .map(|&index| &items[index])
+        .filter(|record| !keeps_row(record, first_seq))
+        .map(|record| record.turn_id.as_str());
+    let mut unknown = Vec::new();
+    for turn_id in dirty
+        .removed
+        .iter()
+        .map(|r| r.turn_id.as_str())
+        .chain(written)
+    {
+        match state.reducer.turn(turn_id) {
+            Some(turn) => touch(turn.ordinal),
+            None => unknown.push(turn_id),
+        }
+    }
+    unknown.sort_unstable();
+    unknown.dedup();
+    touched.unknown_turns = unknown;
+    touched
 }
 
 /// Whether a commit whose oldest touched turn has ordinal `touched_from`

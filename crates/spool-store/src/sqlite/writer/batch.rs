@@ -180,10 +180,27 @@ pub(super) fn write_thread(
     dirty.turns.dedup();
     dirty.items.sort_unstable();
     dirty.items.dedup();
-    let new_ranks = rank_in_memory(conn, thread_id, state, first_seq)?;
+    let touched = ranks::touched(state);
+    // Ranked in memory only when the reducer holds every touched turn.
+    let in_memory_from = match touched.unknown_turns.is_empty() {
+        true => touched.min_ordinal.map(sql_int),
+        false => None,
+    };
+    let touched = TouchedTurns {
+        min_ordinal: touched.min_ordinal,
+        turn_ids: touched
+            .unknown_turns
+            .iter()
+            .map(|id| id.to_string())
+            .collect(),
+        cleared: state.pending.dirty.cleared,
+    };
+    let new_ranks = match in_memory_from {
+        Some(from) => rank_in_memory(conn, thread_id, state, from)?,
+        None => None,
+    };
     let dirty = &state.pending.dirty;
     let turns = state.reducer.turns();
-    let mut touched = TouchedTurns::default();
     let mut upsert_turn = conn.prepare_cached(UPSERT_TURN)?;
     for &index in &dirty.turns {
         let turn = &turns[index];
@@ -204,7 +221,6 @@ pub(super) fn write_thread(
             token_usage,
             view_rank.unwrap_or(0),
         ))?;
-        touched.add_ordinal(turn.ordinal);
     }
 
     // Deletions before upserts: an item started after a clear, or started
@@ -213,13 +229,11 @@ pub(super) fn write_thread(
     if dirty.cleared {
         projected::restore(conn, thread_id, None)?;
         conn.prepare_cached(DELETE_ITEMS)?.execute((thread_id,))?;
-        touched.cleared = true;
     }
     let mut delete_item = conn.prepare_cached(DELETE_ITEM)?;
     for removed in &dirty.removed {
         projected::restore(conn, thread_id, Some(&removed.item_id))?;
         delete_item.execute((thread_id, &removed.item_id))?;
-        touched.add_turn(&removed.turn_id);
     }
 
     let items = state.reducer.items();
@@ -244,11 +258,6 @@ pub(super) fn write_thread(
             input_item,
             in_view(record),
         ))?;
-        if let Some(turn) = state.reducer.turn(&record.turn_id) {
-            touched.add_ordinal(turn.ordinal);
-        } else {
-            touched.add_turn(&record.turn_id);
-        }
     }
     match new_ranks {
         Some(new) => state.rank_tail = new.tail.unwrap_or(state.rank_tail),
@@ -274,33 +283,16 @@ pub(super) fn write_thread(
     write_thread_row(conn, thread_id, state)
 }
 
-/// The ranks of the batch's new turns, when the writer can compute them
-/// itself (`thread_state/ranks.rs`): every touched turn in its memory and
-/// started by this batch. Reads the newest committed turn when the state
-/// does not know it; `None` leaves the ranking to the tables.
+/// The ranks of the batch's new turns, the oldest touched one at ordinal
+/// `from`, when the writer can compute them itself
+/// (`thread_state/ranks.rs`). Reads the newest committed turn when the
+/// state does not know it; `None` leaves the ranking to the tables.
 fn rank_in_memory(
     conn: &Connection,
     thread_id: &str,
     state: &mut ThreadState,
-    first_seq: u64,
+    from: i64,
 ) -> Result<Option<NewRanks>, StoreError> {
-    let dirty = &state.pending.dirty;
-    let turns = state.reducer.turns();
-    let mut from = dirty.turns.iter().map(|&index| turns[index].ordinal).min();
-    let items = state.reducer.items();
-    for &index in &dirty.items {
-        let record = &items[index];
-        if keeps_row(record, first_seq) {
-            continue;
-        }
-        let Some(turn) = state.reducer.turn(&record.turn_id) else {
-            return Ok(None);
-        };
-        from = Some(from.map_or(turn.ordinal, |from| from.min(turn.ordinal)));
-    }
-    let Some(from) = from.map(sql_int) else {
-        return Ok(None);
-    };
     if !ranks::may_rank(state, from) {
         return Ok(None);
     }

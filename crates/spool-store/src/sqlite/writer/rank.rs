@@ -19,31 +19,22 @@ use rusqlite::{Connection, OptionalExtension};
 use crate::error::StoreError;
 use crate::sqlite::codec::sql_int;
 
-/// The turns of one thread whose view ranks a batch may have changed.
+/// The turns of one thread whose view ranks a batch may have changed
+/// (`thread_state::ranks::touched`).
 #[derive(Debug, Default)]
 pub(super) struct TouchedTurns {
     /// The smallest ordinal of a touched turn whose ordinal is known.
-    min_ordinal: Option<u64>,
+    pub(super) min_ordinal: Option<u64>,
     /// Touched turns known by id only (the reducer no longer holds them).
-    turn_ids: Vec<String>,
+    pub(super) turn_ids: Vec<String>,
     /// Every item of the thread was deleted first.
     pub(super) cleared: bool,
 }
 
 impl TouchedTurns {
-    pub(super) fn add_ordinal(&mut self, ordinal: u64) {
-        self.min_ordinal = Some(self.min_ordinal.map_or(ordinal, |min| min.min(ordinal)));
-    }
-
     /// Whether the batch touched no turn at all.
     pub(super) fn is_empty(&self) -> bool {
         self.min_ordinal.is_none() && self.turn_ids.is_empty() && !self.cleared
-    }
-
-    pub(super) fn add_turn(&mut self, turn_id: &str) {
-        if !self.turn_ids.iter().any(|id| id == turn_id) {
-            self.turn_ids.push(turn_id.to_owned());
-        }
     }
 }
 
