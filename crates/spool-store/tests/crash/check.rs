@@ -72,6 +72,34 @@ fn raw_rows(db: &Target, sql: &str) -> Vec<Vec<String>> {
     }
 }
 
+/// On PostgreSQL, waits until every session of the killed child has ended.
+/// A `COMMIT` the child sent just before it died may still wait in its
+/// backend's socket: the backend commits it, and only then finds the
+/// connection closed. Reading the log before that would count the commit
+/// that lands afterwards among the events recovery appended. (Sessions of
+/// this process must be closed first.)
+pub fn wait_for_child_sessions(db: &Target) {
+    if matches!(db, Target::File(_)) {
+        return;
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let open = raw_rows(
+            db,
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+             AND backend_type = 'client backend' AND pid <> pg_backend_pid()",
+        );
+        if open[0][0] == "0" {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the killed child's sessions are still open after 30 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 pub fn read_before(db: &Target) -> Before {
     // A child killed early may not have created the schema yet.
     let has_schema = match db {

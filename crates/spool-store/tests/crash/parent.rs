@@ -148,10 +148,11 @@ async fn kill_and_check(plan: &Plan, backend: Backend) -> (u64, Recovered) {
     let status = child.wait().await.unwrap();
     assert_killed(status, plan);
 
-    let before = check::read_before(&config.db);
     if let Some(observer) = observer {
         close(observer).await;
     }
+    check::wait_for_child_sessions(&config.db);
+    let before = check::read_before(&config.db);
     let store = open(&config.db).await;
     settled(&store, &config.db, &before).await;
     let recovered = check::after_recovery(&store, &config, &acks.durable, &before).await;
