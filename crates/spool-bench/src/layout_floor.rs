@@ -8,7 +8,8 @@
 //! freshly migrated store file on a bare connection, one
 //! `BEGIN IMMEDIATE … COMMIT` per call — for (l), per round of one call of
 //! each of the 16 sessions, the largest group a group commit can form —
-//! with the store's settings (WAL, `synchronous=FULL`, foreign keys on).
+//! with the store's settings (WAL, `synchronous=FULL`, foreign keys checked
+//! only in debug builds, `spool_store::CHECKS_FOREIGN_KEYS`).
 //!
 //! What a floor's time leaves out is spool's code (mapping, encoding, the
 //! reducer, the writer thread's hand-offs); what it keeps is the layout:
@@ -227,10 +228,11 @@ fn replay(rows: &StoredRows) -> anyhow::Result<Sample> {
 }
 
 /// A bare connection on the target file, as the store sets it up for
-/// writing (WAL, `synchronous=FULL`, foreign keys on).
+/// writing (WAL, `synchronous=FULL`, foreign keys checked as the store
+/// checks them: in debug builds only).
 pub(super) fn target_connection(rows: &StoredRows) -> anyhow::Result<Connection> {
     let conn = bare_connection(&rows.target)?;
-    conn.pragma_update(None, "foreign_keys", true)?;
+    conn.pragma_update(None, "foreign_keys", spool_store::CHECKS_FOREIGN_KEYS)?;
     Ok(conn)
 }
 

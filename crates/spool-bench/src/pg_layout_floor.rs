@@ -16,7 +16,7 @@
 //! What the floor leaves out is spool's code and its other statements:
 //! checking appends, encoding rows, the lease fence, the view-rank update,
 //! the notice to other servers, the writer's hand-offs. What it keeps is
-//! what PostgreSQL does with the layout: its b-trees, foreign keys, WAL
+//! what PostgreSQL does with the layout: its b-trees, WAL
 //! and commits. (l) is the most (e) can get from these rows on this
 //! database.
 

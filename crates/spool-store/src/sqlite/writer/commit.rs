@@ -62,7 +62,9 @@ fn run(queue: &Receiver<Connection>, inbox: &Sender<Request>) {
 /// `COMMIT`; a transaction a failed `COMMIT` left open is rolled back, so
 /// the connection goes back clean either way.
 pub(super) fn finish(conn: &Connection) -> Result<(), rusqlite::Error> {
-    let result = conn.execute_batch("COMMIT");
+    let result = conn
+        .prepare_cached("COMMIT")
+        .and_then(|mut commit| commit.execute([]).map(drop));
     if result.is_err() && !conn.is_autocommit() {
         let _ = conn.execute_batch("ROLLBACK");
     }
