@@ -13,6 +13,17 @@ fn number(section: &Value, key: &str) -> f64 {
         .unwrap_or_else(|| panic!("{key} is not a number in {section}"))
 }
 
+/// `spool bench server ARGS` on a fresh PostgreSQL database, its temp
+/// files in a directory of the test's: the JSON report and stderr.
+fn on_postgres(args: &[&str]) -> (Value, String) {
+    let db = spool_testkit::postgres::TestDatabase::create();
+    let dir = tempfile::tempdir().unwrap();
+    let mut full = vec!["--store", db.url(), "bench", "server"];
+    full.extend_from_slice(args);
+    full.extend_from_slice(&["--dir", dir.path().to_str().unwrap()]);
+    support::bench_report(&full)
+}
+
 #[test]
 fn server_bench_reports_every_figure() {
     let dir = tempfile::tempdir().unwrap();
@@ -79,13 +90,7 @@ fn server_bench_reports_every_figure() {
 /// and the delivery floor heard a notice for each of the same deltas.
 #[test]
 fn the_two_server_workload_reports_its_latency_beside_its_floor() {
-    let db = spool_testkit::postgres::TestDatabase::create();
-    let dir = tempfile::tempdir().unwrap();
-    let (report, stderr) = support::bench_report(&[
-        "--store",
-        db.url(),
-        "bench",
-        "server",
+    let (report, stderr) = on_postgres(&[
         "--workloads",
         "e",
         "--replica-deltas",
@@ -96,8 +101,6 @@ fn the_two_server_workload_reports_its_latency_beside_its_floor() {
         "4",
         "--pace-ms",
         "1",
-        "--dir",
-        dir.path().to_str().unwrap(),
     ]);
     let e = &report["replicas"];
     assert_eq!(e["events"]["deltas"], 50);
@@ -124,20 +127,7 @@ fn the_two_server_workload_reports_its_latency_beside_its_floor() {
 /// is left at any kill).
 #[test]
 fn the_takeover_workload_times_a_real_kill() {
-    let db = spool_testkit::postgres::TestDatabase::create();
-    let dir = tempfile::tempdir().unwrap();
-    let (report, stderr) = support::bench_report(&[
-        "--store",
-        db.url(),
-        "bench",
-        "server",
-        "--workloads",
-        "f",
-        "--takeovers",
-        "1",
-        "--dir",
-        dir.path().to_str().unwrap(),
-    ]);
+    let (report, stderr) = on_postgres(&["--workloads", "f", "--takeovers", "1"]);
     let f = &report["takeover"];
     assert_eq!(f["rounds"], 1, "{f}");
     assert!(
