@@ -169,7 +169,24 @@ pub(crate) fn decode_item<R: Cells + ?Sized>(
             item
         }
     };
-    let mut envelope: ItemEnvelope = cx.json(row, 5, "envelope")?;
+    let envelope_text = cx.text(row, 5, "envelope")?;
+    let mut envelope: ItemEnvelope = match envelope_text.as_bytes().first() {
+        // JSON: an envelope is an object.
+        Some(b'{') => serde_json::from_str(envelope_text).map_err(|e| cx.corrupt("envelope", e))?,
+        // The time of a derived envelope (`encode.rs`).
+        _ => {
+            let at_ms: i64 = envelope_text
+                .parse()
+                .map_err(|e| cx.corrupt("envelope", format!("neither JSON nor a time: {e}")))?;
+            if input_item.is_none() {
+                return Err(cx.corrupt(
+                    "envelope",
+                    "a time alone, and the row has no raw input item",
+                ));
+            }
+            derived_envelope(&item, at_ms)
+        }
+    };
     if let Some(input_item) = input_item {
         join_input_item(&mut envelope, input_item);
     }

@@ -162,15 +162,7 @@ async fn an_item_its_raw_item_does_not_file_as_is_stored_whole() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_empty_item_without_its_raw_item_is_a_corrupt_row() {
     let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let session: Session<SqliteStore> = Session::open(store.clone(), "s1").await.unwrap();
-    session
-        .add_items(vec![json!({"role": "user", "content": "hi"})])
-        .await
-        .unwrap();
-    drop(session);
-    store.close().await.unwrap();
-    drop(store);
+    one_session_item(dir.path()).await;
     raw(dir.path())
         .execute(
             "UPDATE items SET input_item = NULL WHERE thread_id = 's1'",

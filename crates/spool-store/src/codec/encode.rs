@@ -6,9 +6,9 @@ use serde::Serialize;
 use serde_json::Value;
 use spool_core::llm::INPUT_ITEM_KEY;
 use spool_core::{ItemRecord, TurnRecord};
-use spool_protocol::ItemEnvelope;
+use spool_protocol::{ItemEnvelope, ItemStatus, Provenance, ThreadItem, WorkPhase};
 
-use super::filing::thread_item;
+use super::filing::{self, thread_item};
 use crate::error::StoreError;
 
 /// The JSON columns of a turn row: its error and its token usage.
@@ -35,7 +35,9 @@ pub(crate) fn encode_turn_json(
 /// An item that is what its raw input item is filed as (every Session API
 /// item: `filing.rs`) is not stored twice: its `item` column holds
 /// [`DERIVED_ITEM`] and decoding files the raw item again. Any other item
-/// (one the runtime built, or changed after filing) is stored whole.
+/// (one the runtime built, or changed after filing) is stored whole. An
+/// envelope that is the one filing gives an item added whole
+/// ([`derived_envelope`]) is stored as its time alone.
 pub(crate) fn encode_item_json(
     record: &ItemRecord,
 ) -> Result<(String, String, Option<String>), StoreError> {
@@ -46,13 +48,78 @@ pub(crate) fn encode_item_json(
         }
         _ => encode("item", &record.item)?,
     };
+    let envelope = match derived_envelope_at(&record.item, &record.envelope) {
+        Some(at_ms) => at_ms.to_string(),
+        None => encode_envelope_without_input(&record.envelope)?,
+    };
     Ok((
         item,
-        encode_envelope_without_input(&record.envelope)?,
+        envelope,
         input_item
             .map(|raw| encode("raw input item", raw))
             .transpose()?,
     ))
+}
+
+/// The envelope of an item filed from a raw input item and added whole at
+/// `at_ms` (the Session API's `add_items`): completed then, by the agent
+/// and for the audience filing names (`filing::agent`, `filing::audience`),
+/// with no provider data but the raw item, which the row keeps in a column
+/// of its own and decoding puts back.
+///
+/// Such a row's `envelope` column holds `at_ms` in decimal, which no JSON
+/// object is: the envelope's JSON was a fifth of the row, and encoding it a
+/// tenth of the writer's work for the item. Like [`DERIVED_ITEM`], the rule
+/// is part of the stored format: it must not change for rows already
+/// written.
+pub(crate) fn derived_envelope(item: &ThreadItem, at_ms: i64) -> ItemEnvelope {
+    ItemEnvelope {
+        status: ItemStatus::Completed,
+        started_at_ms: at_ms,
+        completed_at_ms: Some(at_ms),
+        provenance: Provenance {
+            agent: filing::agent(item).to_owned(),
+            ..Provenance::default()
+        },
+        audience: filing::audience(item),
+        provider_data: None,
+    }
+}
+
+/// The time `envelope` is the [`derived_envelope`] of, its raw input item
+/// being its only provider data; `None` when it says anything more.
+/// Compares in place: no envelope is built.
+fn derived_envelope_at(item: &ThreadItem, envelope: &ItemEnvelope) -> Option<i64> {
+    // Destructured so that a new field must be placed in the rule.
+    let ItemEnvelope {
+        status,
+        started_at_ms,
+        completed_at_ms,
+        provenance,
+        audience,
+        provider_data,
+    } = envelope;
+    let Provenance {
+        agent,
+        parent_item_id,
+        phase,
+        step_index,
+        attempt,
+    } = provenance;
+    let only_raw_item = matches!(
+        provider_data.as_deref(),
+        Some(Value::Object(data)) if data.len() == 1 && data.contains_key(INPUT_ITEM_KEY)
+    );
+    let derived = only_raw_item
+        && *status == ItemStatus::Completed
+        && *completed_at_ms == Some(*started_at_ms)
+        && agent == filing::agent(item)
+        && parent_item_id.is_none()
+        && *phase == WorkPhase::default()
+        && step_index.is_none()
+        && attempt.is_none()
+        && *audience == filing::audience(item);
+    derived.then_some(*started_at_ms)
 }
 
 /// The `item` column of a row whose item is its raw input item as

@@ -61,7 +61,20 @@ const MIGRATIONS: &[Migration] = &[
         version: 10,
         sql: V10_ITEM_FILED_FROM_ITS_RAW_ITEM,
     },
+    Migration {
+        version: 11,
+        sql: V11_DERIVED_ENVELOPE,
+    },
 ];
+
+/// Version 11: the envelope of an item filed from its raw input item and
+/// added whole (every Session API item, as `add_items` stamps it) is
+/// stored as its time alone: `items.envelope` holds the decimal time, and
+/// readers build the envelope again (`codec/encode.rs`,
+/// `derived_envelope`). No table changes, and rows written before stay as
+/// they are. The version moves so that an older build, which would take
+/// such a row for a corrupt one, refuses the file instead.
+const V11_DERIVED_ENVELOPE: &str = "SELECT 1;";
 
 /// Version 10: an item that is its raw input item as the Session API files
 /// it is not stored twice in its row: `items.item` is empty and readers

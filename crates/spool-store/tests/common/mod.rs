@@ -40,6 +40,21 @@ pub fn raw(dir: &Path) -> rusqlite::Connection {
     rusqlite::Connection::open(db_path(dir)).expect("raw connection")
 }
 
+/// A store at `dir` holding one session, `s1`, with one user message added
+/// through the Session API, closed: ready for a test to damage its rows.
+pub async fn one_session_item(dir: &Path) {
+    let store = open(dir);
+    let session = spool_store::Session::open(store.clone(), "s1")
+        .await
+        .unwrap();
+    session
+        .add_items(vec![serde_json::json!({"role": "user", "content": "hi"})])
+        .await
+        .unwrap();
+    drop(session);
+    store.close().await.unwrap();
+}
+
 /// Committed events of a thread, counted by a raw connection (a row of an
 /// item born complete, with its body or without, stands for its start and
 /// its completion).
