@@ -68,8 +68,8 @@ pub(crate) fn encode_item_json(
 /// of its own and decoding puts back.
 ///
 /// Such a row's `envelope` column holds `at_ms` in decimal, which no JSON
-/// object is: the envelope's JSON was a fifth of the row, and encoding it a
-/// tenth of the writer's work for the item. Like [`DERIVED_ITEM`], the rule
+/// object is: the envelope's JSON was a fifth of the row's bytes, and
+/// encoding it ~8% of the writer's instructions for the item. Like [`DERIVED_ITEM`], the rule
 /// is part of the stored format: it must not change for rows already
 /// written.
 pub(crate) fn derived_envelope(item: &ThreadItem, at_ms: i64) -> ItemEnvelope {
