@@ -306,6 +306,26 @@ proptest! {
         prop_assert_eq!(resumed.last_seq(), whole.last_seq());
     }
 
+    /// Forgetting the closed items and turns in place is building the
+    /// reducer again from the open ones, indexes included, and both go on
+    /// alike.
+    #[test]
+    fn retain_open_equals_from_parts_of_the_open((choices, words, turns) in inputs(), split in any::<prop::sample::Index>()) {
+        let g = generate(&choices, &words, turns);
+        let k = split.index(g.events.len() + 1);
+        let mut retained = reduce(&g.events[..k]);
+        let open_items: Vec<ItemRecord> = retained.items().iter()
+            .filter(|record| !record.envelope.status.is_terminal()).cloned().collect();
+        let open_turns: Vec<TurnRecord> = retained.turns().iter()
+            .filter(|turn| !turn.status.is_terminal()).cloned().collect();
+        let mut rebuilt = ThreadReducer::from_parts(T, retained.last_seq(), open_items, open_turns);
+        retained.retain_open();
+        prop_assert_eq!(&retained, &rebuilt);
+        let rest = &g.events[k..];
+        prop_assert_eq!(retained.apply_all(rest).is_ok(), rebuilt.apply_all(rest).is_ok());
+        prop_assert_eq!(retained, rebuilt);
+    }
+
     #[test]
     fn completed_item_wins_over_deltas((choices, words, turns) in inputs()) {
         let g = generate(&choices, &words, turns);

@@ -62,6 +62,9 @@ pub struct ThreadReducer {
 /// `fast::RandomState`), not a fixed one an attacker could collide against.
 type Index = HashMap<String, usize, foldhash::fast::RandomState>;
 
+/// The most items [`ThreadReducer::retain_open`] keeps room for.
+pub const RETAINED_CAPACITY: usize = 256;
+
 impl ThreadReducer {
     pub fn new(thread_id: impl Into<String>) -> Self {
         ThreadReducer {
@@ -107,6 +110,35 @@ impl ThreadReducer {
 
     pub fn last_seq(&self) -> u64 {
         self.last_seq
+    }
+
+    /// Forgets every closed item and turn, keeping the open ones: the state
+    /// [`ThreadReducer::from_parts`] gives from the open ones alone, for a
+    /// holder that reads closed ones back from storage when it needs them.
+    /// Done in place, so the lists and indexes keep their capacity (up to
+    /// [`RETAINED_CAPACITY`]): a busy thread fills them again at once, and
+    /// growing them from empty rehashes every id again.
+    pub fn retain_open(&mut self) {
+        self.items
+            .retain(|record| !record.envelope.status.is_terminal());
+        self.turns.retain(|turn| !turn.status.is_terminal());
+        // A burst of items once must not hold its memory for good.
+        self.items.shrink_to(RETAINED_CAPACITY);
+        self.item_index.shrink_to(RETAINED_CAPACITY);
+        self.item_index.clear();
+        self.item_index.extend(
+            self.items
+                .iter()
+                .enumerate()
+                .map(|(i, record)| (record.item.id().to_owned(), i)),
+        );
+        self.turn_index.clear();
+        self.turn_index.extend(
+            self.turns
+                .iter()
+                .enumerate()
+                .map(|(i, turn)| (turn.id.clone(), i)),
+        );
     }
 
     /// Items in the order they started.

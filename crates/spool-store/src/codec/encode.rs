@@ -108,7 +108,7 @@ fn derived_envelope_at(item: &ThreadItem, envelope: &ItemEnvelope) -> Option<i64
     } = provenance;
     let only_raw_item = matches!(
         provider_data.as_deref(),
-        Some(Value::Object(data)) if data.len() == 1 && data.contains_key(INPUT_ITEM_KEY)
+        Some(Value::Object(data)) if data.len() == 1 && data.keys().next().is_some_and(|key| key == INPUT_ITEM_KEY)
     );
     let derived = only_raw_item
         && *status == ItemStatus::Completed
@@ -134,7 +134,7 @@ fn raw_input_item(envelope: &ItemEnvelope) -> Option<&Value> {
     envelope
         .provider_data
         .as_ref()
-        .and_then(|data| data.get(INPUT_ITEM_KEY))
+        .and_then(|data| filing::field(data, INPUT_ITEM_KEY))
 }
 
 /// The envelope's JSON with its raw input item left out (the item has a

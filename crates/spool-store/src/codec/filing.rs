@@ -44,11 +44,11 @@ pub(crate) fn thread_item(id: String, raw: &Value) -> ThreadItem {
         (None | Some("message"), Some("user")) => ThreadItem::UserMessage {
             id,
             client_id: None,
-            content: user_content(raw.get("content")),
+            content: user_content(field(raw, "content")),
         },
         (None | Some("message"), Some("assistant")) => ThreadItem::AgentMessage {
             id,
-            text: text_of(raw.get("content")),
+            text: text_of(field(raw, "content")),
             phase: str_field(raw, "phase").and_then(phase),
             memory_citation: None,
             delivery: None,
@@ -56,18 +56,18 @@ pub(crate) fn thread_item(id: String, raw: &Value) -> ThreadItem {
         },
         (None | Some("message"), Some("system" | "developer")) => ThreadItem::Context {
             id,
-            text: text_of(raw.get("content")),
+            text: text_of(field(raw, "content")),
         },
         (Some("reasoning"), _) => ThreadItem::Reasoning {
             id,
-            summary: texts(raw.get("summary")),
-            content: texts(raw.get("content")),
+            summary: texts(field(raw, "summary")),
+            content: texts(field(raw, "content")),
         },
         (Some("function_call"), _) => ThreadItem::FunctionCall {
             id,
             name: str_field(raw, "name").unwrap_or_default().to_owned(),
             call_id: str_field(raw, "call_id").unwrap_or_default().to_owned(),
-            arguments: match raw.get("arguments") {
+            arguments: match field(raw, "arguments") {
                 Some(Value::String(arguments)) => arguments.clone(),
                 Some(Value::Null) | None => String::new(),
                 Some(other) => other.to_string(),
@@ -81,7 +81,7 @@ pub(crate) fn thread_item(id: String, raw: &Value) -> ThreadItem {
             duration_ms: None,
         },
         (Some("web_search_call"), _) => {
-            let action = raw.get("action");
+            let action = field(raw, "action");
             ThreadItem::WebSearch {
                 id,
                 query: action
@@ -139,7 +139,26 @@ pub(crate) fn agent(item: &ThreadItem) -> &'static str {
 }
 
 fn str_field<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
-    value.get(key)?.as_str()
+    field(value, key)?.as_str()
+}
+
+/// `value.get(key)`, cheaper on small objects. serde_json keeps an
+/// object's keys in order in a map hashed with SipHash: a lookup hashes the
+/// key (~250 instructions for a short one), where scanning the handful of
+/// keys a Responses input item or one of its parts has compares a few
+/// bytes each. Keys of an object are unique, so the first match is the one
+/// `get` finds.
+pub(crate) fn field<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
+    /// Above this many keys, hashing wins.
+    const SCANNED: usize = 8;
+    let Value::Object(map) = value else {
+        return None;
+    };
+    if map.len() > SCANNED {
+        return map.get(key);
+    }
+    map.iter()
+        .find_map(|(name, value)| (name == key).then_some(value))
 }
 
 /// A message's content as user input: a string is one text part; a list
@@ -224,8 +243,7 @@ fn web_search_action(action: &Value) -> WebSearchAction {
     match str_field(action, "type") {
         Some("search") => WebSearchAction::Search {
             query: text("query"),
-            queries: action
-                .get("queries")
+            queries: field(action, "queries")
                 .and_then(Value::as_array)
                 .map(|queries| {
                     queries

@@ -461,26 +461,7 @@ impl ThreadState {
         if closed_items + closed_turns <= KEEP_CLOSED {
             return;
         }
-        let items = self
-            .reducer
-            .items()
-            .iter()
-            .filter(|record| !record.envelope.status.is_terminal())
-            .cloned()
-            .collect();
-        let turns = self
-            .reducer
-            .turns()
-            .iter()
-            .filter(|turn| !turn.status.is_terminal())
-            .cloned()
-            .collect();
-        self.reducer = ThreadReducer::from_parts(
-            self.reducer.thread_id(),
-            self.reducer.last_seq(),
-            items,
-            turns,
-        );
+        self.reducer.retain_open();
     }
 
     /// The persistence policy (`docs/internals/log.md`): `status` items never, and
