@@ -35,12 +35,16 @@ pub(crate) fn prepare_append(
     // Sized up front: collecting into a `Result` cannot know the length,
     // and a burst of deltas is thousands of entries.
     let mut incoming = Vec::with_capacity(notifications.len());
-    let mut notifications = notifications.into_iter().peekable();
+    // Which notifications fold into the next, decided in place: a
+    // notification is a few hundred bytes, and peeking through an iterator
+    // moves each one twice more.
+    let mut folds_next: Vec<bool> = notifications
+        .windows(2)
+        .map(|pair| folds_into(&pair[0], &pair[1]))
+        .collect();
+    folds_next.push(false);
     let mut completes_fold = false;
-    while let Some(notification) = notifications.next() {
-        let folds = notifications
-            .peek()
-            .is_some_and(|next| folds_into(&notification, next));
+    for (notification, folds) in notifications.into_iter().zip(folds_next) {
         let json = if never_stored(&notification) {
             None
         } else if folds || completes_fold {
