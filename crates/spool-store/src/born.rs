@@ -112,8 +112,29 @@ pub(crate) fn folds(
         && started.thread_id == completed.thread_id
         && started.turn_id == completed.turn_id
         && started.started_at_ms == completed_envelope.started_at_ms
-        && *started_envelope == start_envelope(completed_envelope)
+        && is_start_envelope(started_envelope, completed_envelope)
         && started.item == completed.item
+}
+
+/// Whether `started` is [`start_envelope`] of `completed`, compared field
+/// by field: building that envelope to compare would copy the provenance.
+fn is_start_envelope(started: &ItemEnvelope, completed: &ItemEnvelope) -> bool {
+    // Destructured so that a new field must be placed here, as in
+    // `start_envelope`.
+    let ItemEnvelope {
+        status,
+        started_at_ms,
+        completed_at_ms,
+        provenance,
+        audience,
+        provider_data,
+    } = started;
+    *status == ItemStatus::InProgress
+        && *started_at_ms == completed.started_at_ms
+        && completed_at_ms.is_none()
+        && *provenance == completed.provenance
+        && *audience == completed.audience
+        && provider_data.is_none()
 }
 
 /// The envelope of the start: the completion's, in progress, with neither
@@ -194,7 +215,29 @@ mod tests {
         other_turn.turn_id = "v".into();
         let mut no_envelope = base.clone();
         no_envelope.envelope = None;
-        for started in [other_text, with_data, other_time, other_turn, no_envelope] {
+        // Each field of the start's envelope.
+        let envelope_with = |change: fn(&mut ItemEnvelope)| {
+            let mut started = base.clone();
+            change(started.envelope.as_mut().unwrap());
+            started
+        };
+        let other_agent = envelope_with(|e| e.provenance.agent = "someone".into());
+        let other_audience = envelope_with(|e| e.audience = Audience::CLIENT_ONLY);
+        let with_completion_time = envelope_with(|e| e.completed_at_ms = Some(5));
+        let not_in_progress = envelope_with(|e| e.status = ItemStatus::Completed);
+        let other_envelope_time = envelope_with(|e| e.started_at_ms = 999);
+        for started in [
+            other_text,
+            with_data,
+            other_time,
+            other_turn,
+            no_envelope,
+            other_agent,
+            other_audience,
+            with_completion_time,
+            not_in_progress,
+            other_envelope_time,
+        ] {
             assert!(!folds(&started, &completed), "{started:?}");
         }
 
