@@ -63,7 +63,7 @@ pub struct ThreadReducer {
 type Index = HashMap<String, usize, foldhash::fast::RandomState>;
 
 /// The most items [`ThreadReducer::retain_open`] keeps room for.
-pub const RETAINED_CAPACITY: usize = 256;
+const RETAINED_CAPACITY: usize = 256;
 
 impl ThreadReducer {
     pub fn new(thread_id: impl Into<String>) -> Self {
@@ -84,47 +84,21 @@ impl ThreadReducer {
     ) -> Self {
         items.sort_by_key(|r| r.ordinal);
         turns.sort_by_key(|t| t.ordinal);
-        let item_index = items
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (r.item.id().to_owned(), i))
-            .collect();
-        let turn_index = turns
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.id.clone(), i))
-            .collect();
-        ThreadReducer {
+        let mut reducer = ThreadReducer {
             thread_id: thread_id.into(),
             last_seq,
             items,
-            item_index,
+            item_index: Index::default(),
             turns,
-            turn_index,
-        }
+            turn_index: Index::default(),
+        };
+        reducer.reindex();
+        reducer
     }
 
-    pub fn thread_id(&self) -> &str {
-        &self.thread_id
-    }
-
-    pub fn last_seq(&self) -> u64 {
-        self.last_seq
-    }
-
-    /// Forgets every closed item and turn, keeping the open ones: the state
-    /// [`ThreadReducer::from_parts`] gives from the open ones alone, for a
-    /// holder that reads closed ones back from storage when it needs them.
-    /// Done in place, so the lists and indexes keep their capacity (up to
-    /// [`RETAINED_CAPACITY`]): a busy thread fills them again at once, and
-    /// growing them from empty rehashes every id again.
-    pub fn retain_open(&mut self) {
-        self.items
-            .retain(|record| !record.envelope.status.is_terminal());
-        self.turns.retain(|turn| !turn.status.is_terminal());
-        // A burst of items once must not hold its memory for good.
-        self.items.shrink_to(RETAINED_CAPACITY);
-        self.item_index.shrink_to(RETAINED_CAPACITY);
+    /// Builds the id indexes again from the lists, into the maps as they
+    /// are (their capacity kept).
+    fn reindex(&mut self) {
         self.item_index.clear();
         self.item_index.extend(
             self.items
@@ -139,6 +113,30 @@ impl ThreadReducer {
                 .enumerate()
                 .map(|(i, turn)| (turn.id.clone(), i)),
         );
+    }
+
+    pub fn thread_id(&self) -> &str {
+        &self.thread_id
+    }
+
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    /// Forgets every closed item and turn, keeping the open ones: the state
+    /// [`ThreadReducer::from_parts`] gives from the open ones alone, for a
+    /// holder that reads closed ones back from storage when it needs them.
+    /// Done in place, so the lists and indexes keep their capacity (room
+    /// for up to 256 items): a busy thread fills them again at once, and
+    /// growing them from empty rehashes every id again.
+    pub fn retain_open(&mut self) {
+        self.items
+            .retain(|record| !record.envelope.status.is_terminal());
+        self.turns.retain(|turn| !turn.status.is_terminal());
+        // A burst of items once must not hold its memory for good.
+        self.items.shrink_to(RETAINED_CAPACITY);
+        self.item_index.shrink_to(RETAINED_CAPACITY);
+        self.reindex();
     }
 
     /// Items in the order they started.
