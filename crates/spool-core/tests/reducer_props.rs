@@ -2,9 +2,12 @@
 //! - reducing a log in one go equals reducing a prefix, storing the state
 //!   as the projection would (JSON round trip), and reducing the rest;
 //! - the completed item always wins over the deltas that preceded it;
-//! - after completion, no delta or second completion is accepted.
+//! - after completion, no delta or second completion is accepted;
+//! - a completion applied as born complete is its start and it applied
+//!   one after the other.
 
 use proptest::prelude::*;
+use spool_core::reducer::born::start_of;
 use spool_core::{ItemRecord, ThreadReducer, TurnRecord};
 use spool_protocol::*;
 
@@ -352,5 +355,153 @@ proptest! {
         let before = r.clone();
         prop_assert!(r.apply(&again).is_err());
         prop_assert_eq!(r, before);
+    }
+
+    /// `apply_born` accepts what the start and the completion applied one
+    /// after the other accept, refuses with the first refusal of the two,
+    /// leaves the reducer as they do, and changes nothing when it refuses.
+    #[test]
+    fn apply_born_equals_start_then_completion(
+        (choices, words, turns) in inputs(),
+        split in any::<prop::sample::Index>(),
+        born in born_choices(),
+    ) {
+        let g = generate(&choices, &words, turns);
+        let k = split.index(g.events.len() + 1);
+        let before = reduce(&g.events[..k]);
+        let event = born.completion(&before);
+        let mut one_step = before.clone();
+        let outcome = one_step.apply_born(&event);
+
+        let ServerNotification::ItemCompleted(completed) = &event.payload else {
+            unreachable!("born_choices builds completions")
+        };
+        let Some(start) = start_of(completed) else {
+            // No envelope: nothing implies a start.
+            prop_assert!(outcome.is_err());
+            prop_assert_eq!(one_step, before);
+            return Ok(());
+        };
+        let mut two_steps = before.clone();
+        let start = ThreadEvent {
+            thread_id: event.thread_id.clone(),
+            seq: event.seq.wrapping_sub(1),
+            at_ms: event.at_ms,
+            payload: ServerNotification::ItemStarted(start),
+        };
+        let expected = two_steps.apply(&start).and_then(|_| two_steps.apply(&event));
+        match (outcome, expected) {
+            (Ok(change), Ok(expected)) => {
+                prop_assert_eq!(change, expected);
+                prop_assert_eq!(&one_step, &two_steps);
+                // And both go on alike.
+                let rest = &g.events[k..];
+                prop_assert_eq!(one_step.clone().apply_all(rest).is_ok(), two_steps.clone().apply_all(rest).is_ok());
+            }
+            (Err(error), Err(expected)) => {
+                prop_assert_eq!(error, expected);
+                prop_assert_eq!(one_step, before);
+            }
+            (outcome, expected) => {
+                prop_assert!(false, "apply_born gave {:?}, the two steps {:?}", outcome, expected);
+            }
+        }
+    }
+}
+
+/// How a born-complete completion is built against a reducer: which turn
+/// and item it names, its status, times and seq.
+#[derive(Debug, Clone)]
+struct BornChoices {
+    turn: u8,
+    item: u8,
+    status: u8,
+    envelope_completed_at: bool,
+    completed_at_ms: bool,
+    provider_data: bool,
+    no_envelope: bool,
+    seq_offset: u8,
+    other_thread: bool,
+}
+
+prop_compose! {
+    fn born_choices()(
+        turn in any::<u8>(),
+        item in any::<u8>(),
+        status in any::<u8>(),
+        envelope_completed_at in any::<bool>(),
+        completed_at_ms in any::<bool>(),
+        provider_data in any::<bool>(),
+        no_envelope in prop::bool::weighted(0.05),
+        seq_offset in prop::sample::select(vec![2u8, 2, 2, 2, 2, 2, 0, 1, 3]),
+        other_thread in prop::bool::weighted(0.05),
+    ) -> BornChoices {
+        BornChoices {
+            turn,
+            item,
+            status,
+            envelope_completed_at,
+            completed_at_ms,
+            provider_data,
+            no_envelope,
+            seq_offset,
+            other_thread,
+        }
+    }
+}
+
+impl BornChoices {
+    fn completion(&self, r: &ThreadReducer) -> ThreadEvent {
+        // Mostly the active turn, else any turn it holds, else an unknown one.
+        let turn_id = match (self.turn % 4, r.active_turn(), r.turns()) {
+            (0..=1, Some(active), _) => active.id.clone(),
+            (2, _, turns) if !turns.is_empty() => {
+                turns[self.turn as usize % turns.len()].id.clone()
+            }
+            _ => "turn-unknown".to_owned(),
+        };
+        // Mostly a fresh item, sometimes one the reducer holds.
+        let item_id = match (self.item % 4, r.items()) {
+            (0, items) if !items.is_empty() => {
+                items[self.item as usize % items.len()].item.id().to_owned()
+            }
+            _ => format!("born-{}", self.item),
+        };
+        let status = [
+            ItemStatus::Completed,
+            ItemStatus::Completed,
+            ItemStatus::Failed,
+            ItemStatus::Incomplete,
+            ItemStatus::Declined,
+            ItemStatus::InProgress,
+        ][self.status as usize % 6];
+        let seq = r.last_seq() + u64::from(self.seq_offset);
+        let mut envelope =
+            ItemEnvelope::started("user", Audience::BOTH, 5_000 + i64::from(self.item));
+        envelope.status = status;
+        envelope.completed_at_ms = self.envelope_completed_at.then_some(7_000);
+        if self.provider_data {
+            envelope.provider_data =
+                Some(serde_json::json!({"inputItem": {"role": "user", "content": "hi"}}).into());
+        }
+        ThreadEvent {
+            thread_id: if self.other_thread {
+                "thread-other".into()
+            } else {
+                T.into()
+            },
+            seq,
+            at_ms: 9_000,
+            payload: ServerNotification::ItemCompleted(ItemCompletedNotification {
+                item: ThreadItem::Plan {
+                    id: item_id,
+                    text: "born".into(),
+                },
+                thread_id: T.into(),
+                turn_id,
+                completed_at_ms: if self.completed_at_ms { 8_000 } else { 0 },
+                envelope: (!self.no_envelope).then_some(envelope),
+            }),
+        }
     }
 }

@@ -98,6 +98,14 @@ impl Store for AnyStore {
         on_backend!(self, store => store.append(thread_id, notifications).await)
     }
 
+    async fn append_quiet(
+        &self,
+        thread_id: &str,
+        notifications: Vec<ServerNotification>,
+    ) -> Result<(), StoreError> {
+        on_backend!(self, store => store.append_quiet(thread_id, notifications).await)
+    }
+
     async fn flush(&self) -> Result<(), StoreError> {
         on_backend!(self, store => store.flush().await)
     }

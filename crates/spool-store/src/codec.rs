@@ -12,13 +12,14 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use spool_core::llm::{INPUT_ITEM_KEY, ReasoningIdPolicy, input_items, is_cut_point};
+use spool_core::reducer::born::start_of;
 use spool_core::{ItemRecord, TurnRecord};
 use spool_protocol::{
     HistoryMode, ItemCompletedNotification, ItemEnvelope, ItemStatus, ServerNotification, Thread,
     ThreadEvent, ThreadItem, TurnStatus,
 };
 
-use crate::born::{PROJECTED, RECORDED, start_of};
+use crate::born::{PROJECTED, RECORDED};
 use crate::error::{CorruptRow, DecodeCause, StoreError};
 use crate::input_json::InputJson;
 use crate::types::{PendingRequest, StoredHistory, ThreadRecord};

@@ -93,6 +93,17 @@ pub trait Store: Send + Sync {
         notifications: Vec<ServerNotification>,
     ) -> impl Future<Output = Result<Vec<Appended>, StoreError>> + Send;
 
+    /// [`Store::append`] for a caller that does not use what was appended
+    /// (the Session API): the same checks, the same durability, and only
+    /// success or the error back. The writer then neither rebuilds the
+    /// starts of items born complete nor copies their completions to hand
+    /// them back.
+    fn append_quiet(
+        &self,
+        thread_id: &str,
+        notifications: Vec<ServerNotification>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
     /// Waits until everything appended before the call is committed.
     fn flush(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
 

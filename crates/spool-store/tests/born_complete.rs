@@ -373,6 +373,98 @@ async fn a_projected_row_without_its_body_is_a_corrupt_row() {
     }
 }
 
+/// A pair that travels as its completion alone is refused as the two
+/// events would be: a refusal of the start names the start's index and
+/// method, and leaves nothing of the append behind.
+#[tokio::test]
+async fn a_refused_item_born_complete_is_named_by_its_start() {
+    let (_dir, store, t) = thread_in_a_turn().await;
+    store
+        .append(&t, born(&t, "u1", user_message("a1", "hi"), None).to_vec())
+        .await
+        .unwrap();
+    let before = store.events_after(&t, 0, 100).await.unwrap();
+    let refusal = |error: StoreError| match error {
+        StoreError::Refused {
+            index,
+            method,
+            source,
+        } => (index, method, source),
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+
+    let mut twice = born(&t, "u1", user_message("a2", "new"), None).to_vec();
+    twice.extend(born(&t, "u1", user_message("a1", "again"), None));
+    let (index, method, source) = refusal(store.append(&t, twice).await.unwrap_err());
+    assert_eq!((index, method), (2, "item/started"));
+    assert!(
+        matches!(&source, spool_core::ReduceError::DuplicateItem { item_id } if item_id == "a1"),
+        "{source:?}"
+    );
+
+    let elsewhere = born(&t, "nope", user_message("a3", "lost"), None).to_vec();
+    let (index, method, source) = refusal(store.append_quiet(&t, elsewhere).await.unwrap_err());
+    assert_eq!((index, method), (0, "item/started"));
+    assert!(
+        matches!(&source, spool_core::ReduceError::UnknownTurn { turn_id, .. } if turn_id == "nope"),
+        "{source:?}"
+    );
+
+    assert_eq!(store.events_after(&t, 0, 100).await.unwrap(), before);
+}
+
+/// `append_quiet` answers nothing, and stores and reads back exactly what
+/// `append` would have handed back: each start and completion, in order,
+/// under consecutive seqs, on both sides of a commit.
+#[tokio::test]
+async fn a_quiet_append_stores_what_an_answered_one_hands_back() {
+    let (_dir, store, t) = thread_in_a_turn().await;
+    let mut notifications = born(&t, "u1", user_message("a1", "hi"), None).to_vec();
+    notifications.push(started(&t, "u1", agent_message("m1", "")));
+    notifications.push(completed(&t, "u1", agent_message("m1", "hello")));
+    notifications.extend(born(
+        &t,
+        "u1",
+        agent_message("a2", "whole"),
+        Some(json!({"inputItem": {"role": "assistant", "content": "whole"}})),
+    ));
+    let answered = logged(store.append(&t, notifications.clone()).await.unwrap());
+    let renamed: Vec<ServerNotification> = notifications
+        .iter()
+        .map(|n| {
+            let mut value = serde_json::to_value(n).unwrap();
+            let text = value
+                .to_string()
+                .replace("\"a1\"", "\"b1\"")
+                .replace("\"m1\"", "\"n1\"")
+                .replace("\"a2\"", "\"b2\"");
+            value = serde_json::from_str(&text).unwrap();
+            serde_json::from_value(value).unwrap()
+        })
+        .collect();
+    store.append_quiet(&t, renamed.clone()).await.unwrap();
+
+    let all = store.events_after(&t, 0, 100).await.unwrap();
+    let quiet: Vec<&ThreadEvent> = all
+        .iter()
+        .filter(|e| e.seq > answered.last().unwrap().seq)
+        .collect();
+    assert_eq!(
+        quiet.iter().map(|e| &e.payload).collect::<Vec<_>>(),
+        renamed.iter().collect::<Vec<_>>()
+    );
+    let next = answered.last().unwrap().seq + 1;
+    assert_eq!(
+        quiet.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        (next..next + renamed.len() as u64).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        &all[all.len() - 2 * renamed.len()..all.len() - renamed.len()],
+        &answered[..]
+    );
+    assert_reads_back(&store, &t, &all).await;
+}
+
 fn seqs_of(events: &[ThreadEvent]) -> Vec<u64> {
     events.iter().map(|e| e.seq).collect()
 }

@@ -73,6 +73,13 @@ pub enum ReduceError {
     },
     #[error("thread/cleared while turn {turn_id} is in progress")]
     ClearWhileTurnActive { turn_id: String },
+    #[error(
+        "{method} for item {item_id} applied as born complete, but it is not a completion with an envelope"
+    )]
+    NotBornComplete {
+        method: &'static str,
+        item_id: String,
+    },
     #[error("negative index {index} in {method} for item {item_id}")]
     NegativeIndex {
         method: &'static str,

@@ -14,7 +14,12 @@
 //! - a turn completes once, and only after all its items are terminal;
 //! - `item/removed` takes a terminal item out of the items (the log keeps
 //!   its history); `thread/cleared` takes them all, never mid-turn.
+//!
+//! An item born complete may be applied as its completion alone
+//! ([`ThreadReducer::apply_born`], `born.rs`), with the same outcome as
+//! its start and completion applied one after the other.
 
+pub mod born;
 mod delta;
 mod error;
 mod recovery;
@@ -281,18 +286,7 @@ impl ThreadReducer {
             }
             ServerNotification::ItemStarted(n) => {
                 let item_id = n.item.id();
-                if self.item_index.contains_key(item_id) {
-                    return Err(ReduceError::DuplicateItem {
-                        item_id: item_id.to_owned(),
-                    });
-                }
-                let Some(&turn) = self.turn_index.get(&n.turn_id) else {
-                    return Err(ReduceError::UnknownTurn {
-                        item_id: item_id.to_owned(),
-                        turn_id: n.turn_id.clone(),
-                    });
-                };
-                self.ensure_turn_active(turn)?;
+                self.check_start(item_id, &n.turn_id)?;
                 let envelope = n.envelope.clone().unwrap_or_else(|| {
                     let at = if n.started_at_ms > 0 {
                         n.started_at_ms
@@ -435,6 +429,23 @@ impl ThreadReducer {
             | ServerNotification::ThreadCompacted(_)
             | ServerNotification::ThreadEventsLost(_) => Ok(Change::Thread),
         }
+    }
+
+    /// Whether item `item_id` may start in turn `turn_id`: it is new, and
+    /// the turn is known and in progress.
+    fn check_start(&self, item_id: &str, turn_id: &str) -> Result<(), ReduceError> {
+        if self.item_index.contains_key(item_id) {
+            return Err(ReduceError::DuplicateItem {
+                item_id: item_id.to_owned(),
+            });
+        }
+        let Some(&turn) = self.turn_index.get(turn_id) else {
+            return Err(ReduceError::UnknownTurn {
+                item_id: item_id.to_owned(),
+                turn_id: turn_id.to_owned(),
+            });
+        };
+        self.ensure_turn_active(turn)
     }
 
     fn turn_slot(&self, method: &'static str, turn_id: &str) -> Result<usize, ReduceError> {

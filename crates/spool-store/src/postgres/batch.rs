@@ -266,7 +266,7 @@ impl<'a> Plan<'a> {
         // Every event row holds its body (no `item/projected` rows here);
         // a start folded into its completion has no row of its own
         // (`born.rs`).
-        for event in pending.events.iter().filter(|event| !event.folded) {
+        for event in &pending.events {
             let e = &mut self.events;
             e.thread_ids.push(thread_id);
             e.seqs.push(sql_int(event.seq));
@@ -278,10 +278,8 @@ impl<'a> Plan<'a> {
         // A turn or item whose start (its ordinal) is among the commit's
         // events has no row yet: the seqs of a thread's pending events
         // come after every seq it has committed.
-        let born = |ordinal: u64| match pending.events.first() {
-            Some(first) if ordinal >= first.seq => INSERT,
-            _ => UPSERT,
-        };
+        let first_seq = pending.first_seq();
+        let born = |ordinal: u64| if ordinal >= first_seq { INSERT } else { UPSERT };
         let turns = state.reducer.turns();
         for &index in &pending.dirty.turns {
             let turn = &turns[index];

@@ -136,8 +136,10 @@ fn resolve(
             vec![Incoming {
                 notification,
                 json: Some(json),
+                born: false,
             }],
             at_ms,
+            true,
         )
         .map_err(|refusal| refusal.error)?;
     conn.block_on(batch::write_thread(q, thread_id, state))?;

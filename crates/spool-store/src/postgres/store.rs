@@ -116,6 +116,24 @@ impl PgStore {
         self.inner.db.name()
     }
 
+    /// Checks an append, sends it to its thread's writer and waits for the
+    /// answer; `echo`: answer with what was appended.
+    async fn send_append(
+        &self,
+        thread_id: &str,
+        notifications: Vec<ServerNotification>,
+        echo: bool,
+    ) -> Result<Vec<Appended>, StoreError> {
+        let events = prepare_append(thread_id, notifications)?;
+        self.ask(self.lane(thread_id), |reply| Request::Append {
+            thread_id: thread_id.to_owned(),
+            events,
+            echo,
+            reply,
+        })
+        .await
+    }
+
     /// The lane whose writer writes `thread_id`.
     fn lane(&self, thread_id: &str) -> usize {
         self.inner.writers.lane(thread_id)
@@ -254,13 +272,19 @@ impl Store for PgStore {
         if notifications.is_empty() {
             return Ok(Vec::new());
         }
-        let events = prepare_append(thread_id, notifications)?;
-        self.ask(self.lane(thread_id), |reply| Request::Append {
-            thread_id: thread_id.to_owned(),
-            events,
-            reply,
-        })
-        .await
+        self.send_append(thread_id, notifications, true).await
+    }
+
+    async fn append_quiet(
+        &self,
+        thread_id: &str,
+        notifications: Vec<ServerNotification>,
+    ) -> Result<(), StoreError> {
+        if notifications.is_empty() {
+            return Ok(());
+        }
+        self.send_append(thread_id, notifications, false).await?;
+        Ok(())
     }
 
     async fn flush(&self) -> Result<(), StoreError> {

@@ -56,6 +56,8 @@ pub(super) enum Request {
     Append {
         thread_id: String,
         events: Vec<Incoming>,
+        /// Answer with what was appended (else with nothing).
+        echo: bool,
         reply: Reply<Vec<Appended>>,
     },
     Flush {
@@ -382,8 +384,9 @@ impl Writer {
             Request::Append {
                 thread_id,
                 events,
+                echo,
                 reply,
-            } => match self.accept(&thread_id, events, batch) {
+            } => match self.accept(&thread_id, events, echo, batch) {
                 Ok(appended) => batch
                     .waiters
                     .push(Waiter::Append(thread_id, reply, appended)),
@@ -437,6 +440,7 @@ impl Writer {
         &mut self,
         thread_id: &str,
         events: Vec<Incoming>,
+        echo: bool,
         batch: &mut Batch,
     ) -> Result<Vec<Appended>, StoreError> {
         self.hold(thread_id, batch)?;
@@ -449,7 +453,8 @@ impl Writer {
             return Err(StoreError::UnknownThread(thread_id.to_owned())); // inserted above
         };
         let was_clean = state.pending.is_empty();
-        match state.append(Some(&self.conn as &dyn Rows), thread_id, events, now_ms()) {
+        let rows = Some(&self.conn as &dyn Rows);
+        match state.append(rows, thread_id, events, now_ms(), echo) {
             Ok(accepted) => {
                 if was_clean && accepted.logged > 0 {
                     batch.dirty.push(thread_id.to_owned());

@@ -124,8 +124,7 @@ impl<S: Store> Session<S> {
             return Ok(());
         }
         let notifications = turn_of(&self.id, items, now_ms());
-        self.store.append(&self.id, notifications).await?;
-        Ok(())
+        self.store.append_quiet(&self.id, notifications).await
     }
 
     /// Atomically removes the newest item and returns it (`None` when the

@@ -135,11 +135,23 @@ impl SqliteStore {
         thread_id: &str,
         notifications: Vec<ServerNotification>,
     ) -> Result<Vec<Appended>, StoreError> {
+        self.send_append(thread_id, notifications, true).await
+    }
+
+    /// Checks an append, sends it to the writer and waits for the answer;
+    /// `echo`: answer with what was appended.
+    async fn send_append(
+        &self,
+        thread_id: &str,
+        notifications: Vec<ServerNotification>,
+        echo: bool,
+    ) -> Result<Vec<Appended>, StoreError> {
         let events = prepare_append(thread_id, notifications)?;
         let thread_id = thread_id.to_owned();
         self.ask(|reply| Request::Append {
             thread_id,
             events,
+            echo,
             reply,
         })
         .await
@@ -213,6 +225,18 @@ impl Store for SqliteStore {
             return Ok(Vec::new());
         }
         self.append_even_empty(thread_id, notifications).await
+    }
+
+    async fn append_quiet(
+        &self,
+        thread_id: &str,
+        notifications: Vec<ServerNotification>,
+    ) -> Result<(), StoreError> {
+        if notifications.is_empty() {
+            return Ok(());
+        }
+        self.send_append(thread_id, notifications, false).await?;
+        Ok(())
     }
 
     async fn flush(&self) -> Result<(), StoreError> {

@@ -193,3 +193,20 @@ fn restore(
     );
     Ok(Some(index))
 }
+
+/// Applies the completion of an item born complete as the pair it stands
+/// for (`ThreadReducer::apply_born`), noting the item's row.
+pub(crate) fn apply_born(
+    reducer: &mut ThreadReducer,
+    dirty: &mut Dirty,
+    event: &ThreadEvent,
+) -> Result<(), Failed> {
+    let change = reducer.apply_born(event).map_err(|error| Failed {
+        error: ApplyError::Refused(error),
+        reducer_changed: false,
+    })?;
+    if let Change::Item(index) = change {
+        dirty.note_item(index);
+    }
+    Ok(())
+}

@@ -9,6 +9,7 @@
 //! already stored is a duplicate, and an event for a stored, closed item or
 //! turn gets the precise "terminal" refusal rather than "unknown".
 
+mod append;
 pub(crate) mod dirty;
 mod fresh_ids;
 pub(crate) mod ops;
@@ -20,28 +21,27 @@ pub(crate) mod reserve;
 pub(crate) mod rows;
 
 use spool_core::ThreadReducer;
-use spool_protocol::{ServerNotification, ThreadEvent, ThreadItem, UserInput};
+use spool_protocol::{ServerNotification, ThreadEvent};
 
-use self::dirty::{ApplyError, Dirty, Failed};
+use self::dirty::{ApplyError, Dirty};
 use self::fresh_ids::FreshIds;
 use self::pending::{Pending, PendingEvent};
 use self::reserve::Reservation;
 use self::rows::Rows;
-use crate::born::{RECORDED, folds_into, projects, start_of};
-use crate::codec::encode;
 use crate::error::StoreError;
-use crate::types::{Appended, ThreadRecord};
+use crate::types::ThreadRecord;
 
 /// A notification to append, with its JSON encoded by the caller (off the
 /// writer thread). `json` is `None` for what is never stored whatever the
-/// thread (status items), and empty for an item born complete: its start,
-/// whose row is the completion's (`born.rs`), and its completion, whose row
-/// usually leaves the body to the item's row. The writer encodes either
-/// only should it need the text after all (the pair does not fold, the
-/// completion is not what the item's row says).
+/// thread (status items), and may be empty for the completion of an item
+/// born complete, whose row usually leaves the body to the item's row: the
+/// writer encodes it only should the row need the text after all.
 pub(crate) struct Incoming {
     pub(crate) notification: ServerNotification,
     pub(crate) json: Option<String>,
+    /// The completion of an item born complete, standing for its start
+    /// too (`born::fold_starts`): it takes two seqs.
+    pub(crate) born: bool,
 }
 
 /// Closed items and turns a reducer may hold before it is compacted: enough
@@ -83,36 +83,6 @@ pub(crate) enum RankTail {
     Turn { ordinal: i64, rank: i64 },
 }
 
-/// The result of an accepted append.
-pub(crate) struct Accepted {
-    pub(crate) appended: Vec<Appended>,
-    /// Whether a lifecycle event was stored, so the caller waits for the
-    /// commit (deltas alone are answered at once).
-    pub(crate) lifecycle: bool,
-    /// Events stored by this append.
-    pub(crate) logged: usize,
-}
-
-/// Why an append was refused, and whether the reducer must be rebuilt
-/// (events before the refused one had been applied to it).
-pub(crate) struct Refusal {
-    pub(crate) error: StoreError,
-    pub(crate) reducer_dirty: bool,
-}
-
-/// A checked event waiting for the rest of its append to be checked. Its
-/// rows are already noted in `Pending::dirty` (a refusal rebuilds that).
-enum Staged {
-    Logged {
-        event: ThreadEvent,
-        json: String,
-        /// It completes the item the event staged before it started, and
-        /// the two are one row (`born.rs`).
-        born_complete: bool,
-    },
-    Transient(ServerNotification),
-}
-
 impl ThreadState {
     /// The state of a thread created in this batch: `thread/started` is its
     /// seq 1.
@@ -126,7 +96,7 @@ impl ThreadState {
                 item_id: None,
                 json: started_json,
                 deferred: None,
-                folded: false,
+                born: false,
                 projected: false,
             }],
             ..Pending::default()
@@ -196,169 +166,6 @@ impl ThreadState {
         self.updated_at_ms > self.stored_updated_at_ms
     }
 
-    /// Checks every notification of one append and, if all pass, records
-    /// them for the next commit. All or nothing: on refusal nothing of the
-    /// append is pending (the reducer may need [`Self::rebuild`]).
-    ///
-    /// `rows` is `None` while a commit holds the connection: then only
-    /// appends that need no stored row may come here (deltas of items the
-    /// reducer holds open, see `Writer::takes_while_lent`); a refusal is
-    /// not refined from the tables.
-    pub(crate) fn append(
-        &mut self,
-        rows: Option<&dyn Rows>,
-        thread_id: &str,
-        incoming: Vec<Incoming>,
-        at_ms: i64,
-    ) -> Result<Accepted, Refusal> {
-        let mut staged = Vec::with_capacity(incoming.len() + 1);
-        let mut applied = false;
-        // Seqs a crash voided come first (see `reserve.rs`).
-        if let Some(lost) = self.seqs.lost_event(thread_id) {
-            let Some(json) = serde_json::to_string(&lost).ok() else {
-                return Err(Refusal {
-                    error: StoreError::StateLost {
-                        thread_id: thread_id.to_owned(),
-                        reason: "cannot encode thread/eventsLost".to_owned(),
-                    },
-                    reducer_dirty: false,
-                });
-            };
-            let seq = self.seqs.lost.map_or(0, |(_, to)| to + 1);
-            let event = ThreadEvent {
-                thread_id: thread_id.to_owned(),
-                seq,
-                at_ms,
-                payload: lost,
-            };
-            if let Err(Failed { error, .. }) =
-                dirty::apply(&mut self.reducer, &mut self.pending.dirty, rows, &event)
-            {
-                let error = match error {
-                    ApplyError::Refused(source) => StoreError::StateLost {
-                        thread_id: thread_id.to_owned(),
-                        reason: format!("thread/eventsLost refused: {source}"),
-                    },
-                    ApplyError::Store(error) => error,
-                };
-                return Err(Refusal {
-                    error,
-                    reducer_dirty: false,
-                });
-            }
-            applied = true;
-            staged.push(Staged::Logged {
-                event,
-                json,
-                born_complete: false,
-            });
-        }
-        for (index, Incoming { notification, json }) in incoming.into_iter().enumerate() {
-            let json = match json {
-                Some(json) if self.persists(&notification) => json,
-                Some(_) | None => {
-                    encode_unfolded_start(staged.last_mut()).map_err(|error| Refusal {
-                        error,
-                        reducer_dirty: applied,
-                    })?;
-                    staged.push(Staged::Transient(notification));
-                    continue;
-                }
-            };
-            let method = notification.method();
-            let refusal = |error| Refusal {
-                error,
-                reducer_dirty: applied,
-            };
-            let refused = |source| StoreError::Refused {
-                index,
-                method,
-                source,
-            };
-            match self.stored_duplicate(rows, &notification) {
-                Ok(None) => {}
-                Ok(Some(duplicate)) => return Err(refusal(refused(duplicate))),
-                Err(error) => return Err(refusal(error)),
-            }
-            let event = ThreadEvent {
-                thread_id: thread_id.to_owned(),
-                seq: self.reducer.last_seq() + 1,
-                at_ms,
-                payload: notification,
-            };
-            match dirty::apply(&mut self.reducer, &mut self.pending.dirty, rows, &event) {
-                Ok(()) => {
-                    let born_complete = completes_start(staged.last(), &event);
-                    applied = true;
-                    let mut json = json;
-                    if !born_complete {
-                        // The event is applied: the reducer must be rebuilt.
-                        let refusal = |error| Refusal {
-                            error,
-                            reducer_dirty: true,
-                        };
-                        encode_unfolded_start(staged.last_mut()).map_err(refusal)?;
-                        // A completion the caller expected to fold its
-                        // start (the same rule; a safeguard).
-                        if json.is_empty()
-                            && !matches!(event.payload, ServerNotification::ItemStarted(_))
-                        {
-                            json = encode("notification", &event.payload).map_err(refusal)?;
-                        }
-                    }
-                    staged.push(Staged::Logged {
-                        event,
-                        json,
-                        born_complete,
-                    });
-                }
-                Err(Failed {
-                    error,
-                    reducer_changed,
-                }) => {
-                    let error = match error {
-                        ApplyError::Refused(error) => refused(self.refine(rows, thread_id, error)),
-                        ApplyError::Store(error) => error,
-                    };
-                    return Err(Refusal {
-                        error,
-                        reducer_dirty: applied || reducer_changed,
-                    });
-                }
-            }
-        }
-        encode_unfolded_start(staged.last_mut()).map_err(|error| Refusal {
-            error,
-            reducer_dirty: applied,
-        })?;
-        let mut lifecycle = false;
-        let mut logged = 0;
-        let mut appended = Vec::with_capacity(staged.len());
-        for staged in staged {
-            match staged {
-                Staged::Transient(notification) => {
-                    appended.push(Appended::Transient(notification));
-                }
-                Staged::Logged {
-                    event,
-                    json,
-                    born_complete,
-                } => {
-                    lifecycle |= !event.payload.is_delta();
-                    logged += 1;
-                    self.record(&event, json, born_complete);
-                    appended.push(Appended::Logged(event));
-                }
-            }
-        }
-        self.seqs.lost = None;
-        Ok(Accepted {
-            appended,
-            lifecycle,
-            logged,
-        })
-    }
-
     /// Rebuilds the reducer from the committed projection plus the pending
     /// events, undoing the events of a refused append that were applied
     /// before the refusal. Only refusals take this path.
@@ -375,7 +182,7 @@ impl ThreadState {
         };
         let mut dirty = Dirty::default();
         let events = &self.pending.events;
-        for (index, pending) in events.iter().enumerate() {
+        for pending in events {
             if pending.seq <= reducer.last_seq() {
                 continue; // thread/started of a thread created in this batch
             }
@@ -383,36 +190,19 @@ impl ThreadState {
                 thread_id: thread_id.to_owned(),
                 reason,
             };
-            let payload = if pending.folded && pending.json.is_empty() {
-                // A start the caller did not encode: it is the start its
-                // completion implies.
-                let completion = events.get(index + 1).map_or_else(
-                    || Err(format!("pending seq {}: nothing follows", pending.seq)),
-                    PendingEvent::payload,
-                );
-                match completion {
-                    Ok(ServerNotification::ItemCompleted(completed)) => start_of(&completed)
-                        .map(ServerNotification::ItemStarted)
-                        .ok_or_else(|| lost(format!("pending seq {}: no envelope", pending.seq)))?,
-                    Ok(other) => {
-                        let method = other.method();
-                        return Err(lost(format!(
-                            "pending seq {}: followed by {method}",
-                            pending.seq
-                        )));
-                    }
-                    Err(e) => return Err(lost(e)),
-                }
-            } else {
-                pending.payload().map_err(lost)?
-            };
+            let payload = pending.payload().map_err(lost)?;
             let event = ThreadEvent {
                 thread_id: thread_id.to_owned(),
                 seq: pending.seq,
                 at_ms: pending.at_ms,
                 payload,
             };
-            if let Err(failed) = dirty::apply(&mut reducer, &mut dirty, Some(rows), &event) {
+            let applied = if pending.born {
+                dirty::apply_born(&mut reducer, &mut dirty, &event)
+            } else {
+                dirty::apply(&mut reducer, &mut dirty, Some(rows), &event)
+            };
+            if let Err(failed) = applied {
                 return Err(match failed.error {
                     ApplyError::Refused(e) => lost(format!("pending seq {}: {e}", pending.seq)),
                     ApplyError::Store(error) => error,
@@ -472,102 +262,4 @@ impl ThreadState {
             .carried_item_kind()
             .is_none_or(|kind| kind.is_persisted(self.dev_mode))
     }
-
-    /// Notes an accepted event for the next commit. `born_complete`: the
-    /// event completes the item the previous pending event started, and
-    /// the pair is stored as one row (`born.rs`).
-    fn record(&mut self, event: &ThreadEvent, json: String, born_complete: bool) {
-        let pending = &mut self.pending;
-        self.updated_at_ms = self.updated_at_ms.max(event.at_ms);
-        match &event.payload {
-            ServerNotification::ItemStarted(n) if !self.has_preview => {
-                if let Some(preview) = user_text(&n.item) {
-                    pending.preview = Some(preview.to_owned());
-                    self.has_preview = true;
-                }
-            }
-            ServerNotification::ItemCompleted(n) if !self.has_preview => {
-                if let Some(preview) = user_text(&n.item) {
-                    pending.preview = Some(preview.to_owned());
-                    self.has_preview = true;
-                }
-            }
-            ServerNotification::ThreadNameUpdated(n) => pending.name = Some(n.thread_name.clone()),
-            ServerNotification::ThreadArchived(_) => pending.archived = Some(true),
-            ServerNotification::ThreadUnarchived(_) => pending.archived = Some(false),
-            // The rest changes no column of the thread's row.
-            _ => {}
-        }
-        let mut method = event.payload.method();
-        let mut projected = false;
-        if born_complete && let Some(started) = pending.events.last_mut() {
-            debug_assert_eq!(started.seq + 1, event.seq);
-            started.folded = true;
-            method = RECORDED;
-            if let ServerNotification::ItemCompleted(completed) = &event.payload {
-                projected = self
-                    .reducer
-                    .item(completed.item.id())
-                    .is_some_and(|record| record.seq == event.seq && projects(completed, record));
-            }
-        }
-        // Born complete and left unencoded by the caller: kept typed (a
-        // copy costs a fraction of the encoding it saves when the row
-        // leaves the body to the item's row, as it nearly always does).
-        let deferred = (born_complete && json.is_empty()).then(|| Box::new(event.payload.clone()));
-        pending.events.push(PendingEvent {
-            seq: event.seq,
-            at_ms: event.at_ms,
-            method,
-            item_id: event.payload.item_id().map(str::to_owned),
-            json,
-            deferred,
-            folded: false,
-            projected,
-        });
-    }
-}
-
-/// Whether `event` is the completion of an item born complete whose start
-/// is `previous`, the event staged just before it in the same append.
-fn completes_start(previous: Option<&Staged>, event: &ThreadEvent) -> bool {
-    let Some(Staged::Logged {
-        event: previous, ..
-    }) = previous
-    else {
-        return false;
-    };
-    previous.seq + 1 == event.seq
-        && previous.at_ms == event.at_ms
-        && folds_into(&previous.payload, &event.payload)
-}
-
-/// Encodes a staged start the caller left unencoded, expecting it to be
-/// folded into its completion (the store's `prepare_append`), when what
-/// follows it does not fold it after all. The caller applies the same
-/// rule to the same append, so this is a safeguard, not a path taken.
-fn encode_unfolded_start(last: Option<&mut Staged>) -> Result<(), StoreError> {
-    // A completion that folded its start is left as it is: its JSON is
-    // made only if its row needs it (`PendingEvent::payload_json`).
-    if let Some(Staged::Logged {
-        event,
-        json,
-        born_complete: false,
-    }) = last
-        && json.is_empty()
-    {
-        *json = encode("notification", &event.payload)?;
-    }
-    Ok(())
-}
-
-/// The first text of a user message: the thread's preview.
-fn user_text(item: &ThreadItem) -> Option<&str> {
-    let ThreadItem::UserMessage { content, .. } = item else {
-        return None;
-    };
-    content
-        .iter()
-        .filter_map(UserInput::as_text)
-        .find(|text| !text.trim().is_empty())
 }

@@ -28,6 +28,7 @@ use spool_protocol::{
 use super::prepare::now_ms;
 use super::rows::Rows;
 use super::{Incoming, ThreadState};
+use crate::born::fold_starts;
 use crate::codec::encode;
 use crate::error::StoreError;
 use crate::types::Appended;
@@ -41,18 +42,19 @@ pub(crate) fn stage(
     thread_id: &str,
     notifications: Vec<ServerNotification>,
 ) -> Result<Vec<ThreadEvent>, StoreError> {
-    let incoming = notifications
+    let incoming = fold_starts(notifications)
         .into_iter()
-        .map(|notification| {
+        .map(|(notification, born)| {
             let json = encode("notification", &notification)?;
             Ok(Incoming {
                 notification,
                 json: Some(json),
+                born,
             })
         })
         .collect::<Result<Vec<_>, StoreError>>()?;
     let accepted = state
-        .append(Some(rows), thread_id, incoming, now_ms())
+        .append(Some(rows), thread_id, incoming, now_ms(), true)
         .map_err(|refusal| refusal.error)?;
     Ok(accepted
         .appended

@@ -33,9 +33,12 @@ impl Pending {
     }
 
     /// The seq of the commit's first event (`u64::MAX` with none): a row
-    /// whose item started before it was written by an earlier commit.
+    /// whose item started before it was written by an earlier commit. The
+    /// start an item born complete stands for counts.
     pub(crate) fn first_seq(&self) -> u64 {
-        self.events.first().map_or(u64::MAX, |e| e.seq)
+        self.events
+            .first()
+            .map_or(u64::MAX, |e| e.seq - u64::from(e.born))
     }
 }
 
@@ -56,16 +59,16 @@ pub(crate) struct PendingEvent {
     pub(crate) at_ms: i64,
     pub(crate) method: &'static str,
     pub(crate) item_id: Option<String>,
-    /// Empty for a folded start and for a [`PendingEvent::deferred`]
-    /// completion.
+    /// Empty for a [`PendingEvent::deferred`] completion.
     pub(crate) json: String,
     /// The completion of an item born complete whose caller left it
-    /// unencoded: kept typed, encoded only if its row must hold it (see
-    /// [`PendingEvent::payload_json`]), and what a rebuild replays.
+    /// unencoded: kept typed (moved here, not copied, unless the appender
+    /// asked for the events back), encoded only if its row must hold it
+    /// (see [`PendingEvent::payload_json`]), and what a rebuild replays.
     pub(crate) deferred: Option<Box<ServerNotification>>,
-    /// An `item/started` stored in the next event's row (`born.rs`): no
-    /// row of its own.
-    pub(crate) folded: bool,
+    /// The completion of an item born complete (`born.rs`): the row
+    /// stands for the item's start too, at the seq before.
+    pub(crate) born: bool,
     /// The completion of an item born complete that is exactly what the
     /// item's projection row holds (`born::projects`): its log row may
     /// leave the body to that row, if the row is written with it.

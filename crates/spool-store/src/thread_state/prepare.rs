@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use spool_protocol::{ServerNotification, Thread, ThreadStartedNotification, ThreadStatus};
 
 use super::Incoming;
-use crate::born::folds_into;
+use crate::born::fold_starts;
 use crate::codec::encode;
 use crate::error::StoreError;
 use crate::types::{NewThread, ThreadRecord};
@@ -32,33 +32,24 @@ pub(crate) fn prepare_append(
             });
         }
     }
-    // Sized up front: collecting into a `Result` cannot know the length,
-    // and a burst of deltas is thousands of entries.
-    let mut incoming = Vec::with_capacity(notifications.len());
-    // Which notifications fold into the next, decided in place: a
-    // notification is a few hundred bytes, and peeking through an iterator
-    // moves each one twice more.
-    let mut folds_next: Vec<bool> = notifications
-        .windows(2)
-        .map(|pair| folds_into(&pair[0], &pair[1]))
-        .collect();
-    folds_next.push(false);
-    let mut completes_fold = false;
-    for (notification, folds) in notifications.into_iter().zip(folds_next) {
+    let folded = fold_starts(notifications);
+    let mut incoming = Vec::with_capacity(folded.len());
+    for (notification, born) in folded {
         let json = if never_stored(&notification) {
             None
-        } else if folds || completes_fold {
-            // A start stored inside its completion's row, or that
-            // completion, whose row usually leaves the body to the item's
-            // row (`born.rs`): JSON made here would mostly be thrown away.
-            // An empty one tells the writer to encode it if it needs it
-            // (see `Incoming`).
+        } else if born {
+            // The row of an item born complete usually leaves the body to
+            // the item's row (`born.rs`): JSON made here would mostly be
+            // thrown away. The writer encodes it if the row needs it.
             Some(String::new())
         } else {
             Some(encode("notification", &notification)?)
         };
-        completes_fold = folds;
-        incoming.push(Incoming { notification, json });
+        incoming.push(Incoming {
+            notification,
+            json,
+            born,
+        });
     }
     Ok(incoming)
 }

@@ -112,8 +112,8 @@ pub(crate) fn may_rank(state: &ThreadState, touched_from: i64) -> bool {
     if dirty.cleared || !dirty.removed.is_empty() {
         return false;
     }
-    let first_seq = state.pending.events.first().map(|event| event.seq);
-    first_seq.is_some_and(|first| touched_from >= sql_int(first))
+    let pending = &state.pending;
+    !pending.events.is_empty() && touched_from >= sql_int(pending.first_seq())
 }
 
 /// The ranks of `state`'s pending turns, when [`may_rank`] holds, the

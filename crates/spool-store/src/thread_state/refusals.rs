@@ -14,27 +14,34 @@ use crate::error::StoreError;
 impl ThreadState {
     /// A start of an item or turn that the reducer no longer holds but the
     /// projection does (and keeps: a row due for deletion in this batch
-    /// does not count).
+    /// does not count). `born`: `notification` is the completion of an
+    /// item born complete, and stands for its start.
     pub(super) fn stored_duplicate(
         &mut self,
         rows: Option<&dyn Rows>,
         notification: &ServerNotification,
+        born: bool,
     ) -> Result<Option<ReduceError>, StoreError> {
         let thread_id = self.reducer.thread_id();
-        match notification {
-            ServerNotification::ItemStarted(n) => {
-                let item_id = n.item.id();
-                if self.reducer.item(item_id).is_some() || self.pending.dirty.row_deleted(item_id) {
-                    return Ok(None); // the reducer itself decides
-                }
-                if self.fresh.start(rows, thread_id, Kind::Item, item_id)? {
-                    return Ok(None); // no row can hold it
-                }
-                let stored = needs(rows)?.status(thread_id, Kind::Item, item_id)?;
-                Ok(stored.map(|_| ReduceError::DuplicateItem {
-                    item_id: item_id.to_owned(),
-                }))
+        let started_item = match notification {
+            ServerNotification::ItemStarted(n) => Some(&n.item),
+            ServerNotification::ItemCompleted(n) if born => Some(&n.item),
+            _ => None,
+        };
+        if let Some(item) = started_item {
+            let item_id = item.id();
+            if self.reducer.item(item_id).is_some() || self.pending.dirty.row_deleted(item_id) {
+                return Ok(None); // the reducer itself decides
             }
+            if self.fresh.start(rows, thread_id, Kind::Item, item_id)? {
+                return Ok(None); // no row can hold it
+            }
+            let stored = needs(rows)?.status(thread_id, Kind::Item, item_id)?;
+            return Ok(stored.map(|_| ReduceError::DuplicateItem {
+                item_id: item_id.to_owned(),
+            }));
+        }
+        match notification {
             ServerNotification::TurnStarted(n) => {
                 if self.reducer.turn(&n.turn.id).is_some() {
                     return Ok(None);

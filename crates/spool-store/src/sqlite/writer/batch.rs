@@ -174,7 +174,7 @@ pub(super) fn write_thread(
     }
 
     let mut insert_event = conn.prepare_cached(INSERT_EVENT)?;
-    for event in pending.events.iter().filter(|event| !event.folded) {
+    for event in &pending.events {
         // The body once: the completion of an item born complete leaves
         // its body to the item's row when this batch writes that row at
         // the completion's seq (not when the item is removed or cleared

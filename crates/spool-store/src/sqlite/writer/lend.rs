@@ -52,9 +52,10 @@ impl Writer {
             Request::Append {
                 thread_id,
                 events,
+                echo,
                 reply,
             } if self.deferred.is_empty() && self.takes_while_lent(&thread_id, &events) => {
-                self.append(thread_id, events, reply);
+                self.append(thread_id, events, echo, reply);
             }
             request => self.deferred.push_back(request),
         }

@@ -82,6 +82,8 @@ pub(crate) enum Request {
     Append {
         thread_id: String,
         events: Vec<Incoming>,
+        /// Answer with what was appended (else with nothing).
+        echo: bool,
         reply: Reply<Vec<Appended>>,
     },
     /// Removes the newest item in the model's view of the thread and
@@ -302,8 +304,9 @@ impl Writer {
             Request::Append {
                 thread_id,
                 events,
+                echo,
                 reply,
-            } => self.append(thread_id, events, reply),
+            } => self.append(thread_id, events, echo, reply),
             Request::PopNewest { thread_id, reply } => {
                 let _ = reply.send(self.pop_newest(&thread_id));
             }
@@ -370,8 +373,14 @@ impl Writer {
         self.batch.waiters.push(Waiter::Create(reply, record));
     }
 
-    fn append(&mut self, thread_id: String, events: Vec<Incoming>, reply: Reply<Vec<Appended>>) {
-        match self.accept(thread_id, events) {
+    fn append(
+        &mut self,
+        thread_id: String,
+        events: Vec<Incoming>,
+        echo: bool,
+        reply: Reply<Vec<Appended>>,
+    ) {
+        match self.accept(thread_id, events, echo) {
             // Lifecycle events are answered once committed.
             Ok((appended, true)) => self.batch.waiters.push(Waiter::Append(reply, appended)),
             Ok((appended, false)) => {
@@ -389,6 +398,7 @@ impl Writer {
         &mut self,
         thread_id: String,
         events: Vec<Incoming>,
+        echo: bool,
     ) -> Result<(Vec<Appended>, bool), StoreError> {
         if !self.threads.contains_key(&thread_id) {
             let state = ThreadState::load(held(&self.conn), &thread_id)?
@@ -404,16 +414,12 @@ impl Writer {
             &thread_id,
             events,
             now_ms(),
+            echo,
         ) {
             Ok(accepted) => {
                 // A seq past the committed reservation must not reach a
                 // client before it is committed (see `thread_state/reserve.rs`).
-                let unreserved = accepted
-                    .appended
-                    .iter()
-                    .filter_map(Appended::seq)
-                    .max()
-                    .is_some_and(|seq| !state.seqs.covers(seq));
+                let unreserved = accepted.last_seq.is_some_and(|seq| !state.seqs.covers(seq));
                 if accepted.logged > 0 {
                     if was_clean {
                         self.batch.dirty_threads.push(thread_id);

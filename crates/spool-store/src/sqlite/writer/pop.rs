@@ -60,13 +60,20 @@ impl Writer {
         let incoming = vec![Incoming {
             notification,
             json: Some(json),
+            born: false,
         }];
         let state = self
             .threads
             .get_mut(thread_id)
             .ok_or_else(|| StoreError::UnknownThread(thread_id.to_owned()))?;
         state
-            .append(Some(&*tx as &dyn Rows), thread_id, incoming, now_ms())
+            .append(
+                Some(&*tx as &dyn Rows),
+                thread_id,
+                incoming,
+                now_ms(),
+                false,
+            )
             .map_err(|refusal| refusal.error)?;
         batch::write_thread(&tx, thread_id, state)?;
         tx.commit()?;

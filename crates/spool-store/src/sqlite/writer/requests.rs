@@ -148,8 +148,10 @@ fn resolve(
             vec![Incoming {
                 notification,
                 json: Some(json),
+                born: false,
             }],
             at_ms,
+            true,
         )
         .map_err(|refusal| refusal.error)?;
     batch::write_thread(tx, thread_id, state)?;

@@ -81,7 +81,7 @@ fn an_item_removed_later_in_its_batch_keeps_its_body_in_the_log() {
     let mut appended: Vec<ThreadEvent> = Vec::new();
     for notifications in [first, vec![removal]] {
         let incoming = prepare_append(&t, notifications).unwrap();
-        match state.append(Some(&conn), &t, incoming, at_ms) {
+        match state.append(Some(&conn), &t, incoming, at_ms, true) {
             Ok(accepted) => appended.extend(
                 accepted
                     .appended
