@@ -36,6 +36,8 @@ LABELS = {
     "l": "(l) layout floor: (e)'s rows, bare rusqlite",
     "m": "(m) hand-off floor: (j) through a writer thread",
     "n": "(n) get_items_raw(limit), per call",
+    "o": "(o) read floor: (d)'s rows, bare rusqlite",
+    "p": "(p) read floor: (n)'s rows, bare rusqlite",
 }
 
 
@@ -95,7 +97,7 @@ def rows(sdk: dict, spool: dict) -> list[list[str]]:
             out.append(["(b) time / batch floor (i) time", f"{s['median_s'] / i['median_s']:.2f}x",
                         f"{spool_vs_floor:.2f}x", "", f"<= {BATCH_FLOOR_FACTOR:g}x (i)",
                         yes_no(spool_vs_floor <= BATCH_FLOOR_FACTOR), ""])
-    for name in "efghijklm":
+    for name in "efghijklmop":
         if name not in spool:
             continue
         p = spool[name]
@@ -168,6 +170,19 @@ def main() -> None:
         a, m, j = (spool_w[n]["median_s"] for n in ("a", "m", "j"))
         print(f"(a) over (j), {a / j:.2f}x: the hand-offs to the writer thread {m / j:.2f}x "
               f"((m) over (j)), the rest of spool's code {a / m:.2f}x ((a) over (m))")
+    # The reads: spool's code over the read floors, and whether 8x the SDK
+    # is within what reading these rows allows at all.
+    for mine, floor in (("d", "o"), ("n", "p")):
+        if mine in spool_w and floor in spool_w:
+            m, f = spool_w[mine]["median_s"], spool_w[floor]["median_s"]
+            line = f"({mine}) = {m / f:.2f}x its read floor ({floor})'s time"
+            if "d" in sdk_w:
+                wanted = sdk_w["d"]["value"] / SDK_TARGETS["d"]
+                floor_value = spool_w[floor]["value"]
+                line += (f"; {SDK_TARGETS['d']:g}x the SDK's (d) would be {wanted:.3f} ms/call, "
+                         f"({floor}) takes {floor_value:.3f} ms/call "
+                         f"({sdk_w['d']['value'] / floor_value:.1f}x the SDK)")
+            print(line)
     if "e" in spool_w and "l" in spool_w:
         e, l = spool_w["e"], spool_w["l"]
         print(f"(e): {e['per_s']:,.0f} items/s; its layout floor (l), the same rows in groups of "

@@ -195,6 +195,8 @@ pub enum WorkloadId {
     L,
     M,
     N,
+    O,
+    P,
 }
 
 impl WorkloadId {
@@ -215,7 +217,7 @@ impl WorkloadId {
         )
     }
 
-    pub const ALL: [WorkloadId; 14] = [
+    pub const ALL: [WorkloadId; 16] = [
         WorkloadId::A,
         WorkloadId::B,
         WorkloadId::C,
@@ -230,6 +232,8 @@ impl WorkloadId {
         WorkloadId::L,
         WorkloadId::M,
         WorkloadId::N,
+        WorkloadId::O,
+        WorkloadId::P,
     ];
 
     pub fn letter(self) -> &'static str {
@@ -248,6 +252,8 @@ impl WorkloadId {
             WorkloadId::L => "l",
             WorkloadId::M => "m",
             WorkloadId::N => "n",
+            WorkloadId::O => "o",
+            WorkloadId::P => "p",
         }
     }
 }

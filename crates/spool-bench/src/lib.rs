@@ -33,6 +33,7 @@ mod mcp;
 mod notify_floor;
 mod pg_database;
 mod pg_layout_floor;
+mod read_floor;
 mod replicas;
 mod report;
 mod runner;
@@ -157,6 +158,8 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
         layout_floor_b_vs_batch_floor: time_ratio("k", "i"),
         e_vs_layout_floor: time_ratio("e", "l"),
         e_vs_layout_floor_postgres: pg_time_ratio("e", "l"),
+        d_vs_read_floor: time_ratio("d", "o"),
+        n_vs_read_floor: time_ratio("n", "p"),
     };
     for (what, ratio) in [
         (
@@ -183,6 +186,8 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
             "PostgreSQL: (e) time / layout floor (l) time",
             layout.e_vs_layout_floor_postgres,
         ),
+        ("(d) time / read floor (o) time", layout.d_vs_read_floor),
+        ("(n) time / read floor (p) time", layout.n_vs_read_floor),
     ] {
         if let Some(ratio) = ratio {
             eprintln!("{what}: {ratio:.2}x");
@@ -233,6 +238,8 @@ async fn run_once(
         WorkloadId::K => layout_floor::one_session(dir, items.to_vec(), sizes.batch).await,
         WorkloadId::L => layout_floor::concurrent(dir, sizes.appenders, sizes.appends_each).await,
         WorkloadId::M => handoff_floor::one_session(dir, items.to_vec()).await,
+        WorkloadId::O => read_floor::tail(dir, items.to_vec(), sizes, true).await,
+        WorkloadId::P => read_floor::tail(dir, items.to_vec(), sizes, false).await,
         _ => run_store_workload(id, &at, items, sizes).await,
     }
 }

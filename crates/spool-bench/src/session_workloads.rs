@@ -153,7 +153,7 @@ pub async fn concurrent(at: &StoreAt<'_>, sizes: &Sizes) -> anyhow::Result<Sampl
 }
 
 /// A session holding `items`, added `batch` at a time (untimed setup).
-async fn filled(
+pub(crate) async fn filled(
     store: &AnyStore,
     items: Vec<Value>,
     batch: usize,

@@ -235,6 +235,27 @@ impl Spec {
                 "item",
                 Headline::Rate("items/s"),
             ),
+            WorkloadId::O => (
+                format!(
+                    "the read floor of (d): the file (d) reads, on bare rusqlite, the newest {} \
+                     rows of the session in the model's view on the store's index (its query), \
+                     each raw input item parsed into a JSON value, mean of {} calls",
+                    s.tail_limit, s.tail_calls
+                ),
+                s.tail_calls,
+                "call",
+                Headline::MsPerOp("ms/call"),
+            ),
+            WorkloadId::P => (
+                format!(
+                    "the read floor of (n): (o) with each raw input item checked and copied \
+                     out as its JSON text, not built into a value, mean of {} calls",
+                    s.tail_calls
+                ),
+                s.tail_calls,
+                "call",
+                Headline::MsPerOp("ms/call"),
+            ),
         };
         Spec {
             id,
@@ -319,6 +340,8 @@ fn target(id: WorkloadId, value: f64) -> Option<Target> {
         | WorkloadId::K
         | WorkloadId::L
         | WorkloadId::M
-        | WorkloadId::N => None,
+        | WorkloadId::N
+        | WorkloadId::O
+        | WorkloadId::P => None,
     }
 }

@@ -21,7 +21,7 @@ fn quick_bench_reports_every_workload() {
     assert_eq!(
         names,
         [
-            "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n"
+            "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p"
         ]
     );
     for w in workloads {
@@ -43,6 +43,8 @@ fn quick_bench_reports_every_workload() {
         "b_vs_layout_floor",
         "layout_floor_b_vs_batch_floor",
         "e_vs_layout_floor",
+        "d_vs_read_floor",
+        "n_vs_read_floor",
     ] {
         assert!(report["layout"][split].as_f64().unwrap() > 0.0, "{split}");
     }

@@ -1,0 +1,95 @@
+//! (o) and (p): the read floors of (d) and (n). The file (d) reads, filled
+//! by the store beforehand, read with nothing but rusqlite: the newest
+//! `tail_limit` rows in the model's view, newest first on the
+//! `(thread_id, ordinal)` index (the query the store runs), each row's raw
+//! input item parsed into a `serde_json::Value` for (o), copied out as its
+//! JSON text for (p). What no code reading these rows can skip: the gap
+//! between (d) and (o) is what spool's own code costs on a read.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, ensure};
+use rusqlite::Connection;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use spool_store::Store;
+
+use super::session_workloads::filled;
+use super::workloads::{Sample, Sizes};
+use super::{StoreAt, open_store};
+
+const NEWEST: &str = "SELECT input_item FROM items WHERE thread_id = ?1 AND llm = 1 \
+                      ORDER BY ordinal DESC LIMIT ?2";
+
+/// (o) with `parse`, else (p).
+pub async fn tail(
+    dir: &std::path::Path,
+    items: Vec<Value>,
+    sizes: &Sizes,
+    parse: bool,
+) -> anyhow::Result<Sample> {
+    let expected: Vec<Value> = items[items.len().saturating_sub(sizes.tail_limit)..].to_vec();
+    let store = open_store(&StoreAt::Sqlite(dir)).await?;
+    let thread_id = filled(&store, items, sizes.batch).await?.id().to_owned();
+    store.close().await?;
+
+    let path = dir.join("spool.db");
+    let (limit, calls) = (sizes.tail_limit, sizes.tail_calls);
+    tokio::task::spawn_blocking(move || read(path, &thread_id, limit, calls, parse, &expected))
+        .await
+        .context("the read floor panicked")?
+}
+
+fn read(
+    path: PathBuf,
+    thread_id: &str,
+    limit: usize,
+    calls: usize,
+    parse: bool,
+    expected: &[Value],
+) -> anyhow::Result<Sample> {
+    let conn = Connection::open(path)?;
+    let mut stmt = conn.prepare(NEWEST)?;
+    let limit_sql = i64::try_from(limit)?;
+    let (sample, last) = if parse {
+        let mut last: Vec<Value> = Vec::new();
+        let start = Instant::now();
+        for _ in 0..calls {
+            let mut rows = stmt.query((thread_id, limit_sql))?;
+            let mut got = Vec::with_capacity(limit);
+            while let Some(row) = rows.next()? {
+                got.push(serde_json::from_str::<Value>(row.get_ref(0)?.as_str()?)?);
+            }
+            got.reverse();
+            last = std::hint::black_box(got);
+        }
+        (Sample::timed(start.elapsed()), last)
+    } else {
+        let mut last: Vec<Box<RawValue>> = Vec::new();
+        let start = Instant::now();
+        for _ in 0..calls {
+            let mut rows = stmt.query((thread_id, limit_sql))?;
+            let mut got = Vec::with_capacity(limit);
+            while let Some(row) = rows.next()? {
+                // Checked to be JSON, as the store checks it.
+                got.push(serde_json::from_str::<Box<RawValue>>(
+                    row.get_ref(0)?.as_str()?,
+                )?);
+            }
+            got.reverse();
+            last = std::hint::black_box(got);
+        }
+        let sample = Sample::timed(start.elapsed());
+        let parsed = last
+            .iter()
+            .map(|item| serde_json::from_str::<Value>(item.get()))
+            .collect::<Result<Vec<_>, _>>()?;
+        (sample, parsed)
+    };
+    ensure!(
+        last == expected,
+        "the read floor did not read the session's newest {limit} items"
+    );
+    Ok(sample)
+}
