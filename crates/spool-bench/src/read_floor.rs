@@ -1,9 +1,11 @@
 //! (o) and (p): the read floors of (d) and (n). The file (d) reads, filled
-//! by the store beforehand, read with nothing but rusqlite: the newest
-//! `tail_limit` rows in the model's view, newest first on the
+//! by the store beforehand and read while the store still has it open (so
+//! with the same write-ahead log behind it), with nothing but rusqlite: the
+//! newest `tail_limit` rows in the model's view, newest first on the
 //! `(thread_id, ordinal)` index (the query the store runs), each row's raw
-//! input item parsed into a `serde_json::Value` for (o), copied out as its
-//! JSON text for (p). What no code reading these rows can skip: the gap
+//! input item parsed into a `serde_json::Value` for (o), checked and copied
+//! out as its JSON text for (p). The connection maps the file as the
+//! store's readers do. What no code reading these rows can skip: the gap
 //! between (d) and (o) is what spool's own code costs on a read.
 
 use std::path::PathBuf;
@@ -32,13 +34,15 @@ pub async fn tail(
     let expected: Vec<Value> = items[items.len().saturating_sub(sizes.tail_limit)..].to_vec();
     let store = open_store(&StoreAt::Sqlite(dir)).await?;
     let thread_id = filled(&store, items, sizes.batch).await?.id().to_owned();
-    store.close().await?;
 
     let path = dir.join("spool.db");
     let (limit, calls) = (sizes.tail_limit, sizes.tail_calls);
-    tokio::task::spawn_blocking(move || read(path, &thread_id, limit, calls, parse, &expected))
-        .await
-        .context("the read floor panicked")?
+    let sample =
+        tokio::task::spawn_blocking(move || read(path, &thread_id, limit, calls, parse, &expected))
+            .await
+            .context("the read floor panicked")?;
+    store.close().await?;
+    sample
 }
 
 fn read(
@@ -50,6 +54,8 @@ fn read(
     expected: &[Value],
 ) -> anyhow::Result<Sample> {
     let conn = Connection::open(path)?;
+    // As the store's readers map it.
+    conn.pragma_update(None, "mmap_size", spool_store::READER_MMAP_BYTES)?;
     let mut stmt = conn.prepare(NEWEST)?;
     let limit_sql = i64::try_from(limit)?;
     let (sample, last) = if parse {

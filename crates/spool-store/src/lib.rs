@@ -61,7 +61,7 @@ pub use options::{Durability, StoreOptions};
 pub use postgres::{ForwardReply, Forwarded, RemoteCommit};
 pub use session::Session;
 pub use sqlite::SqliteStore;
-pub use sqlite::schema::{CHECKS_FOREIGN_KEYS, SCHEMA_VERSION};
+pub use sqlite::schema::{CHECKS_FOREIGN_KEYS, READER_MMAP_BYTES, SCHEMA_VERSION};
 pub use types::{
     Appended, InputItems, ItemsPage, NewThread, PendingRequest, ResolvedRequest, StoredHistory,
     StoredRunState, ThreadListQuery, ThreadPage, ThreadRecord, ThreadSortKey,

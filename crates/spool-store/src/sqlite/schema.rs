@@ -440,7 +440,7 @@ pub(crate) fn open_writer(path: &Path, options: &StoreOptions) -> Result<Connect
 }
 
 /// How much of the file a reader maps into memory (see `open_reader`).
-const READER_MMAP_BYTES: i64 = 1 << 30;
+pub const READER_MMAP_BYTES: i64 = 1 << 30;
 
 /// Opens a reader connection on an existing, migrated store.
 pub(crate) fn open_reader(path: &Path, options: &StoreOptions) -> Result<Connection, StoreError> {
