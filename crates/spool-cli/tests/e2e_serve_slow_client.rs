@@ -73,12 +73,15 @@ async fn a_client_that_never_reads_is_closed_and_the_server_stays_bounded() {
         peak.max(peak2) < baseline + 400,
         "peak {peak}/{peak2} MiB vs baseline {baseline}"
     );
-    // Back to the baseline once the client is gone: the allocator purges
+    // Back near the baseline once the client is gone: the allocator purges
     // freed pages at once (`spool-cli/src/alloc.rs`). What it keeps for
-    // reuse measured 0-30 MiB; before the purge setting, 40-120 MiB.
+    // reuse measured 0-32 MiB on a quiet machine and up to 55 MiB beside
+    // the rest of the test suite; before the purge setting, 40-120 MiB
+    // quiet. Each round queues 640 MiB of replies: keeping an eighth of
+    // them fails the first round, a sixteenth of each round the second.
     for (round, left) in [(1, after), (2, after2)] {
         assert!(
-            left < baseline + 48,
+            left < baseline + 80,
             "after round {round}: {left} MiB vs baseline {baseline}"
         );
     }
