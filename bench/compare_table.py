@@ -38,6 +38,7 @@ LABELS = {
     "n": "(n) get_items_raw(limit), per call",
     "o": "(o) read floor: (d)'s rows, bare rusqlite",
     "p": "(p) read floor: (n)'s rows, bare rusqlite",
+    "q": "(q) read floor: (c)'s rows, bare rusqlite",
 }
 
 
@@ -62,6 +63,11 @@ def spread(w: dict) -> str:
     """How far apart the runs were: (slowest - fastest) / median."""
     runs = w["runs_s"]
     return f"{(max(runs) - min(runs)) / w['median_s'] * 100:.0f}%"
+
+
+def wanted_value(w: dict, speedup: float) -> float:
+    """The headline value of `w` made `speedup` times as fast."""
+    return w["value"] * speedup if w["unit"].endswith("/s") else w["value"] / speedup
 
 
 def yes_no(holds: bool) -> str:
@@ -97,7 +103,7 @@ def rows(sdk: dict, spool: dict) -> list[list[str]]:
             out.append(["(b) time / batch floor (i) time", f"{s['median_s'] / i['median_s']:.2f}x",
                         f"{spool_vs_floor:.2f}x", "", f"<= {BATCH_FLOOR_FACTOR:g}x (i)",
                         yes_no(spool_vs_floor <= BATCH_FLOOR_FACTOR), ""])
-    for name in "efghijklmop":
+    for name in "efghijklmopq":
         if name not in spool:
             continue
         p = spool[name]
@@ -172,16 +178,17 @@ def main() -> None:
               f"((m) over (j)), the rest of spool's code {a / m:.2f}x ((a) over (m))")
     # The reads: spool's code over the read floors, and whether 8x the SDK
     # is within what reading these rows allows at all.
-    for mine, floor in (("d", "o"), ("n", "p")):
+    for mine, floor, theirs in (("c", "q", "c"), ("d", "o", "d"), ("n", "p", "d")):
         if mine in spool_w and floor in spool_w:
             m, f = spool_w[mine]["median_s"], spool_w[floor]["median_s"]
             line = f"({mine}) = {m / f:.2f}x its read floor ({floor})'s time"
-            if "d" in sdk_w:
-                wanted = sdk_w["d"]["value"] / SDK_TARGETS["d"]
-                floor_value = spool_w[floor]["value"]
-                line += (f"; {SDK_TARGETS['d']:g}x the SDK's (d) would be {wanted:.3f} ms/call, "
-                         f"({floor}) takes {floor_value:.3f} ms/call "
-                         f"({sdk_w['d']['value'] / floor_value:.1f}x the SDK)")
+            if theirs in sdk_w:
+                s, p = sdk_w[theirs], spool_w[floor]
+                target = SDK_TARGETS[theirs]
+                # Both are speeds ratios: operations per second.
+                line += (f"; {target:g}x the SDK's ({theirs}) would be "
+                         f"{fmt({**s, 'value': wanted_value(s, target)})}, "
+                         f"({floor}) gives {fmt(p)} ({p['per_s'] / s['per_s']:.1f}x the SDK)")
             print(line)
     if "e" in spool_w and "l" in spool_w:
         e, l = spool_w["e"], spool_w["l"]

@@ -197,6 +197,7 @@ pub enum WorkloadId {
     N,
     O,
     P,
+    Q,
 }
 
 impl WorkloadId {
@@ -217,7 +218,7 @@ impl WorkloadId {
         )
     }
 
-    pub const ALL: [WorkloadId; 16] = [
+    pub const ALL: [WorkloadId; 17] = [
         WorkloadId::A,
         WorkloadId::B,
         WorkloadId::C,
@@ -234,6 +235,7 @@ impl WorkloadId {
         WorkloadId::N,
         WorkloadId::O,
         WorkloadId::P,
+        WorkloadId::Q,
     ];
 
     pub fn letter(self) -> &'static str {
@@ -254,6 +256,7 @@ impl WorkloadId {
             WorkloadId::N => "n",
             WorkloadId::O => "o",
             WorkloadId::P => "p",
+            WorkloadId::Q => "q",
         }
     }
 }

@@ -34,6 +34,8 @@ mod notify_floor;
 mod pg_database;
 mod pg_layout_floor;
 mod read_floor;
+
+use read_floor::Read;
 mod replicas;
 mod report;
 mod runner;
@@ -158,6 +160,7 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
         layout_floor_b_vs_batch_floor: time_ratio("k", "i"),
         e_vs_layout_floor: time_ratio("e", "l"),
         e_vs_layout_floor_postgres: pg_time_ratio("e", "l"),
+        c_vs_read_floor: time_ratio("c", "q"),
         d_vs_read_floor: time_ratio("d", "o"),
         n_vs_read_floor: time_ratio("n", "p"),
     };
@@ -186,6 +189,7 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
             "PostgreSQL: (e) time / layout floor (l) time",
             layout.e_vs_layout_floor_postgres,
         ),
+        ("(c) time / read floor (q) time", layout.c_vs_read_floor),
         ("(d) time / read floor (o) time", layout.d_vs_read_floor),
         ("(n) time / read floor (p) time", layout.n_vs_read_floor),
     ] {
@@ -238,8 +242,15 @@ async fn run_once(
         WorkloadId::K => layout_floor::one_session(dir, items.to_vec(), sizes.batch).await,
         WorkloadId::L => layout_floor::concurrent(dir, sizes.appenders, sizes.appends_each).await,
         WorkloadId::M => handoff_floor::one_session(dir, items.to_vec()).await,
-        WorkloadId::O => read_floor::tail(dir, items.to_vec(), sizes, true).await,
-        WorkloadId::P => read_floor::tail(dir, items.to_vec(), sizes, false).await,
+        WorkloadId::O => {
+            read_floor::newest(dir, items.to_vec(), sizes.batch, Read::tail(sizes, true)).await
+        }
+        WorkloadId::P => {
+            read_floor::newest(dir, items.to_vec(), sizes.batch, Read::tail(sizes, false)).await
+        }
+        WorkloadId::Q => {
+            read_floor::newest(dir, items.to_vec(), sizes.batch, Read::all(sizes)).await
+        }
         _ => run_store_workload(id, &at, items, sizes).await,
     }
 }

@@ -1,10 +1,10 @@
-//! (o) and (p): the read floors of (d) and (n). The file (d) reads, filled
+//! (o), (p) and (q): the read floors of (d), (n) and (c). The file (d) reads, filled
 //! by the store beforehand and read while the store still has it open (so
 //! with the same write-ahead log behind it), with nothing but rusqlite: the
 //! newest `tail_limit` rows in the model's view, newest first on the
 //! `(thread_id, ordinal)` index (the query the store runs), each row's raw
 //! input item parsed into a `serde_json::Value` for (o), checked and copied
-//! out as its JSON text for (p). The connection maps the file as the
+//! out as its JSON text for (p); for (q), every row, once, parsed as for (o). The connection maps the file as the
 //! store's readers do. What no code reading these rows can skip: the gap
 //! between (d) and (o) is what spool's own code costs on a read.
 
@@ -24,19 +24,52 @@ use super::{StoreAt, open_store};
 const NEWEST: &str = "SELECT input_item FROM items WHERE thread_id = ?1 AND llm = 1 \
                       ORDER BY ordinal DESC LIMIT ?2";
 
-/// (o) with `parse`, else (p).
-pub async fn tail(
+/// Which read a floor times: the newest `limit` rows, `calls` times, each
+/// parsed into a `Value` (`parse`) or kept as checked text.
+pub struct Read {
+    pub limit: usize,
+    pub calls: usize,
+    pub parse: bool,
+}
+
+impl Read {
+    /// (o) with `parse`, else (p): the window of (d).
+    pub fn tail(sizes: &Sizes, parse: bool) -> Read {
+        Read {
+            limit: sizes.tail_limit,
+            calls: sizes.tail_calls,
+            parse,
+        }
+    }
+
+    /// (q): every item, once, as (c) reads them.
+    pub fn all(sizes: &Sizes) -> Read {
+        Read {
+            limit: sizes.items,
+            calls: 1,
+            parse: true,
+        }
+    }
+}
+
+/// One read floor: the store fills the file with `items`, then `read` is
+/// timed on it.
+pub async fn newest(
     dir: &std::path::Path,
     items: Vec<Value>,
-    sizes: &Sizes,
-    parse: bool,
+    batch: usize,
+    read_as: Read,
 ) -> anyhow::Result<Sample> {
-    let expected: Vec<Value> = items[items.len().saturating_sub(sizes.tail_limit)..].to_vec();
+    let Read {
+        limit,
+        calls,
+        parse,
+    } = read_as;
+    let expected: Vec<Value> = items[items.len().saturating_sub(limit)..].to_vec();
     let store = open_store(&StoreAt::Sqlite(dir)).await?;
-    let thread_id = filled(&store, items, sizes.batch).await?.id().to_owned();
+    let thread_id = filled(&store, items, batch).await?.id().to_owned();
 
     let path = dir.join("spool.db");
-    let (limit, calls) = (sizes.tail_limit, sizes.tail_calls);
     let sample =
         tokio::task::spawn_blocking(move || read(path, &thread_id, limit, calls, parse, &expected))
             .await

@@ -31,7 +31,7 @@ pub struct Report {
 /// (a) over (j) and (j) over (h), with (a) over (m) and (m) over (j)
 /// splitting (a)'s share into the rest of the code and the hand-offs
 /// (see `handoff_floor.rs`); (b) over (k) and (k) over (i); (e) over (l), on each backend;
-/// the reads (d) and (n) over their read floors (o) and (p) (`read_floor.rs`).
+/// the reads (c), (d) and (n) over their read floors (q), (o) and (p) (`read_floor.rs`).
 #[derive(Debug, Default, Serialize)]
 pub struct LayoutSplit {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -51,6 +51,9 @@ pub struct LayoutSplit {
     /// (e) over (l), both on PostgreSQL.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub e_vs_layout_floor_postgres: Option<f64>,
+    /// (c) over its read floor (q).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub c_vs_read_floor: Option<f64>,
     /// (d) over its read floor (o).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub d_vs_read_floor: Option<f64>,
@@ -69,6 +72,7 @@ impl LayoutSplit {
             && self.layout_floor_b_vs_batch_floor.is_none()
             && self.e_vs_layout_floor.is_none()
             && self.e_vs_layout_floor_postgres.is_none()
+            && self.c_vs_read_floor.is_none()
             && self.d_vs_read_floor.is_none()
             && self.n_vs_read_floor.is_none()
     }

@@ -256,6 +256,16 @@ impl Spec {
                 "call",
                 Headline::MsPerOp("ms/call"),
             ),
+            WorkloadId::Q => (
+                format!(
+                    "the read floor of (c): (o) for all {} items, once, each parsed into a JSON \
+                     value",
+                    s.items
+                ),
+                s.items,
+                "item",
+                Headline::Rate("items/s"),
+            ),
         };
         Spec {
             id,
@@ -342,6 +352,7 @@ fn target(id: WorkloadId, value: f64) -> Option<Target> {
         | WorkloadId::M
         | WorkloadId::N
         | WorkloadId::O
-        | WorkloadId::P => None,
+        | WorkloadId::P
+        | WorkloadId::Q => None,
     }
 }
