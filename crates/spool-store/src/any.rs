@@ -18,7 +18,7 @@ use crate::postgres::PgStore;
 use crate::sqlite::SqliteStore;
 use crate::types::{
     Appended, InputItems, ItemsPage, NewThread, PendingRequest, ResolvedRequest, StoredHistory,
-    StoredRunState, ThreadListQuery, ThreadPage, ThreadRecord,
+    StoredRunState, ThreadListQuery, ThreadPage, ThreadRecord, ToAppend,
 };
 
 /// A store of any backend (see the module docs). Cheap to clone: every
@@ -101,9 +101,9 @@ impl Store for AnyStore {
     async fn append_quiet(
         &self,
         thread_id: &str,
-        notifications: Vec<ServerNotification>,
+        entries: Vec<ToAppend>,
     ) -> Result<(), StoreError> {
-        on_backend!(self, store => store.append_quiet(thread_id, notifications).await)
+        on_backend!(self, store => store.append_quiet(thread_id, entries).await)
     }
 
     async fn flush(&self) -> Result<(), StoreError> {

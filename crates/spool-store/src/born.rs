@@ -17,7 +17,9 @@
 //! pair is stored as two rows.
 //!
 //! The pair travels as the completion alone from the moment the append is
-//! checked ([`fold_starts`], on the caller's thread): the writer applies it
+//! checked ([`fold_starts`], on the caller's thread; a caller with the
+//! completion in hand gives it alone, [`ToAppend::BornComplete`]): the
+//! writer applies it
 //! in one step (`ThreadReducer::apply_born`), notes one pending row that
 //! owns it, and builds the start again only for a caller that asks for the
 //! appended events back.
@@ -34,6 +36,8 @@
 use spool_core::ItemRecord;
 use spool_core::reducer::born::folds;
 use spool_protocol::{ItemCompletedNotification, ServerNotification};
+
+use crate::types::ToAppend;
 
 /// The `events.method` of a folded pair: not a protocol method, never sent
 /// as such (readers expand it), and so never confused with one.
@@ -87,29 +91,32 @@ pub(crate) fn folds_into(start: &ServerNotification, next: &ServerNotification) 
     }
 }
 
-/// The notifications of an append with every start that folds into the
-/// completion after it left out, each paired with whether it is such a
-/// completion (born complete: it stands for its start too, and takes two
-/// seqs).
+/// The entries of an append as notifications, each paired with whether it
+/// is the completion of an item born complete (it stands for its start
+/// too, and takes two seqs): a [`ToAppend::BornComplete`], or a completion
+/// given after a start that folds into it, which is left out here.
 pub(crate) fn fold_starts(
-    notifications: Vec<ServerNotification>,
+    entries: impl IntoIterator<Item = ToAppend>,
 ) -> Vec<(ServerNotification, bool)> {
-    // Decided in place: a notification is a few hundred bytes, and peeking
-    // through an iterator moves each one twice more.
-    let mut folds_next: Vec<bool> = notifications
-        .windows(2)
-        .map(|pair| folds_into(&pair[0], &pair[1]))
-        .collect();
-    folds_next.push(false);
-    let mut folded = Vec::with_capacity(notifications.len());
-    let mut born = false;
-    for (notification, folds) in notifications.into_iter().zip(folds_next) {
-        if folds {
-            // A start: its completion, next, stands for it.
-            born = true;
-            continue;
+    let entries = entries.into_iter();
+    let mut folded: Vec<(ServerNotification, bool)> = Vec::with_capacity(entries.size_hint().0);
+    for entry in entries {
+        match entry {
+            ToAppend::BornComplete(completed) => {
+                folded.push((ServerNotification::ItemCompleted(completed), true));
+            }
+            ToAppend::Notification(notification) => {
+                let completes_last = matches!(
+                    folded.last(),
+                    Some((last, false)) if folds_into(last, &notification)
+                );
+                if completes_last {
+                    // The start the completion stands for.
+                    folded.pop();
+                }
+                folded.push((notification, completes_last));
+            }
         }
-        folded.push((notification, std::mem::take(&mut born)));
     }
     folded
 }

@@ -64,7 +64,7 @@ pub use sqlite::SqliteStore;
 pub use sqlite::schema::{CHECKS_FOREIGN_KEYS, READER_MMAP_BYTES, SCHEMA_VERSION};
 pub use types::{
     Appended, InputItems, ItemsPage, NewThread, PendingRequest, ResolvedRequest, StoredHistory,
-    StoredRunState, ThreadListQuery, ThreadPage, ThreadRecord, ThreadSortKey,
+    StoredRunState, ThreadListQuery, ThreadPage, ThreadRecord, ThreadSortKey, ToAppend,
 };
 
 /// A thread store: the log of every thread and its projections.
@@ -97,11 +97,13 @@ pub trait Store: Send + Sync {
     /// (the Session API): the same checks, the same durability, and only
     /// success or the error back. The writer then neither rebuilds the
     /// starts of items born complete nor copies their completions to hand
-    /// them back.
+    /// them back. An item born complete may be given as its completion
+    /// alone ([`ToAppend::BornComplete`]); a refusal's index counts it as
+    /// its start and its completion.
     fn append_quiet(
         &self,
         thread_id: &str,
-        notifications: Vec<ServerNotification>,
+        entries: Vec<ToAppend>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Waits until everything appended before the call is committed.

@@ -2,7 +2,9 @@
 //! (which are `spool_core::{ItemRecord, TurnRecord}`).
 
 use spool_core::{ItemRecord, View};
-use spool_protocol::{HistoryMode, ServerNotification, Thread, ThreadEvent};
+use spool_protocol::{
+    HistoryMode, ItemCompletedNotification, ServerNotification, Thread, ThreadEvent,
+};
 
 /// The settings of a thread to create.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,6 +55,26 @@ pub struct ThreadRecord {
     pub archived: bool,
     /// The seq of the thread's last committed event.
     pub last_seq: u64,
+}
+
+/// One entry of [`crate::Store::append_quiet`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToAppend {
+    /// A notification, as [`crate::Store::append`] takes it.
+    Notification(ServerNotification),
+    /// The completion of an item born complete, standing for the start
+    /// `spool_core::reducer::born::start_of` gives it: the two take two
+    /// seqs, the start first, and are stored, read and checked exactly as
+    /// that start followed by this completion would be. A caller that has
+    /// the completion spares building a start only to have it compared and
+    /// dropped. Refused if it has no envelope (the start needs one).
+    BornComplete(ItemCompletedNotification),
+}
+
+impl From<ServerNotification> for ToAppend {
+    fn from(notification: ServerNotification) -> Self {
+        ToAppend::Notification(notification)
+    }
 }
 
 /// The outcome of one notification given to `append`, in the order given.

@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use serde_json::json;
 use spool_protocol::{ItemRemovedNotification, ServerNotification, ThreadEvent};
-use spool_store::{Appended, Store, StoreError};
+use spool_store::{Appended, Store, StoreError, ToAppend};
 
 /// A fresh store with one thread whose turn `u1` has started.
 async fn thread_in_a_turn() -> (tempfile::TempDir, spool_store::SqliteStore, String) {
@@ -402,20 +402,63 @@ async fn a_refused_item_born_complete_is_named_by_its_start() {
         "{source:?}"
     );
 
-    let elsewhere = born(&t, "nope", user_message("a3", "lost"), None).to_vec();
-    let (index, method, source) = refusal(store.append_quiet(&t, elsewhere).await.unwrap_err());
-    assert_eq!((index, method), (0, "item/started"));
+    // Given as its completion alone, after a pair that folds: counted as
+    // two entries, like that pair.
+    let [_, elsewhere] = born(&t, "nope", user_message("a3", "lost"), None);
+    let mut entries: Vec<ToAppend> = born(&t, "u1", user_message("a4", "ok"), None)
+        .into_iter()
+        .map(ToAppend::from)
+        .collect();
+    entries.push(completion_alone(elsewhere));
+    let (index, method, source) = refusal(store.append_quiet(&t, entries).await.unwrap_err());
+    assert_eq!((index, method), (2, "item/started"));
     assert!(
         matches!(&source, spool_core::ReduceError::UnknownTurn { turn_id, .. } if turn_id == "nope"),
         "{source:?}"
     );
+
+    // A completion alone needs its envelope: the start is made from it.
+    let [_, ServerNotification::ItemCompleted(mut bare)] =
+        born(&t, "u1", user_message("a5", "bare"), None)
+    else {
+        unreachable!("born gives a start and a completion")
+    };
+    bare.envelope = None;
+    let error = store
+        .append_quiet(&t, vec![ToAppend::BornComplete(bare)])
+        .await
+        .unwrap_err();
+    let (index, method, source) = refusal(error);
+    assert_eq!((index, method), (0, "item/started"));
+    assert!(
+        matches!(&source, spool_core::ReduceError::NotBornComplete { item_id, .. } if item_id == "a5"),
+        "{source:?}"
+    );
+
+    // A completion alone of another thread, checked before the writer.
+    let [_, ServerNotification::ItemCompleted(mut stray)] =
+        born(&t, "u1", user_message("a6", "stray"), None)
+    else {
+        unreachable!("born gives a start and a completion")
+    };
+    stray.thread_id = "another".to_owned();
+    let [_, first] = born(&t, "u1", user_message("a7", "ok"), None);
+    let entries = vec![completion_alone(first), ToAppend::BornComplete(stray)];
+    match store.append_quiet(&t, entries).await.unwrap_err() {
+        StoreError::ThreadMismatch { index, got, .. } => {
+            assert_eq!((index, got.as_str()), (2, "another"))
+        }
+        other => panic!("expected a thread mismatch, got {other:?}"),
+    }
 
     assert_eq!(store.events_after(&t, 0, 100).await.unwrap(), before);
 }
 
 /// `append_quiet` answers nothing, and stores and reads back exactly what
 /// `append` would have handed back: each start and completion, in order,
-/// under consecutive seqs, on both sides of a commit.
+/// under consecutive seqs, on both sides of a commit, whether an item born
+/// complete was given as its start and completion or as its completion
+/// alone.
 #[tokio::test]
 async fn a_quiet_append_stores_what_an_answered_one_hands_back() {
     let (_dir, store, t) = thread_in_a_turn().await;
@@ -442,7 +485,11 @@ async fn a_quiet_append_stores_what_an_answered_one_hands_back() {
             serde_json::from_value(value).unwrap()
         })
         .collect();
-    store.append_quiet(&t, renamed.clone()).await.unwrap();
+    // The first item as its completion alone, the rest as notifications
+    // (the second pair does not fold, the third does).
+    let mut entries: Vec<ToAppend> = vec![completion_alone(renamed[1].clone())];
+    entries.extend(renamed[2..].iter().cloned().map(ToAppend::from));
+    store.append_quiet(&t, entries).await.unwrap();
 
     let all = store.events_after(&t, 0, 100).await.unwrap();
     let quiet: Vec<&ThreadEvent> = all
@@ -463,6 +510,14 @@ async fn a_quiet_append_stores_what_an_answered_one_hands_back() {
         &answered[..]
     );
     assert_reads_back(&store, &t, &all).await;
+}
+
+/// An item born complete given as its completion alone.
+fn completion_alone(completion: ServerNotification) -> ToAppend {
+    match completion {
+        ServerNotification::ItemCompleted(completed) => ToAppend::BornComplete(completed),
+        other => panic!("not a completion: {}", other.method()),
+    }
 }
 
 fn seqs_of(events: &[ThreadEvent]) -> Vec<u64> {

@@ -22,10 +22,11 @@ use crate::codec::{encode, sql_int};
 use crate::error::StoreError;
 use crate::input_json::InputJson;
 use crate::options::StoreOptions;
-use crate::thread_state::prepare::{new_thread_record, prepare_append};
+use crate::thread_state::Incoming;
+use crate::thread_state::prepare::{new_thread_record, prepare_append, prepare_entries};
 use crate::types::{
     Appended, InputItems, ItemsPage, NewThread, PendingRequest, ResolvedRequest, StoredHistory,
-    StoredRunState, ThreadListQuery, ThreadPage, ThreadRecord,
+    StoredRunState, ThreadListQuery, ThreadPage, ThreadRecord, ToAppend,
 };
 
 /// The PostgreSQL store. Cheap to clone: clones share the writers and the
@@ -116,15 +117,14 @@ impl PgStore {
         self.inner.db.name()
     }
 
-    /// Checks an append, sends it to its thread's writer and waits for the
+    /// Sends a checked append to its thread's writer and waits for the
     /// answer; `echo`: answer with what was appended.
     async fn send_append(
         &self,
         thread_id: &str,
-        notifications: Vec<ServerNotification>,
+        events: Vec<Incoming>,
         echo: bool,
     ) -> Result<Vec<Appended>, StoreError> {
-        let events = prepare_append(thread_id, notifications)?;
         self.ask(self.lane(thread_id), |reply| Request::Append {
             thread_id: thread_id.to_owned(),
             events,
@@ -272,18 +272,20 @@ impl Store for PgStore {
         if notifications.is_empty() {
             return Ok(Vec::new());
         }
-        self.send_append(thread_id, notifications, true).await
+        let events = prepare_append(thread_id, notifications)?;
+        self.send_append(thread_id, events, true).await
     }
 
     async fn append_quiet(
         &self,
         thread_id: &str,
-        notifications: Vec<ServerNotification>,
+        entries: Vec<ToAppend>,
     ) -> Result<(), StoreError> {
-        if notifications.is_empty() {
+        if entries.is_empty() {
             return Ok(());
         }
-        self.send_append(thread_id, notifications, false).await?;
+        let events = prepare_entries(thread_id, entries)?;
+        self.send_append(thread_id, events, false).await?;
         Ok(())
     }
 

@@ -33,17 +33,17 @@ use serde_json::value::RawValue;
 use spool_core::ItemRecord;
 use spool_core::llm::{INPUT_ITEM_KEY, ReasoningIdPolicy, input_items, raw_input_item};
 use spool_protocol::{
-    ItemCompletedNotification, ItemEnvelope, ItemStartedNotification, ItemStatus, Provenance,
-    ServerNotification, ThreadClearedNotification, Turn, TurnCompletedNotification,
-    TurnStartedNotification, TurnStatus,
+    ItemCompletedNotification, ItemEnvelope, ItemStatus, Provenance, ServerNotification,
+    ThreadClearedNotification, Turn, TurnCompletedNotification, TurnStartedNotification,
+    TurnStatus,
 };
 
-use crate::Store;
 use crate::codec::filing;
 use crate::error::StoreError;
 use crate::input_json::InputJson;
 use crate::sqlite::SqliteStore;
 use crate::types::{InputItems, NewThread};
+use crate::{Store, ToAppend};
 
 /// The model provider recorded on threads a session creates: they are
 /// filled by the session's caller, not by a provider spool runs.
@@ -144,64 +144,53 @@ impl<S: Store> Session<S> {
     }
 }
 
-/// The notifications of one `add_items` call: a turn holding the items.
-fn turn_of(thread_id: &str, items: Vec<Value>, now_ms: i64) -> Vec<ServerNotification> {
+/// The entries of one `add_items` call: a turn holding the items, each
+/// born complete and given as its completion alone (its start is implied:
+/// `ToAppend::BornComplete`).
+fn turn_of(thread_id: &str, items: Vec<Value>, now_ms: i64) -> Vec<ToAppend> {
     let turn_id = uuid::Uuid::now_v7().to_string();
     let mut turn = Turn::new(turn_id.clone(), TurnStatus::InProgress);
     turn.started_at = Some(now_ms.div_euclid(1000));
-    let mut notifications = Vec::with_capacity(items.len() * 2 + 2);
-    notifications.push(ServerNotification::TurnStarted(TurnStartedNotification {
-        thread_id: thread_id.to_owned(),
-        turn: turn.clone(),
-    }));
+    let mut entries = Vec::with_capacity(items.len() + 2);
+    entries.push(ToAppend::Notification(ServerNotification::TurnStarted(
+        TurnStartedNotification {
+            thread_id: thread_id.to_owned(),
+            turn: turn.clone(),
+        },
+    )));
     for raw in items {
         let item = filing::thread_item(uuid::Uuid::now_v7().to_string(), &raw);
-        let started = ItemEnvelope {
-            status: ItemStatus::InProgress,
+        let mut provider_data = serde_json::Map::new();
+        provider_data.insert(INPUT_ITEM_KEY.to_owned(), raw);
+        let envelope = ItemEnvelope {
+            status: ItemStatus::Completed,
             started_at_ms: now_ms,
-            completed_at_ms: None,
+            completed_at_ms: Some(now_ms),
             provenance: Provenance {
                 agent: filing::agent(&item).to_owned(),
                 ..Provenance::default()
             },
             audience: filing::audience(&item),
-            provider_data: None,
-        };
-        let mut provider_data = serde_json::Map::new();
-        provider_data.insert(INPUT_ITEM_KEY.to_owned(), raw);
-        let completed = ItemEnvelope {
-            status: ItemStatus::Completed,
-            completed_at_ms: Some(now_ms),
             provider_data: Some(Arc::new(Value::Object(provider_data))),
-            ..started.clone()
         };
-        notifications.push(ServerNotification::ItemStarted(ItemStartedNotification {
-            item: item.clone(),
+        entries.push(ToAppend::BornComplete(ItemCompletedNotification {
+            item,
             thread_id: thread_id.to_owned(),
             turn_id: turn_id.clone(),
-            started_at_ms: now_ms,
-            envelope: Some(started),
+            completed_at_ms: now_ms,
+            envelope: Some(envelope),
         }));
-        notifications.push(ServerNotification::ItemCompleted(
-            ItemCompletedNotification {
-                item,
-                thread_id: thread_id.to_owned(),
-                turn_id: turn_id.clone(),
-                completed_at_ms: now_ms,
-                envelope: Some(completed),
-            },
-        ));
     }
     turn.status = TurnStatus::Completed;
     turn.completed_at = turn.started_at;
     turn.duration_ms = Some(0);
-    notifications.push(ServerNotification::TurnCompleted(
+    entries.push(ToAppend::Notification(ServerNotification::TurnCompleted(
         TurnCompletedNotification {
             thread_id: thread_id.to_owned(),
             turn,
         },
-    ));
-    notifications
+    )));
+    entries
 }
 
 /// Now, in unix milliseconds.

@@ -31,10 +31,11 @@ use crate::error::StoreError;
 use crate::input_json::InputJson;
 use crate::options::StoreOptions;
 use crate::recovery;
-use crate::thread_state::prepare::{new_thread_record, prepare_append};
+use crate::thread_state::Incoming;
+use crate::thread_state::prepare::{new_thread_record, prepare_append, prepare_entries};
 use crate::types::{
     Appended, InputItems, ItemsPage, NewThread, PendingRequest, ResolvedRequest, StoredHistory,
-    StoredRunState, ThreadListQuery, ThreadPage, ThreadRecord,
+    StoredRunState, ThreadListQuery, ThreadPage, ThreadRecord, ToAppend,
 };
 
 /// Model views of up to this many input items are read on the caller's
@@ -135,18 +136,18 @@ impl SqliteStore {
         thread_id: &str,
         notifications: Vec<ServerNotification>,
     ) -> Result<Vec<Appended>, StoreError> {
-        self.send_append(thread_id, notifications, true).await
+        let events = prepare_append(thread_id, notifications)?;
+        self.send_append(thread_id, events, true).await
     }
 
-    /// Checks an append, sends it to the writer and waits for the answer;
+    /// Sends a checked append to the writer and waits for the answer;
     /// `echo`: answer with what was appended.
     async fn send_append(
         &self,
         thread_id: &str,
-        notifications: Vec<ServerNotification>,
+        events: Vec<Incoming>,
         echo: bool,
     ) -> Result<Vec<Appended>, StoreError> {
-        let events = prepare_append(thread_id, notifications)?;
         let thread_id = thread_id.to_owned();
         self.ask(|reply| Request::Append {
             thread_id,
@@ -230,12 +231,13 @@ impl Store for SqliteStore {
     async fn append_quiet(
         &self,
         thread_id: &str,
-        notifications: Vec<ServerNotification>,
+        entries: Vec<ToAppend>,
     ) -> Result<(), StoreError> {
-        if notifications.is_empty() {
+        if entries.is_empty() {
             return Ok(());
         }
-        self.send_append(thread_id, notifications, false).await?;
+        let events = prepare_entries(thread_id, entries)?;
+        self.send_append(thread_id, events, false).await?;
         Ok(())
     }
 

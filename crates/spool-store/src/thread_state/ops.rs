@@ -31,7 +31,7 @@ use super::{Incoming, ThreadState};
 use crate::born::fold_starts;
 use crate::codec::encode;
 use crate::error::StoreError;
-use crate::types::Appended;
+use crate::types::{Appended, ToAppend};
 
 /// Appends `notifications` to a thread's state (fresh: loaded in the
 /// operation's transaction) and returns the events to log; the caller
@@ -42,7 +42,7 @@ pub(crate) fn stage(
     thread_id: &str,
     notifications: Vec<ServerNotification>,
 ) -> Result<Vec<ThreadEvent>, StoreError> {
-    let incoming = fold_starts(notifications)
+    let incoming = fold_starts(notifications.into_iter().map(ToAppend::from))
         .into_iter()
         .map(|(notification, born)| {
             let json = encode("notification", &notification)?;

@@ -10,7 +10,7 @@ use super::Incoming;
 use crate::born::fold_starts;
 use crate::codec::encode;
 use crate::error::StoreError;
-use crate::types::{NewThread, ThreadRecord};
+use crate::types::{NewThread, ThreadRecord, ToAppend};
 
 /// Checks an append before it goes to the writer and encodes its
 /// notifications here, on the caller's thread, to keep the writer's work
@@ -20,19 +20,64 @@ pub(crate) fn prepare_append(
     notifications: Vec<ServerNotification>,
 ) -> Result<Vec<Incoming>, StoreError> {
     for (index, notification) in notifications.iter().enumerate() {
-        if let ServerNotification::ThreadStarted(_) = notification {
-            return Err(StoreError::ThreadStartedAppended { index });
-        }
-        if notification.thread_id() != thread_id {
-            return Err(StoreError::ThreadMismatch {
-                expected: thread_id.to_owned(),
-                got: notification.thread_id().to_owned(),
-                index,
-                method: notification.method(),
-            });
+        check(thread_id, index, notification)?;
+    }
+    encode_entries(fold_starts(notifications.into_iter().map(ToAppend::from)))
+}
+
+/// [`prepare_append`] of entries that may give an item born complete as
+/// its completion alone; an index counts such an entry as two (its start
+/// and its completion).
+pub(crate) fn prepare_entries(
+    thread_id: &str,
+    entries: Vec<ToAppend>,
+) -> Result<Vec<Incoming>, StoreError> {
+    let mut index = 0;
+    for entry in &entries {
+        match entry {
+            ToAppend::Notification(notification) => {
+                check(thread_id, index, notification)?;
+                index += 1;
+            }
+            ToAppend::BornComplete(completed) => {
+                if completed.thread_id != thread_id {
+                    return Err(StoreError::ThreadMismatch {
+                        expected: thread_id.to_owned(),
+                        got: completed.thread_id.clone(),
+                        index,
+                        method: "item/started",
+                    });
+                }
+                index += 2;
+            }
         }
     }
-    let folded = fold_starts(notifications);
+    encode_entries(fold_starts(entries))
+}
+
+/// What no thread accepts: a `thread/started` (a thread is created, not
+/// appended to), or a notification of another thread.
+fn check(
+    thread_id: &str,
+    index: usize,
+    notification: &ServerNotification,
+) -> Result<(), StoreError> {
+    if let ServerNotification::ThreadStarted(_) = notification {
+        return Err(StoreError::ThreadStartedAppended { index });
+    }
+    if notification.thread_id() != thread_id {
+        return Err(StoreError::ThreadMismatch {
+            expected: thread_id.to_owned(),
+            got: notification.thread_id().to_owned(),
+            index,
+            method: notification.method(),
+        });
+    }
+    Ok(())
+}
+
+/// The folded notifications, encoded for the writer.
+fn encode_entries(folded: Vec<(ServerNotification, bool)>) -> Result<Vec<Incoming>, StoreError> {
     let mut incoming = Vec::with_capacity(folded.len());
     for (notification, born) in folded {
         let json = if never_stored(&notification) {
