@@ -99,7 +99,9 @@ pub(crate) fn fold_starts(
     entries: impl IntoIterator<Item = ToAppend>,
 ) -> Vec<(ServerNotification, bool)> {
     let entries = entries.into_iter();
-    let mut folded: Vec<(ServerNotification, bool)> = Vec::with_capacity(entries.size_hint().0);
+    let (at_least, at_most) = entries.size_hint();
+    let mut folded: Vec<(ServerNotification, bool)> =
+        Vec::with_capacity(at_most.unwrap_or(at_least));
     for entry in entries {
         match entry {
             ToAppend::BornComplete(completed) => {

@@ -19,10 +19,7 @@ pub(crate) fn prepare_append(
     thread_id: &str,
     notifications: Vec<ServerNotification>,
 ) -> Result<Vec<Incoming>, StoreError> {
-    for (index, notification) in notifications.iter().enumerate() {
-        check(thread_id, index, notification)?;
-    }
-    encode_entries(fold_starts(notifications.into_iter().map(ToAppend::from)))
+    prepare_entries(thread_id, notifications.into_iter().map(ToAppend::from))
 }
 
 /// [`prepare_append`] of entries that may give an item born complete as
@@ -30,29 +27,43 @@ pub(crate) fn prepare_append(
 /// and its completion).
 pub(crate) fn prepare_entries(
     thread_id: &str,
-    entries: Vec<ToAppend>,
+    entries: impl IntoIterator<Item = ToAppend>,
 ) -> Result<Vec<Incoming>, StoreError> {
+    // Checked as they are folded, in one pass: a burst of deltas is
+    // thousands of entries.
     let mut index = 0;
-    for entry in &entries {
-        match entry {
+    let mut refused = None;
+    let checked = entries.into_iter().map_while(|entry| {
+        let width = match &entry {
             ToAppend::Notification(notification) => {
-                check(thread_id, index, notification)?;
-                index += 1;
+                check(thread_id, index, notification).map(|()| 1)
             }
-            ToAppend::BornComplete(completed) => {
-                if completed.thread_id != thread_id {
-                    return Err(StoreError::ThreadMismatch {
-                        expected: thread_id.to_owned(),
-                        got: completed.thread_id.clone(),
-                        index,
-                        method: "item/started",
-                    });
-                }
-                index += 2;
+            ToAppend::BornComplete(completed) if completed.thread_id != thread_id => {
+                Err(StoreError::ThreadMismatch {
+                    expected: thread_id.to_owned(),
+                    got: completed.thread_id.clone(),
+                    index,
+                    method: "item/started",
+                })
+            }
+            ToAppend::BornComplete(_) => Ok(2),
+        };
+        match width {
+            Ok(width) => {
+                index += width;
+                Some(entry)
+            }
+            Err(error) => {
+                refused = Some(error);
+                None
             }
         }
+    });
+    let folded = fold_starts(checked);
+    match refused {
+        Some(error) => Err(error),
+        None => encode_entries(folded),
     }
-    encode_entries(fold_starts(entries))
 }
 
 /// What no thread accepts: a `thread/started` (a thread is created, not
