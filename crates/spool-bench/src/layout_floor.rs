@@ -30,10 +30,10 @@ use spool_store::{Durability, Session, SqliteStore, Store, StoreOptions};
 use super::floor::bare_connection;
 use super::workloads::Sample;
 
-const EVENT_COLUMNS: &str = "thread_id, seq, method, item_id, at_ms, payload";
+const EVENT_COLUMNS: &str = "pos, thread_id, seq, method, item_id, at_ms, payload";
 const TURN_COLUMNS: &str = "thread_id, turn_id, ordinal, seq, status, error, started_at, \
      completed_at, duration_ms, token_usage, view_rank";
-const ITEM_COLUMNS: &str = "thread_id, item_id, turn_id, ordinal, seq, kind, status, item, \
+const ITEM_COLUMNS: &str = "pos, thread_id, item_id, turn_id, ordinal, seq, kind, status, item, \
      envelope, token_count, input_item, llm";
 
 /// The rows one `add_items` call wrote.
@@ -184,9 +184,9 @@ fn read_calls(conn: &Connection, thread_id: &str) -> anyhow::Result<Vec<CallRows
     ))?;
     let mut rows = items.query([thread_id])?;
     while let Some(row) = rows.next()? {
-        let turn_id: String = row.get(2)?;
+        let turn_id: String = row.get(3)?;
         let call = index_of(&turn_id).context("an item of an unknown turn")?;
-        calls[call].items.push(columns(row, 12)?);
+        calls[call].items.push(columns(row, 13)?);
     }
 
     // Events fall between their turn's start and completion. A row that
@@ -203,10 +203,10 @@ fn read_calls(conn: &Connection, thread_id: &str) -> anyhow::Result<Vec<CallRows
     ))?;
     let mut rows = events.query([thread_id])?;
     while let Some(row) = rows.next()? {
-        let turn_id: Option<String> = row.get(6)?;
-        let turn_id = turn_id.or(row.get(7)?).context("an event outside a turn")?;
+        let turn_id: Option<String> = row.get(7)?;
+        let turn_id = turn_id.or(row.get(8)?).context("an event outside a turn")?;
         let call = index_of(&turn_id).context("an event of an unknown turn")?;
-        calls[call].events.push(columns(row, 6)?);
+        calls[call].events.push(columns(row, 7)?);
     }
     Ok(calls)
 }
@@ -252,7 +252,7 @@ impl<'c> Replayer<'c> {
             begin: conn.prepare("BEGIN IMMEDIATE")?,
             event: conn.prepare(&format!(
                 "INSERT INTO events ({EVENT_COLUMNS}) VALUES ({})",
-                placeholders(6)
+                placeholders(7)
             ))?,
             turn: conn.prepare(&format!(
                 "INSERT INTO turns ({TURN_COLUMNS}) VALUES ({})",
@@ -260,7 +260,7 @@ impl<'c> Replayer<'c> {
             ))?,
             item: conn.prepare(&format!(
                 "INSERT INTO items ({ITEM_COLUMNS}) VALUES ({})",
-                placeholders(12)
+                placeholders(13)
             ))?,
             commit: conn.prepare("COMMIT")?,
         })

@@ -21,8 +21,10 @@ use super::session_workloads::filled;
 use super::workloads::{Sample, Sizes};
 use super::{StoreAt, open_store};
 
-const NEWEST: &str = "SELECT input_item FROM items WHERE thread_id = ?1 AND llm = 1 \
-                      ORDER BY ordinal DESC LIMIT ?2";
+const NEWEST: &str = "SELECT input_item FROM items \
+     WHERE pos >= (SELECT key << 36 FROM threads WHERE id = ?1) \
+     AND pos < (SELECT (key + 1) << 36 FROM threads WHERE id = ?1) \
+     AND llm = 1 ORDER BY pos DESC LIMIT ?2";
 
 /// Which read a floor times: the newest `limit` rows, `calls` times, each
 /// parsed into a `Value` (`parse`) or kept as checked text.

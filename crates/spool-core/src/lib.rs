@@ -13,5 +13,5 @@ pub mod tokens;
 pub mod views;
 
 pub use record::{ItemRecord, TurnRecord};
-pub use reducer::{ReduceError, ThreadReducer};
+pub use reducer::{Closed, ReduceError, ThreadReducer};
 pub use views::View;

@@ -27,9 +27,20 @@ pub enum StoreError {
         found: i64,
         supported: i64,
     },
+    /// A thread's rows are keyed `key << 36 | seq` (`sqlite/keys.rs`): a
+    /// seq past 2^36 - 1, or a thread key past 2^27 - 1, has no key.
+    #[error(
+        "thread {thread_id} cannot store seq {seq} under thread key {key}: past what a row's \
+         key holds (seqs below 2^36, thread keys below 2^27)"
+    )]
+    PastKeySpace {
+        thread_id: String,
+        key: i64,
+        seq: u64,
+    },
     /// The store holds less than it had committed (`mark.rs`).
     #[error(
-        "the store at {path} lost committed data: it had committed events up to rowid \
+        "the store at {path} lost committed data: it had committed a log of length \
          {committed}, and now has {found} (was its -wal file deleted or damaged, or the file \
          truncated?); restore it from a backup, or open it anyway with --accept-data-loss"
     )]

@@ -6,15 +6,24 @@
 //! checksum and everything after them are ignored) takes those commits
 //! with it, and SQLite opens what is left without a word; a file truncated
 //! to nothing opens as a new, empty store. So the writer records, in
-//! `<db>.committed`, the highest rowid of `events` it has committed: after
-//! a commit at most once a second, after deleting a thread (which can lower
-//! it), and when it closes. Opening a store whose `events` end below that
-//! mark — or an empty or missing file where the mark says a store was — is
-//! [`StoreError::DataLoss`], naming what is missing; `accept_data_loss`
-//! opens it anyway and moves the mark to what is there.
+//! `<db>.committed`, the length of the log it has committed: the sum of
+//! every thread's last seq, which every commit of events raises. It does
+//! so after a commit at most once a second, after deleting a thread (which
+//! lowers it), and when it closes. Opening a store whose log is shorter
+//! than that mark — or an empty or missing file where the mark says a
+//! store was — is [`StoreError::DataLoss`], naming what is missing;
+//! `accept_data_loss` opens it anyway and moves the mark to what is there.
 //!
-//! The mark is a lower bound of what was committed: what was committed in
-//! the last second before a crash may be lost without this noticing.
+//! The sum reads one key per thread (a seek to the end of its run of
+//! `events`, `sqlite/keys.rs`), a few microseconds each: with many
+//! threads, the writer refreshes the mark less often, so that reading it
+//! takes at most a hundredth of the writer's time.
+//!
+//! The mark is a lower bound of what was committed: what was committed
+//! since its last refresh before a crash may be lost without this
+//! noticing. A mark written by a build that keyed the log differently
+//! (the highest rowid of `events`) is not compared, and is replaced at the
+//! next commit.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -24,10 +33,16 @@ use rusqlite::Connection;
 
 use crate::error::StoreError;
 
-/// How often a busy writer refreshes the mark.
+/// How often a busy writer refreshes the mark, at most.
 const EVERY: Duration = Duration::from_secs(1);
 
-const PREFIX: &str = "spool store committed events up to rowid ";
+/// At most this share of the writer's time goes to reading the mark.
+const SHARE: u32 = 100;
+
+const PREFIX: &str = "spool store committed a log of length ";
+
+/// What builds before the log was keyed by thread wrote: a rowid.
+const ROWID_PREFIX: &str = "spool store committed events up to rowid ";
 
 /// `<db>.committed`, beside the database.
 fn mark_path(db: &Path) -> PathBuf {
@@ -39,6 +54,9 @@ fn mark_path(db: &Path) -> PathBuf {
 /// The mark, if there is a readable one.
 fn read(db: &Path) -> Option<i64> {
     let text = std::fs::read_to_string(mark_path(db)).ok()?;
+    if text.starts_with(ROWID_PREFIX) {
+        return None;
+    }
     let parsed = text
         .strip_prefix(PREFIX)
         .and_then(|rest| rest.trim().parse().ok());
@@ -48,16 +66,18 @@ fn read(db: &Path) -> Option<i64> {
     parsed
 }
 
-/// The highest rowid in `events` (0: none).
-fn highest(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.query_row("SELECT coalesce(max(rowid), 0) FROM events", [], |row| {
-        row.get(0)
-    })
+/// The length of the log: the sum of every thread's last seq (0: none).
+fn length(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.prepare_cached(
+        "SELECT coalesce(sum((SELECT seq FROM events WHERE pos >= t.key << 36 \
+         AND pos < (t.key + 1) << 36 ORDER BY pos DESC LIMIT 1)), 0) FROM threads t",
+    )?
+    .query_row([], |row| row.get(0))
 }
 
-fn write(db: &Path, rowid: i64) -> std::io::Result<()> {
+fn write(db: &Path, length: i64) -> std::io::Result<()> {
     let mut file = std::fs::File::create(mark_path(db))?;
-    file.write_all(format!("{PREFIX}{rowid}\n").as_bytes())?;
+    file.write_all(format!("{PREFIX}{length}\n").as_bytes())?;
     file.sync_data()
 }
 
@@ -80,11 +100,11 @@ pub(crate) fn check_events(db: &Path, conn: &Connection, accept: bool) -> Result
     let Some(mark) = read(db) else {
         return Ok(());
     };
-    let found = highest(conn)?;
+    let found = length(conn)?;
     if found >= mark {
         return Ok(());
     }
-    refuse_or_accept(db, mark, format!("events up to rowid {found}"), accept)?;
+    refuse_or_accept(db, mark, format!("a log of length {found}"), accept)?;
     write(db, found).map_err(|source| StoreError::Mark {
         path: mark_path(db),
         source,
@@ -109,6 +129,9 @@ pub(crate) struct CommitMark {
     db: PathBuf,
     written_at: Option<Instant>,
     written: Option<i64>,
+    /// How long until the next refresh: [`EVERY`], or [`SHARE`] times what
+    /// the last read took.
+    every: Duration,
 }
 
 impl CommitMark {
@@ -117,28 +140,31 @@ impl CommitMark {
             db: db.to_owned(),
             written_at: None,
             written: None,
+            every: EVERY,
         }
     }
 
     /// After a commit: records what is committed now if the mark is older
     /// than a second, or always when `now` (closing, a deletion).
     pub(crate) fn committed(&mut self, conn: &Connection, now: bool) {
-        if !now && self.written_at.is_some_and(|at| at.elapsed() < EVERY) {
+        if !now && self.written_at.is_some_and(|at| at.elapsed() < self.every) {
             return;
         }
-        self.written_at = Some(Instant::now());
-        let rowid = match highest(conn) {
-            Ok(rowid) => rowid,
+        let started = Instant::now();
+        self.written_at = Some(started);
+        let length = match length(conn) {
+            Ok(length) => length,
             Err(error) => {
-                tracing::warn!(%error, "cannot read the commit mark's rowid");
+                tracing::warn!(%error, "cannot read the commit mark's log length");
                 return;
             }
         };
-        if self.written == Some(rowid) {
+        self.every = EVERY.max(started.elapsed() * SHARE);
+        if self.written == Some(length) {
             return;
         }
-        match write(&self.db, rowid) {
-            Ok(()) => self.written = Some(rowid),
+        match write(&self.db, length) {
+            Ok(()) => self.written = Some(length),
             Err(error) => tracing::warn!(%error, path = %mark_path(&self.db).display(),
                 "cannot write the commit mark"),
         }

@@ -97,7 +97,8 @@ const THREADS_RESERVED: &str = "SELECT thread_id FROM seq_reservations ORDER BY 
 /// `UPDATED_AT_LAG_MS`. One probe of each thread's newest event, and
 /// writes only for rows that lag.
 const REPAIR_UPDATED_AT: &str = "UPDATE threads SET updated_at_ms = newest.at_ms FROM (\
-     SELECT t.id, (SELECT at_ms FROM events WHERE thread_id = t.id ORDER BY seq DESC LIMIT 1) \
+     SELECT t.id, (SELECT at_ms FROM events WHERE pos >= t.key << 36 AND pos < (t.key + 1) << 36 \
+     ORDER BY pos DESC LIMIT 1) \
      AS at_ms FROM threads t) AS newest \
      WHERE threads.id = newest.id AND threads.updated_at_ms < newest.at_ms";
 

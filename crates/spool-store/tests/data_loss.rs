@@ -14,15 +14,12 @@ fn accepting() -> StoreOptions {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_store_whose_wal_was_lost_is_refused_until_accepted() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    // Everything before the thread into the main file, then a reader's
-    // snapshot that keeps every later commit in spool.db-wal: no
-    // checkpoint copies past what a reader may read, and none is left to
-    // run on the main file while it is copied below.
-    let pin = raw(dir.path());
+/// Everything committed so far into the main file, then a reader's
+/// snapshot that keeps every later commit in spool.db-wal: no checkpoint
+/// copies past what a reader may read, and none is left to run on the main
+/// file while [`without_wal`] copies it.
+fn pin_main_file(dir: &std::path::Path) -> rusqlite::Connection {
+    let pin = raw(dir);
     while pin
         .query_row("PRAGMA wal_checkpoint(FULL)", [], |row| {
             Ok((
@@ -39,18 +36,31 @@ async fn a_store_whose_wal_was_lost_is_refused_until_accepted() {
     let _: i64 = pin
         .query_row("SELECT count(*) FROM threads", [], |row| row.get(0))
         .unwrap();
-    let t = new_thread(&store, false).await;
-    start_message(&store, &t, "turn-1", "a1").await;
-    // Copy what a crash followed by `rm spool.db-wal` would leave: the
-    // main file (the thread's commits not checkpointed into it) and the
-    // mark beside it.
+    pin
+}
+
+/// A copy of what a crash followed by `rm spool.db-wal` would leave: the
+/// main file (the commits since [`pin_main_file`] not in it) and the mark
+/// beside it.
+fn without_wal(dir: &std::path::Path) -> tempfile::TempDir {
     let lost = tempfile::tempdir().unwrap();
-    std::fs::copy(db_path(dir.path()), db_path(lost.path())).unwrap();
+    std::fs::copy(db_path(dir), db_path(lost.path())).unwrap();
     std::fs::copy(
-        dir.path().join("spool.db.committed"),
+        dir.join("spool.db.committed"),
         lost.path().join("spool.db.committed"),
     )
     .unwrap();
+    lost
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_whose_wal_was_lost_is_refused_until_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let pin = pin_main_file(dir.path());
+    let t = new_thread(&store, false).await;
+    start_message(&store, &t, "turn-1", "a1").await;
+    let lost = without_wal(dir.path());
     drop(pin);
     store.close().await.unwrap();
 
@@ -109,4 +119,55 @@ async fn a_store_closed_and_reopened_is_not_data_loss() {
     store.delete_thread(&t).await.unwrap();
     store.close().await.unwrap();
     open(dir.path()).close().await.unwrap();
+}
+
+/// The log's rows are keyed by thread first (`sqlite/keys.rs`), so the
+/// newest commit is not the highest key: what is lost from an older
+/// thread, with a newer thread's rows still all there, is data loss too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commits_lost_from_an_older_thread_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let older = new_thread(&store, false).await;
+    let newer = new_thread(&store, false).await;
+    start_message(&store, &newer, "turn-1", "a1").await;
+    // The mark is refreshed at most once a second, or when the store
+    // closes: close it so the mark holds both threads.
+    store.close().await.unwrap();
+    let store = open(dir.path());
+    let pin = pin_main_file(dir.path());
+    start_message(&store, &older, "turn-1", "b1").await;
+    store.close().await.unwrap();
+    let lost = without_wal(dir.path());
+    drop(pin);
+
+    let error = SqliteStore::open(db_path(lost.path()), StoreOptions::default()).unwrap_err();
+    assert!(matches!(error, StoreError::DataLoss { .. }), "{error}");
+    let store = SqliteStore::open(db_path(lost.path()), accepting()).unwrap();
+    assert_eq!(store.thread(&older).await.unwrap().unwrap().last_seq, 1);
+    assert!(store.thread(&newer).await.unwrap().unwrap().last_seq > 1);
+    store.close().await.unwrap();
+}
+
+/// A mark written by a build that keyed the log by a global rowid holds a
+/// number that means nothing now: it is not compared, and the next close
+/// writes one of this build's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mark_of_the_rowid_layout_is_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let t = new_thread(&store, false).await;
+    start_message(&store, &t, "turn-1", "a1").await;
+    store.close().await.unwrap();
+    let mark = dir.path().join("spool.db.committed");
+    std::fs::write(&mark, "spool store committed events up to rowid 999999\n").unwrap();
+    let store = open(dir.path());
+    let other = new_thread(&store, false).await;
+    start_message(&store, &other, "turn-1", "b1").await;
+    store.close().await.unwrap();
+    let text = std::fs::read_to_string(&mark).unwrap();
+    assert!(
+        text.starts_with("spool store committed a log of length "),
+        "{text}"
+    );
 }

@@ -58,6 +58,7 @@ on_every_backend!(
     a_fork_leaves_out_a_turn_in_progress_and_reverted_turns,
     deleting_a_thread_removes_every_row_of_it_and_records_the_deletion,
     a_thread_with_a_turn_in_progress_is_not_deleted,
+    a_thread_created_after_the_newest_is_deleted_holds_only_its_own_rows,
 );
 
 async fn archiving_is_logged_and_unarchiving_brings_the_thread_back(ts: TestStore) {
@@ -313,4 +314,34 @@ async fn a_thread_with_a_turn_in_progress_is_not_deleted(ts: TestStore) {
     let refused = store.delete_thread(&thread).await.unwrap_err();
     assert!(matches!(refused, StoreError::Refused { .. }), "{refused}");
     assert!(store.thread(&thread).await.unwrap().is_some());
+}
+
+/// A thread created after the newest one was deleted may take the key the
+/// deleted one had (`sqlite/keys.rs`): it starts empty all the same, and
+/// the older thread keeps its rows.
+async fn a_thread_created_after_the_newest_is_deleted_holds_only_its_own_rows(ts: TestStore) {
+    let store = &ts.store;
+    let kept = new_thread(store, false).await;
+    let doomed = new_thread(store, false).await;
+    exchange(store, &kept, "k1", "kept").await;
+    exchange(store, &doomed, "t1", "one").await;
+    exchange(store, &doomed, "t2", "two").await;
+    let kept_events = ts.committed_events(&kept);
+    store.delete_thread(&doomed).await.unwrap();
+
+    let fresh = new_thread(store, false).await;
+    assert_eq!(store.thread(&fresh).await.unwrap().unwrap().last_seq, 1);
+    assert!(store.items(&fresh, View::All).await.unwrap().is_empty());
+    assert_eq!(store.events_after(&fresh, 0, 100).await.unwrap().len(), 1);
+    exchange(store, &fresh, "f1", "fresh").await;
+    assert_eq!(
+        item_ids(&store.items(&fresh, View::All).await.unwrap()),
+        ["f1-u", "f1-a"]
+    );
+    assert_eq!(store.thread(&fresh).await.unwrap().unwrap().last_seq, 7);
+    assert_eq!(ts.committed_events(&kept), kept_events);
+    assert_eq!(
+        item_ids(&store.items(&kept, View::All).await.unwrap()),
+        ["k1-u", "k1-a"]
+    );
 }

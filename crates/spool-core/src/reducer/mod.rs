@@ -67,6 +67,15 @@ pub struct ThreadReducer {
 /// `fast::RandomState`), not a fixed one an attacker could collide against.
 type Index = HashMap<String, usize, foldhash::fast::RandomState>;
 
+/// The closed items and turns [`ThreadReducer::retain_open`] forgot, to be
+/// dropped by their holder.
+#[derive(Debug, Default)]
+#[must_use = "what is forgotten is dropped here unless kept to drop later"]
+pub struct Closed {
+    pub items: Vec<ItemRecord>,
+    pub turns: Vec<TurnRecord>,
+}
+
 /// The most items [`ThreadReducer::retain_open`] keeps room for.
 const RETAINED_CAPACITY: usize = 256;
 
@@ -134,14 +143,24 @@ impl ThreadReducer {
     /// Done in place, so the lists and indexes keep their capacity (room
     /// for up to 256 items): a busy thread fills them again at once, and
     /// growing them from empty rehashes every id again.
-    pub fn retain_open(&mut self) {
-        self.items
-            .retain(|record| !record.envelope.status.is_terminal());
-        self.turns.retain(|turn| !turn.status.is_terminal());
+    ///
+    /// Returns what it forgot, for the holder to drop when dropping costs
+    /// nothing (a store's writer: after it has answered the commit's
+    /// waiters).
+    pub fn retain_open(&mut self) -> Closed {
+        let items = self
+            .items
+            .extract_if(.., |record| record.envelope.status.is_terminal())
+            .collect();
+        let turns = self
+            .turns
+            .extract_if(.., |turn| turn.status.is_terminal())
+            .collect();
         // A burst of items once must not hold its memory for good.
         self.items.shrink_to(RETAINED_CAPACITY);
         self.item_index.shrink_to(RETAINED_CAPACITY);
         self.reindex();
+        Closed { items, turns }
     }
 
     /// Items in the order they started.

@@ -7,6 +7,7 @@
 //! committed deltas after that seq with the reducer's own delta function,
 //! so what they see is exactly what reducing the log gives.
 
+use crate::sqlite::keys;
 use rusqlite::Connection;
 use spool_core::ItemRecord;
 use spool_core::reducer::apply_delta;
@@ -18,7 +19,11 @@ use crate::error::{CorruptRow, DecodeCause, StoreError};
 const DELTAS_AFTER: &str = concat!(
     "SELECT ",
     event_columns!(),
-    " FROM events WHERE thread_id = ?1 AND seq > ?2 AND item_id = ?3 ORDER BY seq"
+    " FROM events WHERE pos > ",
+    keys::thread_lo!(),
+    " + ?2 AND pos < ",
+    keys::thread_hi!(),
+    " AND item_id = ?3 ORDER BY pos"
 );
 
 /// Applies the committed deltas newer than the row to an in-progress item.

@@ -34,9 +34,10 @@ macro_rules! thread_columns {
     () => {
         "id, name, preview, model_provider, model, cwd, cli_version, history_mode, dev_mode, \
          forked_from_id, archived, created_at_ms, \
-         max(updated_at_ms, coalesce((SELECT at_ms FROM events WHERE events.thread_id = threads.id \
-         ORDER BY seq DESC LIMIT 1), updated_at_ms)), \
-         (SELECT max(seq) FROM events WHERE events.thread_id = threads.id), ephemeral"
+         max(updated_at_ms, coalesce((SELECT at_ms FROM events WHERE pos >= threads.key << 36 \
+         AND pos < (threads.key + 1) << 36 ORDER BY pos DESC LIMIT 1), updated_at_ms)), \
+         (SELECT seq FROM events WHERE pos >= threads.key << 36 \
+         AND pos < (threads.key + 1) << 36 ORDER BY pos DESC LIMIT 1), ephemeral"
     };
 }
 /// Columns [`decode_event`] reads, in order; [`decode_log_row`] also

@@ -1,6 +1,7 @@
 //! Reads for server-managed histories: the records a request is prepared
 //! from, and what the provider holds (`history_cursors`).
 
+use crate::sqlite::keys;
 use rusqlite::Connection;
 use spool_core::ItemRecord;
 use spool_protocol::ItemStatus;
@@ -15,7 +16,11 @@ use crate::types::StoredHistory;
 const AFTER: &str = concat!(
     "SELECT ",
     item_columns!(),
-    " FROM items WHERE thread_id = ?1 AND llm = 1 AND ordinal > ?2 ORDER BY ordinal"
+    " FROM items WHERE pos > ",
+    keys::thread_lo!(),
+    " + ?2 AND pos < ",
+    keys::thread_hi!(),
+    " AND llm = 1 ORDER BY pos"
 );
 const BY_ID: &str = concat!(
     "SELECT ",

@@ -10,6 +10,7 @@
 //! decoded whole and converted as the model view converts it, which may
 //! give it more than one input item (a tool call and its output) or none.
 
+use crate::sqlite::keys;
 use rusqlite::Connection;
 
 use super::codec::item_columns;
@@ -22,7 +23,9 @@ use crate::types::InputItems;
 const NEWEST: &str = concat!(
     "SELECT ",
     item_columns!(),
-    " FROM items WHERE thread_id = ?1 AND llm = 1 ORDER BY ordinal DESC"
+    " FROM items WHERE ",
+    keys::of_thread!(),
+    " AND llm = 1 ORDER BY pos DESC"
 );
 
 /// Windows up to this many items are read on the caller's task rather

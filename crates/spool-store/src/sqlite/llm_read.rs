@@ -1,6 +1,7 @@
 //! SQLite's reads of a thread's model view (the algorithm is
 //! `crate::view_read`'s), all in one read transaction: one committed state.
 
+use crate::sqlite::keys;
 use rusqlite::{Connection, OptionalExtension};
 use spool_core::ItemRecord;
 use spool_core::llm::{LlmView, LlmViewOptions, is_cut_point};
@@ -14,7 +15,11 @@ use crate::view_read::{TokenCount, ViewRead};
 const PAGE: &str = concat!(
     "SELECT ",
     item_columns!(),
-    " FROM items WHERE thread_id = ?1 AND llm = 1 AND ordinal < ?2 ORDER BY ordinal DESC LIMIT ?3"
+    " FROM items WHERE pos >= ",
+    keys::thread_lo!(),
+    " AND pos < ",
+    keys::thread_lo!(),
+    " + min(?2, 68719476736) AND llm = 1 ORDER BY pos DESC LIMIT ?3"
 );
 const COMPACTIONS_BEFORE: &str = concat!(
     "SELECT ",

@@ -5,6 +5,7 @@ mod catch_up;
 mod codec;
 mod history;
 mod input_read;
+pub(crate) mod keys;
 mod llm_read;
 mod projected;
 mod reads;

@@ -14,6 +14,7 @@ use rusqlite::Connection;
 use spool_protocol::{ItemCompletedNotification, ServerNotification};
 
 use super::codec::{decode_item, encode, item_columns, sql_int};
+use super::keys;
 use crate::born::{PROJECTED, RECORDED, completion_of};
 use crate::error::{CorruptRow, StoreError};
 
@@ -25,23 +26,29 @@ const ITEM_ROW: &str = concat!(
 
 /// The thread's item rows that are the body of an `item/projected` log
 /// row; [`BODY_OF_ITEM`] narrows it to one item.
+/// The log row at an item row's seq has the `pos` of the item row, moved
+/// from its ordinal to its seq (both under the thread's key).
 macro_rules! bodies {
-    ($($and:literal)?) => {
+    ($rows:expr) => {
         concat!(
             "SELECT ",
             item_columns!(),
-            " FROM items WHERE thread_id = ?1 ",
-            $($and, )?
-            "AND EXISTS (SELECT 1 FROM events WHERE events.thread_id = items.thread_id \
-             AND events.seq = items.seq AND events.method = 'item/projected')"
+            " FROM items WHERE ",
+            $rows,
+            " AND EXISTS (SELECT 1 FROM events WHERE \
+             events.pos = items.pos - items.ordinal + items.seq \
+             AND events.method = 'item/projected')"
         )
     };
 }
-const BODIES: &str = bodies!();
-const BODY_OF_ITEM: &str = bodies!("AND item_id = ?2 ");
+const BODIES: &str = bodies!(keys::of_thread!());
+const BODY_OF_ITEM: &str = bodies!("thread_id = ?1 AND item_id = ?2");
 
-const GIVE_BODY: &str = "UPDATE events SET method = ?3, payload = ?4 \
-     WHERE thread_id = ?1 AND seq = ?2 AND method = ?5";
+const GIVE_BODY: &str = concat!(
+    "UPDATE events SET method = ?3, payload = ?4 WHERE pos = ",
+    keys::thread_lo!(),
+    " + ?2 AND method = ?5"
+);
 
 /// The completion an `item/projected` row at `seq` about `item_id` stands
 /// for, read from the item's row.

@@ -6,6 +6,7 @@
 //! (it sees exactly the committed state, because it only opens a
 //! transaction to commit a batch).
 
+use crate::sqlite::keys;
 use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 
@@ -188,13 +189,15 @@ pub(crate) fn read_items(
         concat!(
             "SELECT ",
             item_columns!(),
-            " FROM items WHERE thread_id = ?1 AND status = 'inProgress' ORDER BY ordinal"
+            " FROM items WHERE thread_id = ?1 AND status = 'inProgress' ORDER BY pos"
         )
     } else {
         concat!(
             "SELECT ",
             item_columns!(),
-            " FROM items WHERE thread_id = ?1 ORDER BY ordinal"
+            " FROM items WHERE ",
+            keys::of_thread!(),
+            " ORDER BY pos"
         )
     };
     read_caught_up(conn, sql, thread_id, (thread_id,))
@@ -211,7 +214,11 @@ pub(crate) fn read_items_after(
     const SQL: &str = concat!(
         "SELECT ",
         item_columns!(),
-        " FROM items WHERE thread_id = ?1 AND ordinal > ?2 ORDER BY ordinal LIMIT ?3"
+        " FROM items WHERE pos > ",
+        keys::thread_lo!(),
+        " + ?2 AND pos < ",
+        keys::thread_hi!(),
+        " ORDER BY pos LIMIT ?3"
     );
     let params = (thread_id, sql_int(after_ordinal), sql_int(limit as u64));
     read_caught_up(conn, SQL, thread_id, params)
@@ -257,7 +264,11 @@ pub(crate) fn read_events_after(
     let mut stmt = conn.prepare_cached(concat!(
         "SELECT ",
         event_columns!(),
-        " FROM events WHERE thread_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"
+        " FROM events WHERE pos > ",
+        keys::thread_lo!(),
+        " + ?2 AND pos < ",
+        keys::thread_hi!(),
+        " ORDER BY pos LIMIT ?3"
     ))?;
     // A row may stand for two events (`born.rs`): `limit` rows are at
     // least `limit` events, and what is past the limit is left for the

@@ -65,6 +65,10 @@ const MIGRATIONS: &[Migration] = &[
         version: 11,
         sql: V11_DERIVED_ENVELOPE,
     },
+    Migration {
+        version: 12,
+        sql: super::keys::V12_ROWS_KEYED_BY_THREAD_AND_SEQ,
+    },
 ];
 
 /// Version 11: the envelope of an item filed from its raw input item and

@@ -20,7 +20,7 @@ mod refusals;
 pub(crate) mod reserve;
 pub(crate) mod rows;
 
-use spool_core::ThreadReducer;
+use spool_core::{Closed, ThreadReducer};
 use spool_protocol::{ServerNotification, ThreadEvent};
 
 use self::dirty::{ApplyError, Dirty};
@@ -70,6 +70,9 @@ pub(crate) struct ThreadState {
     /// The view rank of the newest committed turn, when the writer knows it
     /// (the writers rank turns newer than it themselves: `ranks.rs`).
     pub(crate) rank_tail: RankTail,
+    /// The SQLite store's integer key of the thread (`sqlite/keys.rs`),
+    /// once its writer has read or given it; unused by PostgreSQL.
+    pub(crate) key: Option<i64>,
 }
 
 /// What a writer knows of a thread's newest committed turn.
@@ -117,6 +120,7 @@ impl ThreadState {
             seqs: Reservation::default(),
             fresh: FreshIds::empty(),
             rank_tail: RankTail::Empty,
+            key: None,
         }
     }
 
@@ -138,6 +142,7 @@ impl ThreadState {
             seqs: Reservation::load(rows.reserved_upto(thread_id)?, thread.last_seq),
             fresh: FreshIds::default(),
             rank_tail: RankTail::Unknown,
+            key: None,
         }))
     }
 
@@ -218,7 +223,7 @@ impl ThreadState {
     /// many closed items or turns, drop them (see the module docs).
     pub(crate) fn committed(&mut self) {
         self.written();
-        self.settled();
+        drop(self.settled());
     }
 
     /// The pending changes are written into a transaction: the next
@@ -230,11 +235,12 @@ impl ThreadState {
     /// The transaction that wrote the changes [`Self::written`] took is
     /// committed. Changes accepted since (while that commit ran on the
     /// commit thread) note rows by reducer index, so the reducer is
-    /// compacted only when there are none.
-    pub(crate) fn settled(&mut self) {
+    /// compacted only when there are none. Returns the closed items and
+    /// turns it forgot, for the caller to drop when that delays no one.
+    pub(crate) fn settled(&mut self) -> Closed {
         self.seqs.committed();
         if !self.pending.is_empty() {
-            return;
+            return Closed::default();
         }
         let closed_items = self
             .reducer
@@ -249,9 +255,9 @@ impl ThreadState {
             .filter(|turn| turn.status.is_terminal())
             .count();
         if closed_items + closed_turns <= KEEP_CLOSED {
-            return;
+            return Closed::default();
         }
-        self.reducer.retain_open();
+        self.reducer.retain_open()
     }
 
     /// The persistence policy (`docs/internals/log.md`): `status` items never, and

@@ -18,14 +18,18 @@ use crate::born::PROJECTED;
 use crate::codec::{encode_item_json, encode_turn_json};
 use crate::error::StoreError;
 use crate::sqlite::codec::sql_int;
-use crate::sqlite::projected;
+use crate::sqlite::{keys, projected};
 use crate::thread_state::pending::keeps_row;
 use crate::thread_state::ranks::{self, NewRanks};
 use crate::thread_state::{RankTail, ThreadState};
 
 const INSERT_THREAD: &str = "INSERT INTO threads (id, name, preview, model_provider, model, \
      cwd, cli_version, history_mode, dev_mode, forked_from_id, archived, created_at_ms, \
-     updated_at_ms, ephemeral) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
+     updated_at_ms, ephemeral, key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, \
+     ?14, (SELECT coalesce(max(key), 0) + 1 FROM threads)) RETURNING key";
+
+/// The key of a thread created before this writer knew it.
+const THREAD_KEY: &str = "SELECT key FROM threads WHERE id = ?1";
 
 /// Name, preview and archived: only when an event changed one of them (an
 /// `UPDATE` naming `archived` rewrites the `threads_by_created` entry).
@@ -44,8 +48,8 @@ const UPDATE_UPDATED_AT: &str =
 /// the WAL) per commit; `Thread::updated_at` is in seconds anyway.
 pub(super) const UPDATED_AT_LAG_MS: i64 = 1_000;
 
-const INSERT_EVENT: &str = "INSERT INTO events (thread_id, seq, method, item_id, at_ms, payload) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+const INSERT_EVENT: &str = "INSERT INTO events (thread_id, seq, method, item_id, at_ms, payload, \
+     pos) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 
 const UPSERT_TURN: &str = "INSERT INTO turns (thread_id, turn_id, ordinal, seq, status, error, \
      started_at, completed_at, duration_ms, token_usage, view_rank) \
@@ -56,8 +60,8 @@ const UPSERT_TURN: &str = "INSERT INTO turns (thread_id, turn_id, ordinal, seq, 
      token_usage = excluded.token_usage";
 
 const UPSERT_ITEM: &str = "INSERT INTO items (thread_id, item_id, turn_id, ordinal, seq, kind, \
-     status, item, envelope, token_count, input_item, llm) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
+     status, item, envelope, token_count, input_item, llm, pos) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) \
      ON CONFLICT (thread_id, item_id) DO UPDATE SET seq = excluded.seq, \
      status = excluded.status, item = excluded.item, envelope = excluded.envelope, \
      token_count = excluded.token_count, input_item = excluded.input_item, llm = excluded.llm";
@@ -67,7 +71,7 @@ const UPSERT_RESERVATION: &str = "INSERT INTO seq_reservations (thread_id, upto)
      ON CONFLICT (thread_id) DO UPDATE SET upto = excluded.upto";
 const DELETE_RESERVATION: &str = "DELETE FROM seq_reservations WHERE thread_id = ?1";
 
-const DELETE_ITEMS: &str = "DELETE FROM items WHERE thread_id = ?1";
+const DELETE_ITEMS: &str = concat!("DELETE FROM items WHERE ", keys::of_thread!());
 const DELETE_ITEM: &str = "DELETE FROM items WHERE thread_id = ?1 AND item_id = ?2";
 
 /// Only a count computed for the item as it still is may be cached: the
@@ -155,7 +159,7 @@ pub(super) fn write_thread(
     if let Some(record) = &pending.created {
         let thread = &record.thread;
         let history_mode = thread.history_owner.unwrap_or_default();
-        conn.prepare_cached(INSERT_THREAD)?.execute((
+        let params = (
             &thread.id,
             &thread.name,
             &thread.preview,
@@ -170,8 +174,22 @@ pub(super) fn write_thread(
             pending.created_at_ms,
             pending.created_at_ms,
             thread.ephemeral,
-        ))?;
+        );
+        let key = conn
+            .prepare_cached(INSERT_THREAD)?
+            .query_row(params, |row| row.get(0))?;
+        state.key = Some(key);
     }
+    let key = match state.key {
+        Some(key) => key,
+        None => {
+            let key = conn
+                .prepare_cached(THREAD_KEY)?
+                .query_row((thread_id,), |row| row.get(0))?;
+            *state.key.insert(key)
+        }
+    };
+    let pending = &mut state.pending;
 
     let mut insert_event = conn.prepare_cached(INSERT_EVENT)?;
     for event in &pending.events {
@@ -198,6 +216,7 @@ pub(super) fn write_thread(
             event.item_id.as_deref(),
             event.at_ms,
             payload,
+            keys::pos(thread_id, key, event.seq)?,
         ))?;
     }
 
@@ -285,6 +304,7 @@ pub(super) fn write_thread(
             record.token_count,
             input_item,
             in_view(record),
+            keys::pos(thread_id, key, record.ordinal)?,
         ))?;
     }
     match new_ranks {

@@ -12,6 +12,7 @@
 //! What is pending is committed first, so the pop's transaction holds only
 //! the pop and its answer means "durable".
 
+use crate::sqlite::keys;
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 use spool_core::ItemRecord;
 use spool_protocol::{ItemRemovedNotification, ServerNotification};
@@ -28,7 +29,9 @@ use crate::thread_state::rows::Rows;
 const NEWEST_IN_VIEW: &str = concat!(
     "SELECT ",
     item_columns!(),
-    " FROM items WHERE thread_id = ?1 AND llm = 1 ORDER BY ordinal DESC LIMIT 1"
+    " FROM items WHERE ",
+    keys::of_thread!(),
+    " AND llm = 1 ORDER BY pos DESC LIMIT 1"
 );
 
 impl Writer {

@@ -18,6 +18,7 @@ use rusqlite::{Connection, OptionalExtension};
 
 use crate::error::StoreError;
 use crate::sqlite::codec::sql_int;
+use crate::sqlite::keys;
 
 /// The turns of one thread whose view ranks a batch may have changed
 /// (`thread_state::ranks::touched`).
@@ -46,8 +47,13 @@ const TURNS_FROM: &str = "SELECT ordinal, turn_id, view_rank FROM turns \
      WHERE thread_id = ?1 AND ordinal >= ?2 ORDER BY ordinal";
 /// Items of a turn lie between its start and the next turn's: one turn
 /// runs at a time.
-const TURN_IN_VIEW: &str = "SELECT EXISTS (SELECT 1 FROM items WHERE thread_id = ?1 \
-     AND ordinal > ?2 AND ordinal < ?3 AND llm = 1)";
+const TURN_IN_VIEW: &str = concat!(
+    "SELECT EXISTS (SELECT 1 FROM items WHERE pos > ",
+    keys::thread_lo!(),
+    " + ?2 AND pos < ",
+    keys::thread_lo!(),
+    " + min(?3, 68719476736) AND llm = 1)"
+);
 const SET_RANK: &str = "UPDATE turns SET view_rank = ?3 WHERE thread_id = ?1 AND turn_id = ?2";
 
 /// Re-ranks the turns from the oldest one touched, inside the batch's

@@ -14,6 +14,7 @@ use spool_protocol::{ServerNotification, ServerRequestResolvedNotification};
 use super::{Incoming, Threads, Writer, batch, held};
 use crate::error::StoreError;
 use crate::sqlite::codec::{encode, sql_int};
+use crate::sqlite::keys::LAST_SEQ;
 use crate::sqlite::requests_read::decode_pending_request;
 use crate::thread_state::ThreadState;
 use crate::thread_state::prepare::now_ms;
@@ -176,7 +177,7 @@ pub(super) fn fresh_state<'a>(
 ) -> Result<&'a mut ThreadState, StoreError> {
     // `max` answers NULL for a thread without events: an unknown one.
     let last_seq: Option<i64> = tx
-        .prepare_cached("SELECT max(seq) FROM events WHERE thread_id = ?1")?
+        .prepare_cached(LAST_SEQ)?
         .query_row((thread_id,), |row| row.get(0))?;
     let Some(last_seq) = last_seq else {
         return Err(StoreError::UnknownThread(thread_id.to_owned()));

@@ -12,6 +12,7 @@ use spool_protocol::{ServerNotification, ThreadEvent};
 use super::requests::fresh_state;
 use super::{Threads, Writer, batch, held};
 use crate::error::StoreError;
+use crate::sqlite::keys;
 use crate::sqlite::reads::{read_thread, thread_exists};
 use crate::thread_state::prepare::now_ms;
 use crate::thread_state::{ThreadState, ops};
@@ -208,15 +209,22 @@ fn delete(tx: &Transaction<'_>, thread_id: &str) -> Result<(), StoreError> {
         "seq_reservations",
         "running_processes",
         "history_cursors",
-        "items",
-        "turns",
-        "events",
     ] {
         tx.execute(
             &format!("DELETE FROM {table} WHERE thread_id = ?1"),
             (thread_id,),
         )?;
     }
+    // By their keys, while the thread's row still gives them.
+    tx.execute(
+        concat!("DELETE FROM items WHERE ", keys::of_thread!()),
+        (thread_id,),
+    )?;
+    tx.execute("DELETE FROM turns WHERE thread_id = ?1", (thread_id,))?;
+    tx.execute(
+        concat!("DELETE FROM events WHERE ", keys::of_thread!()),
+        (thread_id,),
+    )?;
     tx.execute("DELETE FROM threads WHERE id = ?1", (thread_id,))?;
     tx.prepare_cached(
         "INSERT OR REPLACE INTO deleted_threads (id, deleted_at_ms) VALUES (?1, ?2)",

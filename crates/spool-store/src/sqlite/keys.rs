@@ -1,0 +1,165 @@
+//! Where a thread's rows sit: `events` and `items` are keyed by one
+//! integer, `pos`, that puts the thread first and the seq (or the item's
+//! ordinal) second.
+//!
+//! `pos = key << SEQ_BITS | seq`, where `key` is the thread's
+//! `threads.key`, a small integer given when the thread is created. So a
+//! thread's log is one run of `pos` in order of seq, and its items one run
+//! in order of ordinal, both in the table's own b-tree (the rowid): an
+//! append writes one b-tree for its log row, and two for its item row (the
+//! table and `items_by_id`), where keys of `(thread_id, seq)` and
+//! `(thread_id, ordinal)` needed an index each beside the table, every
+//! entry of which repeated the thread's id. `thread_id` and `seq` stay
+//! columns of their own, so a row still says what it is without its key.
+//!
+//! Readers name a thread by its id and find its run with [`thread_lo!`]
+//! and [`thread_hi!`] (subqueries SQLite runs once per statement, not per
+//! row); the writer knows the key (`ThreadState::key`) and binds `pos`.
+
+use crate::error::StoreError;
+
+/// Bits of `pos` below the thread's key: room for 2^36 (68 billion) seqs a
+/// thread, and 2^27 (134 million) thread keys.
+pub(crate) const SEQ_BITS: u32 = 36;
+
+/// The largest seq (or ordinal) `pos` can hold.
+pub(crate) const MAX_SEQ: u64 = (1 << SEQ_BITS) - 1;
+
+/// The largest thread key: `pos` stays a positive `i64`.
+pub(crate) const MAX_KEY: i64 = (1 << (63 - SEQ_BITS)) - 1;
+
+/// The first `pos` of the thread whose id is `?1` (`NULL` for an unknown
+/// thread, which makes every comparison with it false).
+macro_rules! thread_lo {
+    () => {
+        "(SELECT key << 36 FROM threads WHERE id = ?1)"
+    };
+}
+
+/// One past the last `pos` of the thread whose id is `?1`.
+macro_rules! thread_hi {
+    () => {
+        "(SELECT (key + 1) << 36 FROM threads WHERE id = ?1)"
+    };
+}
+
+/// The rows of the thread whose id is `?1`.
+macro_rules! of_thread {
+    () => {
+        concat!(
+            "pos >= ",
+            crate::sqlite::keys::thread_lo!(),
+            " AND pos < ",
+            crate::sqlite::keys::thread_hi!()
+        )
+    };
+}
+
+pub(crate) use {of_thread, thread_hi, thread_lo};
+
+/// The seq of the newest log row of the thread whose id is `?1` (`NULL`:
+/// none, an unknown thread). A seek to the end of the thread's run, where
+/// `max(pos)` under a range would scan it.
+pub(crate) const LAST_SEQ: &str = concat!(
+    "SELECT (SELECT seq FROM events WHERE ",
+    of_thread!(),
+    " ORDER BY pos DESC LIMIT 1)"
+);
+
+/// `pos` of the row at `seq` (or ordinal) of the thread keyed `key`.
+pub(crate) fn pos(thread_id: &str, key: i64, seq: u64) -> Result<i64, StoreError> {
+    if seq > MAX_SEQ || !(1..=MAX_KEY).contains(&key) {
+        return Err(StoreError::PastKeySpace {
+            thread_id: thread_id.to_owned(),
+            key,
+            seq,
+        });
+    }
+    Ok(key << SEQ_BITS | seq as i64)
+}
+
+/// Version 12 of the schema: `events` and `items` keyed by `pos` (see the
+/// module docs), and `threads.key`.
+///
+/// Existing threads take their rowid as their key; later ones one more than
+/// the largest key. The two tables are copied under their new keys, in key
+/// order; `items` keeps a unique index on `(thread_id, item_id)` (how the
+/// writer updates an item), and loses `items_by_ordinal`, which `pos` is
+/// now.
+pub(crate) const V12_ROWS_KEYED_BY_THREAD_AND_SEQ: &str = "
+ALTER TABLE threads ADD COLUMN key INTEGER;
+UPDATE threads SET key = rowid;
+CREATE UNIQUE INDEX threads_by_key ON threads (key);
+
+ALTER TABLE events RENAME TO events_v11;
+ALTER TABLE items RENAME TO items_v11;
+DROP INDEX items_by_ordinal;
+DROP INDEX items_open;
+DROP INDEX items_compactions;
+
+CREATE TABLE events (
+    pos       INTEGER PRIMARY KEY,
+    thread_id TEXT NOT NULL REFERENCES threads (id),
+    seq       INTEGER NOT NULL,
+    method    TEXT NOT NULL,
+    item_id   TEXT,
+    at_ms     INTEGER NOT NULL,
+    payload   TEXT NOT NULL
+) STRICT;
+INSERT INTO events (pos, thread_id, seq, method, item_id, at_ms, payload)
+    SELECT (t.key << 36) + e.seq, e.thread_id, e.seq, e.method, e.item_id, e.at_ms, e.payload
+    FROM events_v11 e JOIN threads t ON t.id = e.thread_id ORDER BY 1;
+
+CREATE TABLE items (
+    pos         INTEGER PRIMARY KEY,
+    thread_id   TEXT NOT NULL,
+    item_id     TEXT NOT NULL,
+    turn_id     TEXT NOT NULL,
+    ordinal     INTEGER NOT NULL,
+    seq         INTEGER NOT NULL,
+    kind        TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    item        TEXT NOT NULL,
+    envelope    TEXT NOT NULL,
+    token_count INTEGER,
+    input_item  TEXT,
+    llm         INTEGER NOT NULL DEFAULT 0,
+    FOREIGN KEY (thread_id, turn_id) REFERENCES turns (thread_id, turn_id)
+) STRICT;
+INSERT INTO items (pos, thread_id, item_id, turn_id, ordinal, seq, kind, status, item, envelope,
+                   token_count, input_item, llm)
+    SELECT (t.key << 36) + i.ordinal, i.thread_id, i.item_id, i.turn_id, i.ordinal, i.seq, i.kind,
+           i.status, i.item, i.envelope, i.token_count, i.input_item, i.llm
+    FROM items_v11 i JOIN threads t ON t.id = i.thread_id ORDER BY 1;
+CREATE UNIQUE INDEX items_by_id ON items (thread_id, item_id);
+CREATE INDEX items_open ON items (thread_id) WHERE status = 'inProgress';
+CREATE INDEX items_compactions ON items (thread_id, ordinal) WHERE kind = 'contextCompaction';
+
+DROP TABLE items_v11;
+DROP TABLE events_v11;
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The SQL spells the shift, and 2^36, as literals.
+    #[test]
+    fn the_sql_shifts_by_the_bits_the_code_does() {
+        assert_eq!(SEQ_BITS, 36);
+        assert_eq!(MAX_SEQ + 1, 68_719_476_736);
+        let shift = format!("<< {SEQ_BITS}");
+        assert!(thread_lo!().contains(&shift));
+        assert!(thread_hi!().contains(&shift));
+        assert_eq!(V12_ROWS_KEYED_BY_THREAD_AND_SEQ.matches(&shift).count(), 2);
+    }
+
+    #[test]
+    fn pos_refuses_what_it_cannot_hold() {
+        assert_eq!(pos("t", 1, 5).unwrap(), (1 << 36) + 5);
+        assert_eq!(pos("t", MAX_KEY, MAX_SEQ).unwrap(), i64::MAX);
+        assert!(pos("t", 1, MAX_SEQ + 1).is_err());
+        assert!(pos("t", MAX_KEY + 1, 1).is_err());
+        assert!(pos("t", 0, 1).is_err());
+    }
+}
