@@ -26,6 +26,7 @@ use crate::types::{PendingRequest, StoredHistory, ThreadRecord};
 
 mod encode;
 pub(crate) mod filing;
+mod json_text;
 pub(crate) use encode::*;
 use filing::thread_item;
 

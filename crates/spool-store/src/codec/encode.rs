@@ -8,7 +8,7 @@ use spool_core::llm::INPUT_ITEM_KEY;
 use spool_core::{ItemRecord, TurnRecord};
 use spool_protocol::{ItemEnvelope, ItemStatus, Provenance, ThreadItem, WorkPhase};
 
-use super::filing::{self, thread_item};
+use super::filing;
 use crate::error::StoreError;
 
 /// The JSON columns of a turn row: its error and its token usage.
@@ -43,22 +43,14 @@ pub(crate) fn encode_item_json(
 ) -> Result<(String, String, Option<String>), StoreError> {
     let input_item = raw_input_item(&record.envelope);
     let item = match input_item {
-        Some(raw) if thread_item(record.item.id().to_owned(), raw) == record.item => {
-            DERIVED_ITEM.to_owned()
-        }
+        Some(raw) if filing::is_filing_of(raw, &record.item) => DERIVED_ITEM.to_owned(),
         _ => encode("item", &record.item)?,
     };
     let envelope = match derived_envelope_at(&record.item, &record.envelope) {
         Some(at_ms) => at_ms.to_string(),
         None => encode_envelope_without_input(&record.envelope)?,
     };
-    Ok((
-        item,
-        envelope,
-        input_item
-            .map(|raw| encode("raw input item", raw))
-            .transpose()?,
-    ))
+    Ok((item, envelope, input_item.map(super::json_text::to_text)))
 }
 
 /// The envelope of an item filed from a raw input item and added whole at

@@ -100,6 +100,79 @@ pub(crate) fn thread_item(id: String, raw: &Value) -> ThreadItem {
     }
 }
 
+/// Whether `item` is what [`thread_item`] files `raw` as, its id aside:
+/// the answer of filing `raw` again and comparing, without building an
+/// item for the shapes the Session API mostly stores (a user message with
+/// text content, an assistant, system or developer message). Any other
+/// shape is filed and compared. The writer asks this of every item with a
+/// raw input item (`encode.rs`, `DERIVED_ITEM`): building the item again
+/// was ~1.2k instructions of each `add_items` item.
+pub(crate) fn is_filing_of(raw: &Value, item: &ThreadItem) -> bool {
+    let message = matches!(str_field(raw, "type"), None | Some("message"));
+    match (message, str_field(raw, "role"), item) {
+        (
+            true,
+            Some("user"),
+            ThreadItem::UserMessage {
+                id: _,
+                client_id: None,
+                content,
+            },
+        ) if field(raw, "content").is_some_and(Value::is_string) => match content.as_slice() {
+            [
+                UserInput::Text {
+                    text,
+                    text_elements,
+                },
+            ] => {
+                text_elements.is_empty()
+                    && field(raw, "content").and_then(Value::as_str) == Some(text.as_str())
+            }
+            _ => false,
+        },
+        (
+            true,
+            Some("assistant"),
+            ThreadItem::AgentMessage {
+                id: _,
+                text,
+                phase: item_phase,
+                memory_citation: None,
+                delivery: None,
+                questions: None,
+            },
+        ) => {
+            *item_phase == str_field(raw, "phase").and_then(phase)
+                && is_text_of(field(raw, "content"), text)
+        }
+        (true, Some("system" | "developer"), ThreadItem::Context { id: _, text }) => {
+            is_text_of(field(raw, "content"), text)
+        }
+        _ => thread_item(item.id().to_owned(), raw) == *item,
+    }
+}
+
+/// Whether [`text_of`] gives `text` for `content`, read in place.
+fn is_text_of(content: Option<&Value>, text: &str) -> bool {
+    match content {
+        Some(Value::String(whole)) => whole == text,
+        Some(Value::Array(parts)) => {
+            let mut rest = text;
+            for part in parts {
+                if let Some(piece) = str_field(part, "text").or_else(|| str_field(part, "refusal"))
+                {
+                    match rest.strip_prefix(piece) {
+                        Some(after) => rest = after,
+                        None => return false,
+                    }
+                }
+            }
+            rest.is_empty()
+        }
+        Some(_) | None => text.is_empty(),
+    }
+}
+
 /// Who sees an item filed from a raw input item: the model always (the
 /// caller stored it for the model), the client as the kind says.
 pub(crate) fn audience(item: &ThreadItem) -> Audience {
@@ -258,5 +331,107 @@ fn web_search_action(action: &Value) -> WebSearchAction {
             pattern: text("pattern"),
         },
         Some(_) | None => WebSearchAction::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+    use spool_protocol::{ByteRange, TextElement, ThreadItem, UserInput};
+
+    use super::{is_filing_of, thread_item};
+
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![Just(String::new()), "[ab]{1,3}"]
+    }
+
+    fn part() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            text().prop_map(|t| json!({"type": "output_text", "text": t})),
+            text().prop_map(|t| json!({"type": "refusal", "refusal": t})),
+            text().prop_map(|t| json!({"type": "input_text", "text": t})),
+            Just(json!({"type": "input_image", "image_url": "u"})),
+            Just(json!(7)),
+        ]
+    }
+
+    fn content() -> impl Strategy<Value = Option<Value>> {
+        prop_oneof![
+            Just(None),
+            text().prop_map(|t| Some(Value::String(t))),
+            prop::collection::vec(part(), 0..4).prop_map(|p| Some(Value::Array(p))),
+            Just(Some(json!(3))),
+        ]
+    }
+
+    /// Raw items of the shapes the check reads in place, and a few it
+    /// leaves to filing.
+    fn raw() -> impl Strategy<Value = Value> {
+        let kind = prop_oneof![Just(None), Just(Some("message")), Just(Some("reasoning"))];
+        let role = prop_oneof![
+            Just(None),
+            Just(Some("user")),
+            Just(Some("assistant")),
+            Just(Some("system")),
+            Just(Some("developer")),
+        ];
+        let phase = prop_oneof![Just(None), Just(Some("commentary")), Just(Some("other"))];
+        (kind, role, phase, content()).prop_map(|(kind, role, phase, content)| {
+            let mut raw = serde_json::Map::new();
+            if let Some(kind) = kind {
+                raw.insert("type".into(), kind.into());
+            }
+            if let Some(role) = role {
+                raw.insert("role".into(), role.into());
+            }
+            if let Some(phase) = phase {
+                raw.insert("phase".into(), phase.into());
+            }
+            if let Some(content) = content {
+                raw.insert("content".into(), content);
+            }
+            Value::Object(raw)
+        })
+    }
+
+    /// The item a raw item is filed as, or one changed in a way the check
+    /// must see.
+    fn candidate(raw: &Value, other: &Value, change: u8) -> ThreadItem {
+        let mut item = thread_item("i".into(), raw);
+        match (change, &mut item) {
+            (1, _) => item = thread_item("i".into(), other),
+            (2, ThreadItem::UserMessage { client_id, .. }) => *client_id = Some("c".into()),
+            (3, ThreadItem::UserMessage { content, .. }) => content.push(UserInput::text("x")),
+            (4, ThreadItem::AgentMessage { text, .. } | ThreadItem::Context { text, .. }) => {
+                text.push('a')
+            }
+            (5, ThreadItem::AgentMessage { phase, .. }) => *phase = None,
+            (6, ThreadItem::UserMessage { content, .. }) => {
+                if let Some(UserInput::Text { text_elements, .. }) = content.first_mut() {
+                    text_elements.push(TextElement {
+                        byte_range: ByteRange { start: 0, end: 0 },
+                        placeholder: None,
+                    });
+                }
+            }
+            _ => {}
+        }
+        item
+    }
+
+    proptest! {
+        #[test]
+        fn answers_as_filing_again_and_comparing(
+            raw in raw(),
+            other in raw(),
+            change in 0u8..7,
+        ) {
+            let item = candidate(&raw, &other, change);
+            prop_assert_eq!(
+                is_filing_of(&raw, &item),
+                thread_item(item.id().to_owned(), &raw) == item
+            );
+        }
     }
 }
