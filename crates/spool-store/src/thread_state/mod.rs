@@ -222,14 +222,15 @@ impl ThreadState {
     /// After a commit: forget what was written and, if the reducer holds
     /// many closed items or turns, drop them (see the module docs).
     pub(crate) fn committed(&mut self) {
-        self.written();
+        drop(self.written());
         drop(self.settled());
     }
 
     /// The pending changes are written into a transaction: the next
-    /// changes are the next commit's.
-    pub(crate) fn written(&mut self) {
-        self.pending = Pending::default();
+    /// changes are the next commit's. Returns the written ones, for the
+    /// caller to drop when that delays no one.
+    pub(crate) fn written(&mut self) -> Pending {
+        std::mem::take(&mut self.pending)
     }
 
     /// The transaction that wrote the changes [`Self::written`] took is

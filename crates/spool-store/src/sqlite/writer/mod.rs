@@ -64,6 +64,7 @@ use crate::error::StoreError;
 use crate::options::StoreOptions;
 pub(crate) use crate::thread_state::Incoming;
 use crate::thread_state::ThreadState;
+use crate::thread_state::pending::Pending;
 use crate::types::{Appended, ThreadRecord};
 
 pub(crate) use crate::write_ops::Reply;
@@ -193,6 +194,10 @@ struct Batch {
     opened_at: Option<Instant>,
     /// When its rows were written, for the log's commit time.
     written_at: Option<Instant>,
+    /// The threads' pending changes once written: dropped with the batch,
+    /// after its waiters are answered (a 100-item `add_items` owns each
+    /// item's completion until then).
+    spent: Vec<Pending>,
 }
 
 impl Batch {
