@@ -1,11 +1,12 @@
 //! (o), (p) and (q): the read floors of (d), (n) and (c). The file (d) reads, filled
 //! by the store beforehand and read while the store still has it open (so
 //! with the same write-ahead log behind it), with nothing but rusqlite: the
-//! newest `tail_limit` rows in the model's view, newest first on the
-//! `(thread_id, ordinal)` index (the query the store runs), each row's raw
-//! input item parsed into a `serde_json::Value` for (o), checked and copied
-//! out as its JSON text for (p); for (q), every row, once, parsed as for (o). The connection maps the file as the
-//! store's readers do. What no code reading these rows can skip: the gap
+//! newest `tail_limit` rows in the model's view, newest first along the
+//! session's run of `items` (keyed by thread, then ordinal: the query the
+//! store runs), each row's raw input item parsed into a
+//! `serde_json::Value` for (o), checked and copied out as its JSON text
+//! for (p); for (q), every row, once, parsed as for (o). The connection
+//! maps the file as the store's readers do. What no code reading these rows can skip: the gap
 //! between (d) and (o) is what spool's own code costs on a read.
 
 use std::path::PathBuf;

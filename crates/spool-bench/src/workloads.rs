@@ -238,7 +238,7 @@ impl Spec {
             WorkloadId::O => (
                 format!(
                     "the read floor of (d): the file (d) reads, on bare rusqlite, the newest {} \
-                     rows of the session in the model's view on the store's index (its query), \
+                     rows of the session in the model's view on the store's key (its query), \
                      each raw input item parsed into a JSON value, mean of {} calls",
                     s.tail_limit, s.tail_calls
                 ),
