@@ -85,7 +85,9 @@ pub(crate) fn pos(thread_id: &str, key: i64, seq: u64) -> Result<i64, StoreError
 /// the largest key. The two tables are copied under their new keys, in key
 /// order; `items` keeps a unique index on `(thread_id, item_id)` (how the
 /// writer updates an item), and loses `items_by_ordinal`, which `pos` is
-/// now.
+/// now. The copy runs once, in the migration's transaction, and needs free
+/// disk for about the two tables again until it commits (the old pages then
+/// become free pages of the file).
 pub(crate) const V12_ROWS_KEYED_BY_THREAD_AND_SEQ: &str = "
 ALTER TABLE threads ADD COLUMN key INTEGER;
 UPDATE threads SET key = rowid;
