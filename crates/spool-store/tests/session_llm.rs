@@ -329,6 +329,7 @@ async fn a_version_1_file_migrates_with_its_view_columns_filled() {
              DROP TABLE history_cursors;
              ALTER TABLE threads DROP COLUMN ephemeral;
              DROP INDEX items_compactions;
+             DROP TABLE thread_keys;
              DROP INDEX threads_by_key;
              ALTER TABLE threads DROP COLUMN key;
              CREATE UNIQUE INDEX items_by_ordinal ON items (thread_id, ordinal);

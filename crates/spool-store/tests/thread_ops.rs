@@ -316,9 +316,9 @@ async fn a_thread_with_a_turn_in_progress_is_not_deleted(ts: TestStore) {
     assert!(store.thread(&thread).await.unwrap().is_some());
 }
 
-/// A thread created after the newest one was deleted may take the key the
-/// deleted one had (`sqlite/keys.rs`): it starts empty all the same, and
-/// the older thread keeps its rows.
+/// A thread created after the newest one was deleted starts empty, and the
+/// older thread keeps its rows (on SQLite, the new thread's rows are keyed
+/// after the deleted one's: `sqlite/keys.rs`, and `thread_keys.rs`).
 async fn a_thread_created_after_the_newest_is_deleted_holds_only_its_own_rows(ts: TestStore) {
     let store = &ts.store;
     let kept = new_thread(store, false).await;

@@ -3,7 +3,11 @@
 //! ordinal) second.
 //!
 //! `pos = key << SEQ_BITS | seq`, where `key` is the thread's
-//! `threads.key`, a small integer given when the thread is created. So a
+//! `threads.key`, a small integer given when the thread is created and
+//! never given again (`thread_keys` counts them), even once the thread is
+//! deleted: a writer that still holds a deleted thread's state (another
+//! store on the same file) and appends to it writes rows under a key no
+//! live thread has, never into another thread's run. So a
 //! thread's log is one run of `pos` in order of seq, and its items one run
 //! in order of ordinal, both in the table's own b-tree (the rowid): an
 //! append writes one b-tree for its log row, and two for its item row (the
@@ -81,8 +85,8 @@ pub(crate) fn pos(thread_id: &str, key: i64, seq: u64) -> Result<i64, StoreError
 /// Version 12 of the schema: `events` and `items` keyed by `pos` (see the
 /// module docs), and `threads.key`.
 ///
-/// Existing threads take their rowid as their key; later ones one more than
-/// the largest key. The two tables are copied under their new keys, in key
+/// Existing threads take their rowid as their key; later ones the next
+/// count of `thread_keys`, a one-row table that only grows. The two tables are copied under their new keys, in key
 /// order; `items` keeps a unique index on `(thread_id, item_id)` (how the
 /// writer updates an item), and loses `items_by_ordinal`, which `pos` is
 /// now. The copy runs once, in the migration's transaction, and needs free
@@ -92,6 +96,8 @@ pub(crate) const V12_ROWS_KEYED_BY_THREAD_AND_SEQ: &str = "
 ALTER TABLE threads ADD COLUMN key INTEGER;
 UPDATE threads SET key = rowid;
 CREATE UNIQUE INDEX threads_by_key ON threads (key);
+CREATE TABLE thread_keys (last INTEGER NOT NULL) STRICT;
+INSERT INTO thread_keys (last) SELECT coalesce(max(key), 0) FROM threads;
 
 ALTER TABLE events RENAME TO events_v11;
 ALTER TABLE items RENAME TO items_v11;

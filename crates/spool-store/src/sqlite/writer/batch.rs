@@ -26,7 +26,10 @@ use crate::thread_state::{RankTail, ThreadState};
 const INSERT_THREAD: &str = "INSERT INTO threads (id, name, preview, model_provider, model, \
      cwd, cli_version, history_mode, dev_mode, forked_from_id, archived, created_at_ms, \
      updated_at_ms, ephemeral, key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, \
-     ?14, (SELECT coalesce(max(key), 0) + 1 FROM threads)) RETURNING key";
+     ?14, ?15)";
+
+/// The next thread key: one more than any given before (`sqlite/keys.rs`).
+const NEXT_THREAD_KEY: &str = "UPDATE thread_keys SET last = last + 1 RETURNING last";
 
 /// The key of a thread created before this writer knew it.
 const THREAD_KEY: &str = "SELECT key FROM threads WHERE id = ?1";
@@ -159,6 +162,9 @@ pub(super) fn write_thread(
     if let Some(record) = &pending.created {
         let thread = &record.thread;
         let history_mode = thread.history_owner.unwrap_or_default();
+        let key: i64 = conn
+            .prepare_cached(NEXT_THREAD_KEY)?
+            .query_row((), |row| row.get(0))?;
         let params = (
             &thread.id,
             &thread.name,
@@ -174,10 +180,9 @@ pub(super) fn write_thread(
             pending.created_at_ms,
             pending.created_at_ms,
             thread.ephemeral,
+            key,
         );
-        let key = conn
-            .prepare_cached(INSERT_THREAD)?
-            .query_row(params, |row| row.get(0))?;
+        conn.prepare_cached(INSERT_THREAD)?.execute(params)?;
         state.key = Some(key);
     }
     let key = match state.key {
