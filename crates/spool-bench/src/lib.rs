@@ -101,12 +101,16 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
     }
 
     let items = items::items(sizes.items);
-    let mut reports = Vec::with_capacity(selected.len());
-    for id in selected {
-        let spec = Spec::new(id, &sizes);
-        eprintln!("({}) {}", id.letter(), spec.description());
-        let mut samples = Vec::with_capacity(runs);
-        for run in 1..=runs {
+    // Run-major: run 1 of every workload, then run 2, so that a change
+    // in this machine's speed over the minutes of a benchmark (a shared,
+    // noisy VM) reaches every workload alike, and the ratios between
+    // them (spool over its floors) compare runs taken side by side.
+    for &id in &selected {
+        eprintln!("({}) {}", id.letter(), Spec::new(id, &sizes).description());
+    }
+    let mut samples: Vec<Vec<Sample>> = selected.iter().map(|_| Vec::with_capacity(runs)).collect();
+    for run in 1..=runs {
+        for (&id, samples) in selected.iter().zip(&mut samples) {
             // A fresh directory, hence a fresh store file, for every run;
             // removed when dropped, also on error.
             let tmp = tempfile::Builder::new()
@@ -116,11 +120,18 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
             let sample = run_once(id, tmp.path(), &items, &sizes)
                 .await
                 .with_context(|| format!("workload ({}), run {run}", id.letter()))?;
-            eprintln!("    run {run}/{runs}: {:.3} s", sample.seconds);
+            eprintln!(
+                "({}) run {run}/{runs}: {:.3} s",
+                id.letter(),
+                sample.seconds
+            );
             samples.push(sample);
         }
-        let report = spec.report(&samples);
-        eprintln!("    median: {}", headline(&report));
+    }
+    let mut reports = Vec::with_capacity(selected.len());
+    for (id, samples) in selected.into_iter().zip(samples) {
+        let report = Spec::new(id, &sizes).report(&samples);
+        eprintln!("({}) median: {}", id.letter(), headline(&report));
         reports.push(report);
         // The same workload on PostgreSQL, beside it, when asked.
         if let Some(url) = &args.postgres
