@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 
 use crate::error::StoreError;
+use crate::sqlite::keys;
 
 /// How often a busy writer refreshes the mark, at most.
 const EVERY: Duration = Duration::from_secs(1);
@@ -68,10 +69,11 @@ fn read(db: &Path) -> Option<i64> {
 
 /// The length of the log: the sum of every thread's last seq (0: none).
 fn length(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.prepare_cached(
-        "SELECT coalesce(sum((SELECT seq FROM events WHERE pos >= t.key << 36 \
-         AND pos < (t.key + 1) << 36 ORDER BY pos DESC LIMIT 1)), 0) FROM threads t",
-    )?
+    conn.prepare_cached(concat!(
+        "SELECT coalesce(sum(",
+        keys::newest_event_of!("seq", "t.key"),
+        "), 0) FROM threads t"
+    ))?
     .query_row([], |row| row.get(0))
 }
 

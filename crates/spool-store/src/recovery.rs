@@ -96,11 +96,12 @@ const THREADS_RESERVED: &str = "SELECT thread_id FROM seq_reservations ORDER BY 
 /// always before it stops, so only a crash leaves it behind, by less than
 /// `UPDATED_AT_LAG_MS`. One probe of each thread's newest event, and
 /// writes only for rows that lag.
-const REPAIR_UPDATED_AT: &str = "UPDATE threads SET updated_at_ms = newest.at_ms FROM (\
-     SELECT t.id, (SELECT at_ms FROM events WHERE pos >= t.key << 36 AND pos < (t.key + 1) << 36 \
-     ORDER BY pos DESC LIMIT 1) \
-     AS at_ms FROM threads t) AS newest \
-     WHERE threads.id = newest.id AND threads.updated_at_ms < newest.at_ms";
+const REPAIR_UPDATED_AT: &str = concat!(
+    "UPDATE threads SET updated_at_ms = newest.at_ms FROM (SELECT t.id, ",
+    crate::sqlite::keys::newest_event_of!("at_ms", "t.key"),
+    " AS at_ms FROM threads t) AS newest \
+     WHERE threads.id = newest.id AND threads.updated_at_ms < newest.at_ms"
+);
 
 /// Repairs what a crash can leave behind in the thread rows (see
 /// [`REPAIR_UPDATED_AT`]). Runs on the writer's connection of an open that

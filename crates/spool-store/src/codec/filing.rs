@@ -118,17 +118,14 @@ pub(crate) fn is_filing_of(raw: &Value, item: &ThreadItem) -> bool {
                 client_id: None,
                 content,
             },
-        ) if field(raw, "content").is_some_and(Value::is_string) => match content.as_slice() {
-            [
-                UserInput::Text {
-                    text,
-                    text_elements,
-                },
-            ] => {
-                text_elements.is_empty()
-                    && field(raw, "content").and_then(Value::as_str) == Some(text.as_str())
-            }
-            _ => false,
+        ) => match field(raw, "content").and_then(Value::as_str) {
+            // Text content is one text part; a list is left to filing.
+            Some(whole) => matches!(
+                content.as_slice(),
+                [UserInput::Text { text, text_elements }]
+                    if text_elements.is_empty() && text == whole
+            ),
+            None => files_again(raw, item),
         },
         (
             true,
@@ -148,8 +145,13 @@ pub(crate) fn is_filing_of(raw: &Value, item: &ThreadItem) -> bool {
         (true, Some("system" | "developer"), ThreadItem::Context { id: _, text }) => {
             is_text_of(field(raw, "content"), text)
         }
-        _ => thread_item(item.id().to_owned(), raw) == *item,
+        _ => files_again(raw, item),
     }
+}
+
+/// Whether filing `raw` again under `item`'s id gives `item`.
+fn files_again(raw: &Value, item: &ThreadItem) -> bool {
+    thread_item(item.id().to_owned(), raw) == *item
 }
 
 /// Whether [`text_of`] gives `text` for `content`, read in place.

@@ -32,12 +32,14 @@ macro_rules! turn_columns {
 /// it is raised to that event's time, one more probe of the same key.
 macro_rules! thread_columns {
     () => {
-        "id, name, preview, model_provider, model, cwd, cli_version, history_mode, dev_mode, \
-         forked_from_id, archived, created_at_ms, \
-         max(updated_at_ms, coalesce((SELECT at_ms FROM events WHERE pos >= threads.key << 36 \
-         AND pos < (threads.key + 1) << 36 ORDER BY pos DESC LIMIT 1), updated_at_ms)), \
-         (SELECT seq FROM events WHERE pos >= threads.key << 36 \
-         AND pos < (threads.key + 1) << 36 ORDER BY pos DESC LIMIT 1), ephemeral"
+        concat!(
+            "id, name, preview, model_provider, model, cwd, cli_version, history_mode, dev_mode, \
+             forked_from_id, archived, created_at_ms, max(updated_at_ms, coalesce(",
+            crate::sqlite::keys::newest_event_of!("at_ms", "threads.key"),
+            ", updated_at_ms)), ",
+            crate::sqlite::keys::newest_event_of!("seq", "threads.key"),
+            ", ephemeral"
+        )
     };
 }
 /// Columns [`decode_event`] reads, in order; [`decode_log_row`] also

@@ -59,7 +59,32 @@ macro_rules! of_thread {
     };
 }
 
-pub(crate) use {of_thread, thread_hi, thread_lo};
+/// `$column` of the newest log row of the thread whose key is `$key` (an
+/// expression of the outer query, such as `t.key`), `NULL` when it has
+/// none: a seek to the end of the thread's run.
+macro_rules! newest_event_of {
+    ($column:literal, $key:literal) => {
+        concat!(
+            "(SELECT ",
+            $column,
+            " FROM events WHERE pos >= ",
+            $key,
+            " << 36 AND pos < (",
+            $key,
+            " + 1) << 36 ORDER BY pos DESC LIMIT 1)"
+        )
+    };
+}
+
+/// 2^36 as SQL text: one past the largest seq (or ordinal) under a key,
+/// the cap of a bound a caller adds to a thread's first `pos`.
+macro_rules! seq_span {
+    () => {
+        "68719476736"
+    };
+}
+
+pub(crate) use {newest_event_of, of_thread, seq_span, thread_hi, thread_lo};
 
 /// The seq of the newest log row of the thread whose id is `?1` (`NULL`:
 /// none, an unknown thread). A seek to the end of the thread's run, where
@@ -155,7 +180,8 @@ mod tests {
     #[test]
     fn the_sql_shifts_by_the_bits_the_code_does() {
         assert_eq!(SEQ_BITS, 36);
-        assert_eq!(MAX_SEQ + 1, 68_719_476_736);
+        assert_eq!(seq_span!().parse::<u64>().unwrap(), MAX_SEQ + 1);
+        assert!(newest_event_of!("seq", "t.key").contains(&format!("<< {SEQ_BITS} ")));
         let shift = format!("<< {SEQ_BITS}");
         assert!(thread_lo!().contains(&shift));
         assert!(thread_hi!().contains(&shift));

@@ -19,7 +19,9 @@ const PAGE: &str = concat!(
     keys::thread_lo!(),
     " AND pos < ",
     keys::thread_lo!(),
-    " + min(?2, 68719476736) AND llm = 1 ORDER BY pos DESC LIMIT ?3"
+    " + min(?2, ",
+    keys::seq_span!(),
+    ") AND llm = 1 ORDER BY pos DESC LIMIT ?3"
 );
 const COMPACTIONS_BEFORE: &str = concat!(
     "SELECT ",

@@ -52,7 +52,9 @@ const TURN_IN_VIEW: &str = concat!(
     keys::thread_lo!(),
     " + ?2 AND pos < ",
     keys::thread_lo!(),
-    " + min(?3, 68719476736) AND llm = 1)"
+    " + min(?3, ",
+    keys::seq_span!(),
+    ") AND llm = 1)"
 );
 const SET_RANK: &str = "UPDATE turns SET view_rank = ?3 WHERE thread_id = ?1 AND turn_id = ?2";
 
