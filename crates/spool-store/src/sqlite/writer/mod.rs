@@ -125,14 +125,13 @@ pub(crate) use crate::view_read::TokenCount;
 
 /// Starts the writer thread on `conn`.
 pub(crate) fn spawn(
-    conn: Connection,
+    mut conn: Connection,
     path: &std::path::Path,
     options: &StoreOptions,
 ) -> Result<(Sender<Request>, JoinHandle<()>), StoreError> {
     let (requests, inbox) = std::sync::mpsc::channel();
-    conn.pragma_update(None, "wal_autocheckpoint", checkpoint::BACKSTOP_PAGES)?;
     let writer = Writer {
-        checkpointer: checkpoint::Checkpointer::start(path)?,
+        checkpointer: checkpoint::Checkpointer::start(path, &mut conn)?,
         committer: commit::Committer::start(requests.clone())?,
         conn: Some(conn),
         in_flight: None,
