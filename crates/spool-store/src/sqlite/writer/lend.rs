@@ -208,9 +208,11 @@ impl Writer {
             return Err(error);
         }
         // What the threads' states forget, and the changes the batch
-        // wrote, are dropped after the waiters are answered: a caller's
-        // next call then overlaps the drops (a 100-item `add_items` drops
-        // each item's record and its completion, ~3.5k instructions).
+        // wrote, are dropped after the waiters are answered, so no answer
+        // waits for them (a 100-item `add_items` drops each item's record
+        // and its completion, ~3.5k instructions). They do not overlap
+        // the caller's next call, though: the woken caller runs on the
+        // writer's CPU, and takes turns with it (`log.md`).
         let mut closed: Vec<Closed> = Vec::with_capacity(batch.dirty_threads.len());
         for thread_id in &batch.dirty_threads {
             if let Some(state) = self.threads.get_mut(thread_id) {
