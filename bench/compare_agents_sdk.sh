@@ -65,6 +65,8 @@ echo "== Agents SDK SQLiteSession: workloads a,b,c,d" >&2
     --dir "$work/stores" --runs "$runs" "${quick[@]}" >"$work/sdk.json" \
     || die "the Agents SDK benchmark failed (see above)"
 
+# The build lives outside the clone, where `.ci/run` keeps it (and reuses it).
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/spool/target}"
 echo "== building spool (release)" >&2
 (cd "$root" && cargo build --release -p spool-cli) || die "cargo build failed"
 target_dir="$(cd "$root" && cargo metadata --format-version 1 --no-deps \

@@ -58,6 +58,8 @@ PY
         || die "the wheel's codex is not $CODEX_VERSION: $("$codex" --version)"
 fi
 
+# The build lives outside the clone, where `.ci/run` keeps it (and reuses it).
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/spool/target}"
 echo "== building spool (release)" >&2
 (cd "$root" && cargo build --release --quiet -p spool-cli)
 target_dir="$(cd "$root" && cargo metadata --format-version 1 --no-deps \
