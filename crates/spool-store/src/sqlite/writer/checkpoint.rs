@@ -95,9 +95,9 @@ impl Checkpointer {
 
 /// Gives the writer's connection its WAL hook: after each commit it notes
 /// the WAL's length in `wal_pages` and, from `backstop` pages on
-/// ([`BACKSTOP_PAGES`]), checkpoints on that connection. Installing it ends SQLite's automatic
-/// checkpoint on the connection, which is a WAL hook too (so setting
-/// `wal_autocheckpoint` later would end this one).
+/// ([`BACKSTOP_PAGES`]), checkpoints on that connection. Installing it
+/// ends SQLite's automatic checkpoint on the connection, which is a WAL
+/// hook too (so setting `wal_autocheckpoint` later would end this one).
 fn install(
     writer: &mut Connection,
     wal_pages: Arc<AtomicI32>,
