@@ -167,6 +167,11 @@ pub struct BenchStoreArgs {
     /// Tiny sizes, to check that every workload works (the numbers mean nothing).
     #[arg(long)]
     pub quick: bool,
+    /// Also time the phases of an append, (a), (b) and (e): mean times of
+    /// each phase per call or commit, and WAL frames per commit, in each
+    /// run's `extra` and on stderr. The clock reads cost a little.
+    #[arg(long)]
+    pub phases: bool,
     /// Where the temporary store files go (default: the system temp dir).
     /// Compare only numbers taken on the same filesystem.
     #[arg(long)]

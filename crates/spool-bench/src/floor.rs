@@ -34,6 +34,37 @@ pub(super) fn bare_connection(path: &Path) -> anyhow::Result<Connection> {
     Ok(conn)
 }
 
+/// The time of each `COMMIT` of a floor, when `--phases` is on: the
+/// floor's side of the store's commit phase (`spool_store::phases`).
+#[derive(Default)]
+pub(super) struct CommitClock {
+    nanos: u128,
+    commits: u32,
+}
+
+impl CommitClock {
+    /// Runs `commit`, timed when the phases are.
+    pub(super) fn commit<T>(&mut self, commit: impl FnOnce() -> T) -> T {
+        if !spool_store::phases::enabled() {
+            return commit();
+        }
+        let start = Instant::now();
+        let done = commit();
+        self.nanos += start.elapsed().as_nanos();
+        self.commits += 1;
+        done
+    }
+
+    /// The mean `COMMIT` in the sample's extras, as `commit_us`.
+    pub(super) fn report(&self, sample: &mut Sample) {
+        if self.commits > 0 {
+            let mean_us = self.nanos as f64 / f64::from(self.commits) / 1000.0;
+            sample.extra.push(("commit_us", mean_us));
+            eprintln!("    phases (means per commit): commit_us {mean_us:.1}");
+        }
+    }
+}
+
 fn insert_batches(path: &Path, items: &[Value], per_commit: usize) -> anyhow::Result<Sample> {
     ensure!(per_commit > 0, "a transaction needs at least one item");
     let conn = bare_connection(path)?;
@@ -42,6 +73,7 @@ fn insert_batches(path: &Path, items: &[Value], per_commit: usize) -> anyhow::Re
     let mut insert = conn.prepare("INSERT INTO items (data) VALUES (?1)")?;
     let mut commit = conn.prepare("COMMIT")?;
 
+    let mut clock = CommitClock::default();
     let start = Instant::now();
     for batch in items.chunks(per_commit) {
         begin.execute([])?;
@@ -50,9 +82,10 @@ fn insert_batches(path: &Path, items: &[Value], per_commit: usize) -> anyhow::Re
             // of the loop.
             insert.execute([item.to_string()])?;
         }
-        commit.execute([])?;
+        clock.commit(|| commit.execute([]))?;
     }
-    let sample = Sample::timed(start.elapsed());
+    let mut sample = Sample::timed(start.elapsed());
+    clock.report(&mut sample);
 
     let stored: i64 = conn.query_row("SELECT count(*) FROM items", [], |row| row.get(0))?;
     ensure!(

@@ -27,7 +27,7 @@ use rusqlite::{Connection, Statement, params_from_iter};
 use serde_json::Value;
 use spool_store::{Durability, Session, SqliteStore, Store, StoreOptions};
 
-use super::floor::bare_connection;
+use super::floor::{CommitClock, bare_connection};
 use super::workloads::Sample;
 
 const EVENT_COLUMNS: &str = "pos, thread_id, seq, method, item_id, at_ms, payload";
@@ -222,7 +222,8 @@ fn replay(rows: &StoredRows) -> anyhow::Result<Sample> {
     for round in 0..rows.rounds() {
         replayer.round(&rows.sessions, round)?;
     }
-    let sample = Sample::timed(start.elapsed());
+    let mut sample = Sample::timed(start.elapsed());
+    replayer.clock.report(&mut sample);
     check_count(&conn, rows.count)?;
     Ok(sample)
 }
@@ -243,6 +244,7 @@ pub(super) struct Replayer<'c> {
     turn: Statement<'c>,
     item: Statement<'c>,
     commit: Statement<'c>,
+    pub(super) clock: CommitClock,
 }
 
 impl<'c> Replayer<'c> {
@@ -263,6 +265,7 @@ impl<'c> Replayer<'c> {
                 placeholders(13)
             ))?,
             commit: conn.prepare("COMMIT")?,
+            clock: CommitClock::default(),
         })
     }
 
@@ -278,7 +281,8 @@ impl<'c> Replayer<'c> {
                 self.item.execute(params_from_iter(row))?;
             }
         }
-        self.commit.execute([])?;
+        let commit = &mut self.commit;
+        self.clock.commit(|| commit.execute([]))?;
         Ok(())
     }
 }

@@ -100,6 +100,7 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
         eprintln!("warning: this is a debug build; use --release for numbers worth keeping");
     }
 
+    spool_store::phases::enable(args.phases);
     let items = items::items(sizes.items);
     // Run-major: run 1 of every workload, then run 2, so that a change
     // in this machine's speed over the minutes of a benchmark (a shared,

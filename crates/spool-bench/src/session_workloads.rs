@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::ensure;
 use serde_json::Value;
-use spool_store::{AnyStore, Session, Store};
+use spool_store::{AnyStore, Session, Store, phases};
 use tokio::task::JoinSet;
 
 use super::workloads::{Sample, Sizes};
@@ -20,11 +20,13 @@ pub async fn add(at: &StoreAt<'_>, items: Vec<Value>, per_call: usize) -> anyhow
     let count = items.len();
     let calls = chunks(items, per_call);
 
+    clear_phases();
     let start = Instant::now();
     for call in calls {
         session.add_items(call).await?;
     }
     let mut sample = Sample::timed(start.elapsed());
+    phase_extras(&mut sample);
 
     let stored = session.get_items(None).await?.len();
     ensure!(stored == count, "stored {stored} of {count} items");
@@ -39,6 +41,29 @@ pub async fn add(at: &StoreAt<'_>, items: Vec<Value>, per_call: usize) -> anyhow
             .push(("bytes_per_item", bytes as f64 / count as f64));
     }
     Ok(sample)
+}
+
+/// Forgets the phase times of the setup (`--phases`).
+fn clear_phases() {
+    phases::take();
+    phases::frames_per_commit();
+}
+
+/// The phase times of the timed loop, when `--phases` timed them: in the
+/// run's extras, and on stderr.
+fn phase_extras(sample: &mut Sample) {
+    let mut line = String::new();
+    for (phase, mean_us) in phases::take() {
+        sample.extra.push((phase.key(), mean_us));
+        line.push_str(&format!(" {} {mean_us:.1}", phase.key()));
+    }
+    if let Some(frames) = phases::frames_per_commit() {
+        sample.extra.push(("wal_frames_per_commit", frames));
+        line.push_str(&format!(" wal_frames_per_commit {frames:.1}"));
+    }
+    if !line.is_empty() {
+        eprintln!("    phases (means per call or commit):{line}");
+    }
 }
 
 /// (c): every item back, decoded.
@@ -125,6 +150,7 @@ pub async fn concurrent(at: &StoreAt<'_>, sizes: &Sizes) -> anyhow::Result<Sampl
         appenders.push((session, calls));
     }
 
+    clear_phases();
     let start = Instant::now();
     let mut tasks = JoinSet::new();
     for (session, calls) in appenders {
@@ -139,7 +165,8 @@ pub async fn concurrent(at: &StoreAt<'_>, sizes: &Sizes) -> anyhow::Result<Sampl
     while let Some(done) = tasks.join_next().await {
         sessions.push(done??);
     }
-    let sample = Sample::timed(start.elapsed());
+    let mut sample = Sample::timed(start.elapsed());
+    phase_extras(&mut sample);
 
     for session in &sessions {
         let stored = session.get_items(None).await?.len();

@@ -17,12 +17,14 @@
 //! pair is stored as two rows.
 //!
 //! The pair travels as the completion alone from the moment the append is
-//! checked ([`fold_starts`], on the caller's thread; a caller with the
-//! completion in hand gives it alone, [`ToAppend::BornComplete`]): the
-//! writer applies it
-//! in one step (`ThreadReducer::apply_born`), notes one pending row that
-//! owns it, and builds the start again only for a caller that asks for the
+//! checked ([`folds_into`], on the caller's thread, in
+//! `thread_state/prepare.rs`; a caller with the completion in hand gives
+//! it alone, [`ToAppend::BornComplete`]): the writer applies it in one
+//! step (`ThreadReducer::apply_born`), notes one pending row that owns it,
+//! and builds the start again only for a caller that asks for the
 //! appended events back.
+//!
+//! [`ToAppend::BornComplete`]: crate::types::ToAppend::BornComplete
 //!
 //! The body once: when the completion is also exactly what the item's
 //! projection row says ([`completion_of`] the reducer's record), the
@@ -36,8 +38,6 @@
 use spool_core::ItemRecord;
 use spool_core::reducer::born::folds;
 use spool_protocol::{ItemCompletedNotification, ServerNotification};
-
-use crate::types::ToAppend;
 
 /// The `events.method` of a folded pair: not a protocol method, never sent
 /// as such (readers expand it), and so never confused with one.
@@ -89,36 +89,4 @@ pub(crate) fn folds_into(start: &ServerNotification, next: &ServerNotification) 
         ) => folds(started, completed),
         _ => false,
     }
-}
-
-/// The entries of an append as notifications, each paired with whether it
-/// is the completion of an item born complete (it stands for its start
-/// too, and takes two seqs): a [`ToAppend::BornComplete`], or a completion
-/// given after a start that folds into it, which is left out here.
-pub(crate) fn fold_starts(
-    entries: impl IntoIterator<Item = ToAppend>,
-) -> Vec<(ServerNotification, bool)> {
-    let entries = entries.into_iter();
-    let (at_least, at_most) = entries.size_hint();
-    let mut folded: Vec<(ServerNotification, bool)> =
-        Vec::with_capacity(at_most.unwrap_or(at_least));
-    for entry in entries {
-        match entry {
-            ToAppend::BornComplete(completed) => {
-                folded.push((ServerNotification::ItemCompleted(completed), true));
-            }
-            ToAppend::Notification(notification) => {
-                let completes_last = matches!(
-                    folded.last(),
-                    Some((last, false)) if folds_into(last, &notification)
-                );
-                if completes_last {
-                    // The start the completion stands for.
-                    folded.pop();
-                }
-                folded.push((notification, completes_last));
-            }
-        }
-    }
-    folded
 }

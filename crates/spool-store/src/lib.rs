@@ -37,6 +37,7 @@ mod error;
 mod input_json;
 mod mark;
 mod options;
+pub mod phases;
 pub mod postgres;
 pub mod processes;
 mod recovery;

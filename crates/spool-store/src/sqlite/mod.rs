@@ -31,6 +31,7 @@ use crate::Store;
 use crate::error::StoreError;
 use crate::input_json::InputJson;
 use crate::options::StoreOptions;
+use crate::phases::{Phase, Timer};
 use crate::recovery;
 use crate::thread_state::Incoming;
 use crate::thread_state::prepare::{new_thread_record, prepare_append, prepare_entries};
@@ -237,7 +238,9 @@ impl Store for SqliteStore {
         if entries.is_empty() {
             return Ok(());
         }
+        let timer = Timer::start();
         let events = prepare_entries(thread_id, entries)?;
+        timer.stop(Phase::Prepare);
         self.send_append(thread_id, events, false).await?;
         Ok(())
     }

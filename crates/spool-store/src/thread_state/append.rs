@@ -37,15 +37,20 @@ pub(crate) struct Refusal {
 
 /// A checked event waiting for the rest of its append to be checked. Its
 /// rows are already noted in `Pending::dirty` (a refusal rebuilds that).
+///
+/// The event is boxed as soon as it is made: it is ~480 bytes, and it
+/// moves from here into `staged`, out again and into its pending row.
+/// A transient notification (~440 bytes) is boxed too, to keep `Staged`
+/// small.
 enum Staged {
     Logged {
-        event: ThreadEvent,
+        event: Box<ThreadEvent>,
         json: String,
         /// The completion of an item born complete: it stands for the
         /// item's start too, at the seq before (`born.rs`).
         born: bool,
     },
-    Transient(ServerNotification),
+    Transient(Box<ServerNotification>),
 }
 
 impl ThreadState {
@@ -91,9 +96,12 @@ impl ThreadState {
                 Some(json) if self.persists(&notification) => json,
                 Some(_) | None => {
                     if born && echo {
-                        staged.extend(implied_start(&notification).map(Staged::Transient));
+                        staged.extend(
+                            implied_start(&notification)
+                                .map(|start| Staged::Transient(Box::new(start))),
+                        );
                     }
-                    staged.push(Staged::Transient(notification));
+                    staged.push(Staged::Transient(Box::new(notification)));
                     continue;
                 }
             };
@@ -123,12 +131,12 @@ impl ThreadState {
                 Ok(Some(duplicate)) => return Err(refusal(refused(duplicate, &notification))),
                 Err(error) => return Err(refusal(error)),
             }
-            let event = ThreadEvent {
+            let event = Box::new(ThreadEvent {
                 thread_id: thread_id.to_owned(),
                 seq: self.reducer.last_seq() + 1 + u64::from(born),
                 at_ms,
                 payload: notification,
-            };
+            });
             let outcome = if born {
                 dirty::apply_born(&mut self.reducer, &mut self.pending.dirty, &event)
             } else {
@@ -167,7 +175,7 @@ impl ThreadState {
             match staged {
                 Staged::Transient(notification) => {
                     if echo {
-                        accepted.appended.push(Appended::Transient(notification));
+                        accepted.appended.push(Appended::Transient(*notification));
                     }
                 }
                 Staged::Logged { event, json, born } => {
@@ -224,7 +232,7 @@ impl ThreadState {
             });
         }
         Ok(Some(Staged::Logged {
-            event,
+            event: Box::new(event),
             json,
             born: false,
         }))
@@ -234,7 +242,7 @@ impl ThreadState {
     /// `echo` (preceded by the start it stands for, if `born`) when given.
     fn record(
         &mut self,
-        event: ThreadEvent,
+        event: Box<ThreadEvent>,
         json: String,
         born: bool,
         echo: Option<&mut Vec<Appended>>,
@@ -287,12 +295,12 @@ impl ThreadState {
         match echo {
             None => {
                 if keep_typed {
-                    row.deferred = Some(Box::new(event.payload));
+                    row.deferred = Some(event);
                 }
             }
             Some(echo) => {
                 if keep_typed {
-                    row.deferred = Some(Box::new(event.payload.clone()));
+                    row.deferred = Some(event.clone());
                 }
                 if born && let Some(start) = implied_start(&event.payload) {
                     echo.push(Appended::Logged(ThreadEvent {
@@ -302,7 +310,7 @@ impl ThreadState {
                         payload: start,
                     }));
                 }
-                echo.push(Appended::Logged(event));
+                echo.push(Appended::Logged(*event));
             }
         }
         pending.events.push(row);

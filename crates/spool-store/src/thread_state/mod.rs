@@ -40,7 +40,7 @@ pub(crate) struct Incoming {
     pub(crate) notification: ServerNotification,
     pub(crate) json: Option<String>,
     /// The completion of an item born complete, standing for its start
-    /// too (`born::fold_starts`): it takes two seqs.
+    /// too (`prepare::prepare_entries`): it takes two seqs.
     pub(crate) born: bool,
 }
 

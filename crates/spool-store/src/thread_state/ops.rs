@@ -25,13 +25,11 @@ use spool_protocol::{
     TurnCompletedNotification, TurnStartedNotification, TurnStatus,
 };
 
-use super::prepare::now_ms;
+use super::ThreadState;
+use super::prepare::{now_ms, prepare_append};
 use super::rows::Rows;
-use super::{Incoming, ThreadState};
-use crate::born::fold_starts;
-use crate::codec::encode;
 use crate::error::StoreError;
-use crate::types::{Appended, ToAppend};
+use crate::types::Appended;
 
 /// Appends `notifications` to a thread's state (fresh: loaded in the
 /// operation's transaction) and returns the events to log; the caller
@@ -42,17 +40,7 @@ pub(crate) fn stage(
     thread_id: &str,
     notifications: Vec<ServerNotification>,
 ) -> Result<Vec<ThreadEvent>, StoreError> {
-    let incoming = fold_starts(notifications.into_iter().map(ToAppend::from))
-        .into_iter()
-        .map(|(notification, born)| {
-            let json = encode("notification", &notification)?;
-            Ok(Incoming {
-                notification,
-                json: Some(json),
-                born,
-            })
-        })
-        .collect::<Result<Vec<_>, StoreError>>()?;
+    let incoming = prepare_append(thread_id, notifications)?;
     let accepted = state
         .append(Some(rows), thread_id, incoming, now_ms(), true)
         .map_err(|refusal| refusal.error)?;

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use spool_core::ItemRecord;
-use spool_protocol::{ItemStatus, ServerNotification};
+use spool_protocol::{ItemStatus, ServerNotification, ThreadEvent};
 
 use super::dirty::Dirty;
 use crate::codec::encode;
@@ -65,7 +65,9 @@ pub(crate) struct PendingEvent {
     /// unencoded: kept typed (moved here, not copied, unless the appender
     /// asked for the events back), encoded only if its row must hold it
     /// (see [`PendingEvent::payload_json`]), and what a rebuild replays.
-    pub(crate) deferred: Option<Box<ServerNotification>>,
+    /// The whole event is kept, as it was boxed when checked
+    /// (`append.rs`), rather than moved out of its box into another.
+    pub(crate) deferred: Option<Box<ThreadEvent>>,
     /// The completion of an item born complete (`born.rs`): the row
     /// stands for the item's start too, at the seq before.
     pub(crate) born: bool,
@@ -80,8 +82,8 @@ impl PendingEvent {
     /// JSON, or a deferred completion encoded now.
     pub(crate) fn payload_json(&self) -> Result<Cow<'_, str>, StoreError> {
         match &self.deferred {
-            Some(payload) if self.json.is_empty() => {
-                encode("notification", payload).map(Cow::Owned)
+            Some(event) if self.json.is_empty() => {
+                encode("notification", &event.payload).map(Cow::Owned)
             }
             _ => Ok(Cow::Borrowed(&self.json)),
         }
@@ -90,7 +92,7 @@ impl PendingEvent {
     /// The notification, for a rebuild; the error names the seq.
     pub(crate) fn payload(&self) -> Result<ServerNotification, String> {
         match &self.deferred {
-            Some(payload) => Ok(ServerNotification::clone(payload)),
+            Some(event) => Ok(event.payload.clone()),
             None => serde_json::from_str(&self.json)
                 .map_err(|e| format!("pending seq {}: {e}", self.seq)),
         }

@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use spool_protocol::{ServerNotification, Thread, ThreadStartedNotification, ThreadStatus};
 
 use super::Incoming;
-use crate::born::fold_starts;
+use crate::born::folds_into;
 use crate::codec::encode;
 use crate::error::StoreError;
 use crate::types::{NewThread, ThreadRecord, ToAppend};
@@ -25,45 +25,63 @@ pub(crate) fn prepare_append(
 /// [`prepare_append`] of entries that may give an item born complete as
 /// its completion alone; an index counts such an entry as two (its start
 /// and its completion).
+///
+/// One pass that checks, folds (`born::folds_into`) and
+/// encodes, so each notification is moved once on its way to the writer:
+/// a notification is ~440 bytes, and a 100-item `add_items` moved each
+/// through three vectors before (~2k instructions an item, callgrind). A
+/// notification waits unencoded in `held` until the next entry shows
+/// whether it is a start that folds into it.
 pub(crate) fn prepare_entries(
     thread_id: &str,
     entries: impl IntoIterator<Item = ToAppend>,
 ) -> Result<Vec<Incoming>, StoreError> {
-    // Checked as they are folded, in one pass: a burst of deltas is
-    // thousands of entries.
+    let entries = entries.into_iter();
+    let (at_least, at_most) = entries.size_hint();
+    let mut incoming = Vec::with_capacity(at_most.unwrap_or(at_least));
+    let mut held: Option<ServerNotification> = None;
     let mut index = 0;
-    let mut refused = None;
-    let checked = entries.into_iter().map_while(|entry| {
-        let width = match &entry {
+    for entry in entries {
+        match entry {
+            ToAppend::BornComplete(completed) => {
+                if completed.thread_id != thread_id {
+                    return Err(StoreError::ThreadMismatch {
+                        expected: thread_id.to_owned(),
+                        got: completed.thread_id,
+                        index,
+                        method: "item/started",
+                    });
+                }
+                index += 2;
+                if let Some(last) = held.take() {
+                    incoming.push(prepared(last, false)?);
+                }
+                incoming.push(prepared(
+                    ServerNotification::ItemCompleted(completed),
+                    true,
+                )?);
+            }
             ToAppend::Notification(notification) => {
-                check(thread_id, index, notification).map(|()| 1)
-            }
-            ToAppend::BornComplete(completed) if completed.thread_id != thread_id => {
-                Err(StoreError::ThreadMismatch {
-                    expected: thread_id.to_owned(),
-                    got: completed.thread_id.clone(),
-                    index,
-                    method: "item/started",
-                })
-            }
-            ToAppend::BornComplete(_) => Ok(2),
-        };
-        match width {
-            Ok(width) => {
-                index += width;
-                Some(entry)
-            }
-            Err(error) => {
-                refused = Some(error);
-                None
+                check(thread_id, index, &notification)?;
+                index += 1;
+                match held.take() {
+                    // The start the completion stands for is left out.
+                    Some(last) if folds_into(&last, &notification) => {
+                        incoming.push(prepared(notification, true)?);
+                    }
+                    Some(last) => {
+                        incoming.push(prepared(last, false)?);
+                        held = Some(notification);
+                    }
+                    None => held = Some(notification),
+                }
             }
         }
-    });
-    let folded = fold_starts(checked);
-    match refused {
-        Some(error) => Err(error),
-        None => encode_entries(folded),
     }
+    if let Some(last) = held {
+        incoming.push(prepared(last, false)?);
+    }
+    Ok(incoming)
 }
 
 /// What no thread accepts: a `thread/started` (a thread is created, not
@@ -87,27 +105,24 @@ fn check(
     Ok(())
 }
 
-/// The folded notifications, encoded for the writer.
-fn encode_entries(folded: Vec<(ServerNotification, bool)>) -> Result<Vec<Incoming>, StoreError> {
-    let mut incoming = Vec::with_capacity(folded.len());
-    for (notification, born) in folded {
-        let json = if never_stored(&notification) {
-            None
-        } else if born {
-            // The row of an item born complete usually leaves the body to
-            // the item's row (`born.rs`): JSON made here would mostly be
-            // thrown away. The writer encodes it if the row needs it.
-            Some(String::new())
-        } else {
-            Some(encode("notification", &notification)?)
-        };
-        incoming.push(Incoming {
-            notification,
-            json,
-            born,
-        });
-    }
-    Ok(incoming)
+/// A checked notification, encoded for the writer; `born`: the completion
+/// of an item born complete, standing for its start too.
+fn prepared(notification: ServerNotification, born: bool) -> Result<Incoming, StoreError> {
+    let json = if never_stored(&notification) {
+        None
+    } else if born {
+        // The row of an item born complete usually leaves the body to
+        // the item's row (`born.rs`): JSON made here would mostly be
+        // thrown away. The writer encodes it if the row needs it.
+        Some(String::new())
+    } else {
+        Some(encode("notification", &notification)?)
+    };
+    Ok(Incoming {
+        notification,
+        json,
+        born,
+    })
 }
 
 /// Events about items that no thread stores (`status`); whether the others

@@ -104,7 +104,8 @@ fn install(
     backstop: c_int,
 ) -> Result<(), StoreError> {
     writer.wal_hook(Some(move |wal: &mut Wal, pages: c_int| {
-        wal_pages.store(pages, Ordering::Relaxed);
+        let before = wal_pages.swap(pages, Ordering::Relaxed);
+        crate::phases::committed_frames(before, pages);
         if pages >= backstop
             && let Err(error) = wal.checkpoint()
         {

@@ -62,6 +62,7 @@ use spool_core::ItemRecord;
 use super::reads::thread_exists;
 use crate::error::StoreError;
 use crate::options::StoreOptions;
+use crate::phases::{Phase, Timer};
 pub(crate) use crate::thread_state::Incoming;
 use crate::thread_state::ThreadState;
 use crate::thread_state::pending::Pending;
@@ -310,7 +311,11 @@ impl Writer {
                 events,
                 echo,
                 reply,
-            } => self.append(thread_id, events, echo, reply),
+            } => {
+                let timer = Timer::start();
+                self.append(thread_id, events, echo, reply);
+                timer.stop(Phase::Apply);
+            }
             Request::PopNewest { thread_id, reply } => {
                 let _ = reply.send(self.pop_newest(&thread_id));
             }
