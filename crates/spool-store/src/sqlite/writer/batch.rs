@@ -7,12 +7,14 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 use rusqlite::{Connection, OptionalExtension};
 
 use spool_core::llm::in_view;
 
 use super::TokenCount;
+use super::multi_row::{self, MultiRow, ROWS};
 use super::rank::{TouchedTurns, update_view_ranks};
 use crate::born::PROJECTED;
 use crate::codec::{encode_item_json, encode_turn_json};
@@ -51,8 +53,17 @@ const UPDATE_UPDATED_AT: &str =
 /// the WAL) per commit; `Thread::updated_at` is in seconds anyway.
 pub(super) const UPDATED_AT_LAG_MS: i64 = 1_000;
 
-const INSERT_EVENT: &str = "INSERT INTO events (thread_id, seq, method, item_id, at_ms, payload, \
-     pos) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+/// A batch's `events` rows (`multi_row.rs`).
+static EVENTS: MultiRow = MultiRow {
+    columns: 6,
+    many: LazyLock::new(|| events_sql(ROWS)),
+    one: LazyLock::new(|| events_sql(1)),
+};
+
+fn events_sql(rows: usize) -> String {
+    let head = "INSERT INTO events (thread_id, seq, method, item_id, at_ms, payload, pos) VALUES";
+    multi_row::sql(head, 6, "", rows)
+}
 
 const UPSERT_TURN: &str = "INSERT INTO turns (thread_id, turn_id, ordinal, seq, status, error, \
      started_at, completed_at, duration_ms, token_usage, view_rank) \
@@ -62,12 +73,22 @@ const UPSERT_TURN: &str = "INSERT INTO turns (thread_id, turn_id, ordinal, seq, 
      completed_at = excluded.completed_at, duration_ms = excluded.duration_ms, \
      token_usage = excluded.token_usage";
 
-const UPSERT_ITEM: &str = "INSERT INTO items (thread_id, item_id, turn_id, ordinal, seq, kind, \
-     status, item, envelope, token_count, input_item, llm, pos) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) \
-     ON CONFLICT (thread_id, item_id) DO UPDATE SET seq = excluded.seq, \
-     status = excluded.status, item = excluded.item, envelope = excluded.envelope, \
-     token_count = excluded.token_count, input_item = excluded.input_item, llm = excluded.llm";
+/// A batch's `items` rows, each written whole or over its older self
+/// (`multi_row.rs`).
+static ITEMS: MultiRow = MultiRow {
+    columns: 12,
+    many: LazyLock::new(|| items_sql(ROWS)),
+    one: LazyLock::new(|| items_sql(1)),
+};
+
+fn items_sql(rows: usize) -> String {
+    let head = "INSERT INTO items (thread_id, item_id, turn_id, ordinal, seq, kind, status, item, \
+         envelope, token_count, input_item, llm, pos) VALUES";
+    let tail = " ON CONFLICT (thread_id, item_id) DO UPDATE SET seq = excluded.seq, \
+         status = excluded.status, item = excluded.item, envelope = excluded.envelope, \
+         token_count = excluded.token_count, input_item = excluded.input_item, llm = excluded.llm";
+    multi_row::sql(head, 12, tail, rows)
+}
 
 /// The thread's seq reservation (`thread_state::reserve`).
 const UPSERT_RESERVATION: &str = "INSERT INTO seq_reservations (thread_id, upto) VALUES (?1, ?2) \
@@ -196,7 +217,7 @@ pub(super) fn write_thread(
     };
     let pending = &mut state.pending;
 
-    let mut insert_event = conn.prepare_cached(INSERT_EVENT)?;
+    let mut event_rows = Vec::with_capacity(pending.events.len());
     for event in &pending.events {
         // The body once: the completion of an item born complete leaves
         // its body to the item's row when this batch writes that row at
@@ -214,16 +235,20 @@ pub(super) fn write_thread(
         } else {
             (event.method, event.payload_json()?)
         };
-        insert_event.execute((
-            thread_id,
-            sql_int(event.seq),
-            method,
-            event.item_id.as_deref(),
-            event.at_ms,
-            payload,
-            keys::pos(thread_id, key, event.seq)?,
-        ))?;
+        let pos = keys::pos(thread_id, key, event.seq)?;
+        event_rows.push((event, method, payload, pos));
     }
+    multi_row::insert(conn, &EVENTS, thread_id, &event_rows, |stmt, at, row| {
+        let (event, method, payload, pos) = row;
+        stmt.raw_bind_parameter(at, sql_int(event.seq))?;
+        stmt.raw_bind_parameter(at + 1, *method)?;
+        stmt.raw_bind_parameter(at + 2, event.item_id.as_deref())?;
+        stmt.raw_bind_parameter(at + 3, event.at_ms)?;
+        stmt.raw_bind_parameter(at + 4, &**payload)?;
+        stmt.raw_bind_parameter(at + 5, *pos)?;
+        Ok(())
+    })?;
+    drop(event_rows);
 
     // Turns before items: an item row refers to its turn's row.
     let first_seq = pending.first_seq();
@@ -289,29 +314,31 @@ pub(super) fn write_thread(
     }
 
     let items = state.reducer.items();
-    let mut upsert_item = conn.prepare_cached(UPSERT_ITEM)?;
+    let mut item_rows = Vec::with_capacity(dirty.items.len());
     for &index in &dirty.items {
         let record = &items[index];
         if keeps_row(record, first_seq) {
             continue;
         }
-        let (item, envelope, input_item) = encode_item_json(record)?;
-        upsert_item.execute((
-            thread_id,
-            record.item.id(),
-            &record.turn_id,
-            sql_int(record.ordinal),
-            sql_int(record.seq),
-            record.item.kind().as_str(),
-            record.envelope.status.as_str(),
-            item,
-            envelope,
-            record.token_count,
-            input_item,
-            in_view(record),
-            keys::pos(thread_id, key, record.ordinal)?,
-        ))?;
+        let encoded = encode_item_json(record)?;
+        item_rows.push((record, encoded, keys::pos(thread_id, key, record.ordinal)?));
     }
+    multi_row::insert(conn, &ITEMS, thread_id, &item_rows, |stmt, at, row| {
+        let (record, (item, envelope, input_item), pos) = row;
+        stmt.raw_bind_parameter(at, record.item.id())?;
+        stmt.raw_bind_parameter(at + 1, &record.turn_id)?;
+        stmt.raw_bind_parameter(at + 2, sql_int(record.ordinal))?;
+        stmt.raw_bind_parameter(at + 3, sql_int(record.seq))?;
+        stmt.raw_bind_parameter(at + 4, record.item.kind().as_str())?;
+        stmt.raw_bind_parameter(at + 5, record.envelope.status.as_str())?;
+        stmt.raw_bind_parameter(at + 6, item)?;
+        stmt.raw_bind_parameter(at + 7, envelope)?;
+        stmt.raw_bind_parameter(at + 8, record.token_count)?;
+        stmt.raw_bind_parameter(at + 9, input_item)?;
+        stmt.raw_bind_parameter(at + 10, in_view(record))?;
+        stmt.raw_bind_parameter(at + 11, *pos)?;
+        Ok(())
+    })?;
     match new_ranks {
         Some(new) => state.rank_tail = new.tail.unwrap_or(state.rank_tail),
         None if touched.is_empty() => {}

@@ -33,6 +33,7 @@ mod batch;
 mod checkpoint;
 mod commit;
 mod lend;
+mod multi_row;
 mod pop;
 mod processes;
 mod rank;
