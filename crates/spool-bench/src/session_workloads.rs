@@ -20,7 +20,7 @@ pub async fn add(at: &StoreAt<'_>, items: Vec<Value>, per_call: usize) -> anyhow
     let count = items.len();
     let calls = chunks(items, per_call);
 
-    clear_phases();
+    phases::clear();
     let start = Instant::now();
     for call in calls {
         session.add_items(call).await?;
@@ -41,12 +41,6 @@ pub async fn add(at: &StoreAt<'_>, items: Vec<Value>, per_call: usize) -> anyhow
             .push(("bytes_per_item", bytes as f64 / count as f64));
     }
     Ok(sample)
-}
-
-/// Forgets the phase times of the setup (`--phases`).
-fn clear_phases() {
-    phases::take();
-    phases::frames_per_commit();
 }
 
 /// The phase times of the timed loop, when `--phases` timed them: in the
@@ -150,7 +144,7 @@ pub async fn concurrent(at: &StoreAt<'_>, sizes: &Sizes) -> anyhow::Result<Sampl
         appenders.push((session, calls));
     }
 
-    clear_phases();
+    phases::clear();
     let start = Instant::now();
     let mut tasks = JoinSet::new();
     for (session, calls) in appenders {

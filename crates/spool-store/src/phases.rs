@@ -83,6 +83,12 @@ pub fn take() -> Vec<(Phase, f64)> {
     TOTALS.take()
 }
 
+/// Forgets every total so far (what a setup ran before the part to time).
+pub fn clear() {
+    TOTALS.take();
+    TOTALS.frames_per_commit();
+}
+
 /// The mean number of WAL frames a commit wrote since the last call (and
 /// clears it); `None` without commits.
 pub fn frames_per_commit() -> Option<f64> {

@@ -248,7 +248,6 @@ pub(super) fn write_thread(
         stmt.raw_bind_parameter(at + 5, *pos)?;
         Ok(())
     })?;
-    drop(event_rows);
 
     // Turns before items: an item row refers to its turn's row.
     let first_seq = pending.first_seq();
