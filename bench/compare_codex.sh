@@ -9,8 +9,9 @@
 #   --quick      small sizes: checks the pipeline, numbers mean nothing
 #   --save FILE  also keep the JSON report
 # Each reply length is timed over 3 turns (the median rate, the mean CPU),
-# unless ARGS say `--runs`: a 2,000-delta turn streams for ~10 ms, which
-# one turn times too coarsely to compare.
+# unless ARGS say `--runs`, and shorter replies over as many turns as
+# stream 20,000 deltas in all: a 2,000-delta turn streams for ~10 ms, which
+# a few turns time too coarsely to compare.
 # Environment: CODEX_VERSION (default below), PYTHON (default python3).
 set -euo pipefail
 

@@ -9,8 +9,10 @@
 //!   → the first delta read;
 //! - a later turn's first delta;
 //! - throughput for each `--deltas` size (fast mode: the model server
-//!   writes the whole stream at once): deltas/s from the first delta read
-//!   to `turn/completed`, and the server's CPU time per delta
+//!   writes the whole stream at once): deltas/s from the model server's
+//!   first delta written to the client's last delta read, the median of
+//!   `--runs` turns, or of as many as stream [`MIN_DELTAS_TIMED`] in all
+//!   for short replies; and the server's CPU time per delta
 //!   (`/proc/PID/stat`, 10 ms ticks: coarse below a few thousand deltas);
 //! - paced: each stream writes a delta every `--pace-ms` carrying the
 //!   instant it was written; p50/p99/max of (read by the client − written
@@ -76,6 +78,10 @@ struct Throughput {
     /// that many more ticks.
     cpu_us_per_delta: f64,
     turn_ms: f64,
+    /// The median time from the model server's first delta written to the
+    /// client's first delta read: what the rate's clock holds beyond the
+    /// stream itself.
+    first_delta_ms: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -173,6 +179,7 @@ pub(crate) fn configure(target: Target, home: &Path, model_url: &str) -> anyhow:
 struct TurnSeen {
     started: Instant,
     first_delta: Option<Instant>,
+    last_delta: Option<Instant>,
     completed: Instant,
     /// Deltas by their text (fast: `x ` each; paced: one stamp each).
     deltas: usize,
@@ -219,15 +226,27 @@ async fn run(
         let mut rates = Vec::new();
         let mut cpu_total = Duration::ZERO;
         let mut turn_ms = Vec::new();
+        let mut first_ms = Vec::new();
         let mut notifications = 0;
-        for _ in 0..args.runs {
+        let runs = args.runs.max(MIN_DELTAS_TIMED.div_ceil(size.max(1)) as u32);
+        for _ in 0..runs {
             let cpu_before = cpu_time(pid)?;
+            let before = model.delta_starts().len();
             let seen = turns(&mut peer, std::slice::from_ref(&thread), epoch).await?;
             let cpu = cpu_time(pid)? - cpu_before;
             let seen = &seen[0];
             ensure!(seen.deltas == size, "{} deltas read of {size}", seen.deltas);
-            let streaming = seen.completed.duration_since(first_delta(seen)?);
+            let starts = model.delta_starts();
+            ensure!(
+                starts.len() == before + 1,
+                "the turn opened {} model streams, not one",
+                starts.len() - before
+            );
+            let written = starts[before];
+            let last = seen.last_delta.context("the turn streamed no delta")?;
+            let streaming = last.duration_since(written);
             rates.push(size as f64 / streaming.as_secs_f64().max(1e-9));
+            first_ms.push(ms(first_delta(seen)?.duration_since(written)));
             cpu_total += cpu;
             turn_ms.push(ms(seen.completed.duration_since(seen.started)));
             notifications = seen.notifications;
@@ -237,14 +256,15 @@ async fn run(
             notifications,
             deltas_per_s: median(&rates).round(),
             cpu_us_per_delta: round(
-                cpu_total.as_secs_f64() * 1e6 / (size as f64 * f64::from(args.runs.max(1))),
+                cpu_total.as_secs_f64() * 1e6 / (size as f64 * f64::from(runs)),
                 1,
             ),
             turn_ms: round(median(&turn_ms), 1),
+            first_delta_ms: round(median(&first_ms), 2),
         };
         eprintln!(
-            "    {size} deltas in {notifications} notifications: {:.0}/s, {:.1} µs CPU per delta",
-            entry.deltas_per_s, entry.cpu_us_per_delta
+            "    {size} deltas in {notifications} notifications: {:.0}/s, {:.1} µs CPU per delta, first delta after {:.2} ms",
+            entry.deltas_per_s, entry.cpu_us_per_delta, entry.first_delta_ms
         );
         throughput.push(entry);
     }
@@ -313,6 +333,7 @@ async fn turns(
         seen.push(TurnSeen {
             started,
             first_delta: None,
+            last_delta: None,
             completed: started,
             deltas: 0,
             notifications: 0,
@@ -339,6 +360,7 @@ async fn turns(
         match method {
             "item/agentMessage/delta" => {
                 turn.first_delta.get_or_insert(at);
+                turn.last_delta = Some(at);
                 turn.notifications += 1;
                 count(params, turn, at, epoch);
             }
@@ -388,6 +410,11 @@ async fn settle(pid: u32) -> anyhow::Result<()> {
     eprintln!("    (the server was still busy after {SETTLE_LIMIT:?} idle between turns)");
     Ok(())
 }
+
+/// Short replies are timed over several turns, until this many deltas in
+/// all: a 2,000-delta reply streams for ~10 ms, where one scheduling
+/// hiccup moves its rate by half.
+const MIN_DELTAS_TIMED: usize = 20_000;
 
 const QUIET: Duration = Duration::from_millis(300);
 const SETTLE_LIMIT: Duration = Duration::from_secs(10);

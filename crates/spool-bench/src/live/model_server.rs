@@ -37,6 +37,9 @@ struct Shared {
     plan: Mutex<Plan>,
     /// When each `/responses` request arrived.
     requests: Mutex<Vec<Instant>>,
+    /// When each `/responses` stream began writing its deltas, in the
+    /// order the streams began.
+    delta_starts: Mutex<Vec<Instant>>,
     /// Streams started so far: each paced stream's phase.
     streams: Mutex<u64>,
 }
@@ -62,6 +65,7 @@ impl ModelServer {
                 pace: None,
             }),
             requests: Mutex::new(Vec::new()),
+            delta_starts: Mutex::new(Vec::new()),
             streams: Mutex::new(0),
         });
         let serving = Arc::clone(&shared);
@@ -98,6 +102,11 @@ impl ModelServer {
     /// When the `/responses` requests arrived, in order.
     pub(crate) fn requests(&self) -> Vec<Instant> {
         lock(&self.shared.requests).clone()
+    }
+
+    /// When each stream began writing its deltas, in the order they began.
+    pub(crate) fn delta_starts(&self) -> Vec<Instant> {
+        lock(&self.shared.delta_starts).clone()
     }
 }
 
@@ -169,12 +178,14 @@ async fn serve(socket: TcpStream, shared: &Shared) -> anyhow::Result<()> {
                 out.extend_from_slice(&delta(&ids.1, FAST_DELTA));
             }
             text = FAST_DELTA.repeat(plan.deltas);
+            lock(&shared.delta_starts).push(Instant::now());
             socket.write_all(&out).await?;
         }
         Some(pace) => {
             // Each stream at its own phase within a period.
             let phase = pace.mul_f64((stream_number % 97) as f64 / 97.0);
             let start = tokio::time::Instant::now() + phase;
+            lock(&shared.delta_starts).push(start.into_std());
             for n in 0..plan.deltas {
                 tokio::time::sleep_until(start + pace * n as u32).await;
                 let stamp = format!("@{} ", shared.epoch.elapsed().as_nanos());
