@@ -5,7 +5,7 @@
 //! cross-thread wake-ups, which on small machines cost far more than the
 //! write itself. An [`Appender`] lets the producer push without waiting:
 //! whatever queues up while one append is in flight goes to the store as
-//! the next single append. Order is the push order; seqs, validation,
+//! the next single append, in appends of at most [`MAX_BATCH`]. Order is the push order; seqs, validation,
 //! durability and the persistence policy are exactly those of
 //! `Store::append`; every outcome is forwarded, in order, to the channel
 //! given at spawn — a lifecycle event only once it is committed, a delta
@@ -23,6 +23,14 @@ use tokio::task::JoinHandle;
 
 use crate::{Appended, Store, StoreError};
 
+/// The most notifications one append takes from the queue (a push that
+/// brings it past this goes whole). A backlog then travels as a pipeline of
+/// appends: the first of its deltas reaches the client while the writer
+/// works on the rest, where one append of the whole backlog held every one
+/// of them until the last had its seq (a 2,000-delta backlog: ~4 ms). At
+/// this size the append's own cost is under 1% of its deltas'.
+const MAX_BATCH: usize = 256;
+
 /// Pushes a thread's notifications to the store in order, coalescing what
 /// queues up behind an append in flight.
 #[derive(Debug)]
@@ -33,11 +41,33 @@ pub struct Appender {
     stopped: Arc<OnceLock<Arc<StoreError>>>,
 }
 
+/// `N`: a notification (generic only so the batching is testable alone).
 #[derive(Debug)]
-enum Job {
-    Append(Vec<ServerNotification>),
+enum Job<N = ServerNotification> {
+    Append(Vec<N>),
     /// Answered once everything queued before it has been appended.
     Sync(oneshot::Sender<()>),
+}
+
+/// The next append: `first` and whatever queued up behind it, up to the
+/// first sync point (returned with it) or [`MAX_BATCH`] notifications.
+fn take_batch<N>(
+    first: Job<N>,
+    pending: &mut mpsc::UnboundedReceiver<Job<N>>,
+) -> (Vec<N>, Option<oneshot::Sender<()>>) {
+    let mut batch = Vec::new();
+    let mut next = Some(first);
+    while let Some(job) = next.take() {
+        match job {
+            Job::Append(notifications) => batch.extend(notifications),
+            Job::Sync(reply) => return (batch, Some(reply)),
+        }
+        if batch.len() >= MAX_BATCH {
+            break;
+        }
+        next = pending.try_recv().ok();
+    }
+    (batch, None)
 }
 
 impl Appender {
@@ -57,20 +87,7 @@ impl Appender {
         let stop_reason = Arc::clone(&stopped);
         let task = tokio::spawn(async move {
             while let Some(job) = pending.recv().await {
-                let mut batch = Vec::new();
-                let mut sync = None;
-                let mut next = Some(job);
-                // Take whatever queued up, up to the first sync point.
-                while let Some(job) = next.take() {
-                    match job {
-                        Job::Append(notifications) => batch.extend(notifications),
-                        Job::Sync(reply) => {
-                            sync = Some(reply);
-                            break;
-                        }
-                    }
-                    next = pending.try_recv().ok();
-                }
+                let (batch, sync) = take_batch(job, &mut pending);
                 if !batch.is_empty() {
                     match store.append(&thread_id, batch).await {
                         Ok(appended) => {
@@ -142,5 +159,46 @@ impl Appender {
             // The task ended without a recorded error: only a panic does that.
             None => StoreError::Closed,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sizes(jobs: Vec<Job<u32>>) -> Vec<(usize, bool)> {
+        let (queue, mut pending) = mpsc::unbounded_channel();
+        for job in jobs {
+            queue.send(job).unwrap();
+        }
+        let mut out = Vec::new();
+        let mut next = 0;
+        while let Ok(job) = pending.try_recv() {
+            let (batch, sync) = take_batch(job, &mut pending);
+            // Order is kept across appends.
+            assert!(batch.iter().zip(next..).all(|(n, want)| *n == want));
+            next += batch.len() as u32;
+            out.push((batch.len(), sync.is_some()));
+        }
+        out
+    }
+
+    fn one(n: u32) -> Job<u32> {
+        Job::Append(vec![n])
+    }
+
+    #[test]
+    fn a_backlog_goes_in_appends_of_at_most_max_batch_and_a_push_goes_whole() {
+        let backlog = (0..600).map(one).collect();
+        assert_eq!(sizes(backlog), [(256, false), (256, false), (88, false)]);
+        let big = vec![one(0), Job::Append((1..301).collect()), one(301)];
+        assert_eq!(sizes(big), [(301, false), (1, false)]);
+    }
+
+    #[test]
+    fn a_sync_point_ends_the_append_it_follows() {
+        let (reply, _done) = oneshot::channel();
+        let jobs = vec![one(0), one(1), Job::Sync(reply), one(2)];
+        assert_eq!(sizes(jobs), [(2, true), (1, false)]);
     }
 }
