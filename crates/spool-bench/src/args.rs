@@ -75,6 +75,10 @@ pub struct BenchLiveArgs {
     /// Paced: milliseconds between two deltas of one stream.
     #[arg(long, default_value_t = 10.0)]
     pub pace_ms: f64,
+    /// Paced: also append every delta's latency to this file, a line each
+    /// (server, transport, streams, stream, place, written ms, latency ms).
+    #[arg(long)]
+    pub paced_log: Option<PathBuf>,
     /// A Codex binary (`codex app-server`) to run the same workloads
     /// against, alternating with spool (see `bench/compare_codex.sh`).
     #[arg(long)]

@@ -92,6 +92,9 @@ struct Paced {
     p50_ms: f64,
     p99_ms: f64,
     max_ms: f64,
+    /// The server's CPU over the workload (its turns' starts and ends
+    /// too), per delta: at a trickle each delta wakes each hop.
+    cpu_us_per_delta: f64,
 }
 
 pub async fn live(args: BenchLiveArgs) -> anyhow::Result<()> {
@@ -186,6 +189,8 @@ struct TurnSeen {
     notifications: usize,
     /// Paced: (read − written) per delta, ms.
     latencies_ms: Vec<f64>,
+    /// Paced: when each delta was written, ms since the bench began.
+    written_ms: Vec<f64>,
 }
 
 async fn run(
@@ -281,7 +286,12 @@ async fn run(
             deltas,
             pace: Some(pace),
         });
+        let cpu_before = cpu_time(pid)?;
         let seen = turns(&mut peer, &threads[..streams], epoch).await?;
+        let cpu = cpu_time(pid)? - cpu_before;
+        if let Some(path) = &args.paced_log {
+            log_paced(path, target, transport, &seen)?;
+        }
         let mut latencies: Vec<f64> = seen.iter().flat_map(|t| t.latencies_ms.clone()).collect();
         ensure!(
             latencies.len() == streams * deltas,
@@ -297,10 +307,11 @@ async fn run(
             p50_ms: round(percentile(&latencies, 0.5), 2),
             p99_ms: round(percentile(&latencies, 0.99), 2),
             max_ms: round(*latencies.last().unwrap_or(&f64::NAN), 2),
+            cpu_us_per_delta: round(cpu.as_secs_f64() * 1e6 / latencies.len() as f64, 1),
         };
         eprintln!(
-            "    paced, {streams} stream(s): p50 {:.2} ms, p99 {:.2} ms",
-            entry.p50_ms, entry.p99_ms
+            "    paced, {streams} stream(s): p50 {:.2} ms, p99 {:.2} ms, {:.1} µs CPU per delta",
+            entry.p50_ms, entry.p99_ms, entry.cpu_us_per_delta
         );
         paced.push(entry);
     }
@@ -338,6 +349,7 @@ async fn turns(
             deltas: 0,
             notifications: 0,
             latencies_ms: Vec::new(),
+            written_ms: Vec::new(),
         });
     }
     let mut open = threads.len();
@@ -377,6 +389,38 @@ async fn turns(
     Ok(seen)
 }
 
+/// Appends one line per paced delta to `path`: server, transport, streams
+/// at once, stream, place in the stream, written (ms since the bench
+/// began) and latency (ms).
+fn log_paced(
+    path: &Path,
+    target: Target,
+    transport: Transport,
+    seen: &[TurnSeen],
+) -> anyhow::Result<()> {
+    use std::io::Write;
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    let mut out = std::io::BufWriter::new(file);
+    for (stream, turn) in seen.iter().enumerate() {
+        let deltas = turn.latencies_ms.iter().zip(&turn.written_ms);
+        for (place, (latency, written)) in deltas.enumerate() {
+            writeln!(
+                out,
+                "{} {} {} {stream} {place} {written:.3} {latency:.3}",
+                target.name(),
+                transport.name(),
+                seen.len()
+            )?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
 /// Counts a delta notification's deltas (and their latencies, paced).
 fn count(params: &Value, turn: &mut TurnSeen, at: Instant, epoch: Instant) {
     let text = params["delta"].as_str().unwrap_or("");
@@ -385,6 +429,7 @@ fn count(params: &Value, turn: &mut TurnSeen, at: Instant, epoch: Instant) {
         for stamp in text.split_whitespace() {
             if let Some(Ok(written)) = stamp.strip_prefix('@').map(str::parse::<f64>) {
                 turn.latencies_ms.push((read - written) / 1e6);
+                turn.written_ms.push(written / 1e6);
                 turn.deltas += 1;
             }
         }
