@@ -55,6 +55,10 @@ pub struct BenchRelayArgs {
     /// The model server's base URL (`http://127.0.0.1:PORT/v1`).
     #[arg(long)]
     pub model_url: String,
+    /// Also append every delta to this file, synced (`fdatasync`) within
+    /// 5 ms of its write as spool commits deltas: the durable relay floor.
+    #[arg(long)]
+    pub log: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]

@@ -21,7 +21,9 @@
 //!
 //! The relay floor (`relay.rs`: the model's deltas relayed to stdout and
 //! nothing else) runs the same workloads over stdio, so every figure has
-//! the least this machine allows beside it.
+//! the least this machine allows beside it; so does the durable relay
+//! floor, which also keeps each delta in a file synced within 5 ms, as
+//! spool commits them: the least a server that keeps its deltas can do.
 //!
 //! Servers alternate transport by transport, so all see the same machine
 //! state; ratios are spool's figure over Codex's.
@@ -107,7 +109,8 @@ pub async fn live(args: BenchLiveArgs) -> anyhow::Result<()> {
     if let Some(codex) = &args.codex_bin {
         servers.push((Target::Codex, codex.clone()));
     }
-    servers.push((Target::Relay, spool));
+    servers.push((Target::Relay, spool.clone()));
+    servers.push((Target::DurableRelay, spool));
     let epoch = Instant::now();
     let model = ModelServer::start(epoch).await?;
     let work = tempfile::Builder::new()
@@ -116,7 +119,8 @@ pub async fn live(args: BenchLiveArgs) -> anyhow::Result<()> {
     let mut runs = Vec::new();
     for transport in [Transport::Stdio, Transport::WebSocket] {
         for (target, program) in &servers {
-            if *target == Target::Relay && transport != Transport::Stdio {
+            let relay = matches!(target, Target::Relay | Target::DurableRelay);
+            if relay && transport != Transport::Stdio {
                 continue;
             }
             let home = work
@@ -173,7 +177,7 @@ pub(crate) fn configure(target: Target, home: &Path, model_url: &str) -> anyhow:
                  wire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n"
             ),
         )?,
-        Target::Relay => {}
+        Target::Relay | Target::DurableRelay => {}
     }
     Ok(())
 }

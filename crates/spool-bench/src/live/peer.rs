@@ -23,6 +23,9 @@ pub(crate) enum Target {
     Codex,
     /// The relay floor (`relay.rs`), stdio only.
     Relay,
+    /// The relay floor with every delta kept in a synced file
+    /// (`relay.rs`), stdio only.
+    DurableRelay,
 }
 
 impl Target {
@@ -31,6 +34,7 @@ impl Target {
             Target::Spool => "spool",
             Target::Codex => "codex",
             Target::Relay => "relay",
+            Target::DurableRelay => "durable-relay",
         }
     }
 }
@@ -103,9 +107,12 @@ impl Peer {
                     .args(["app-server", "--listen", &listen])
                     .env("CODEX_HOME", home);
             }
-            Target::Relay => {
-                anyhow::ensure!(port.is_none(), "the relay floor runs over stdio only");
+            Target::Relay | Target::DurableRelay => {
+                anyhow::ensure!(port.is_none(), "the relay floors run over stdio only");
                 command.args(["bench", "relay", "--model-url", model_url]);
+                if target == Target::DurableRelay {
+                    command.arg("--log").arg(home.join("deltas.log"));
+                }
             }
         }
         let log = std::fs::File::create(home.join("server.log"))?;

@@ -1,18 +1,29 @@
-//! The relay floor of `spool bench live`: the least an app server can do
+//! The relay floors of `spool bench live`: the least an app server can do
 //! on the live path, run as a child process over stdio like the servers
-//! it is set beside.
+//! they are set beside.
 //!
-//! It answers `initialize`, `thread/start` and `turn/start` (no store, no
-//! state), streams each turn from the model server through spool's own
-//! Responses provider (the same HTTP client and SSE parsing as `spool
-//! serve`), and writes every text delta as an `item/agentMessage/delta`
-//! line straight to stdout from the task that read it: no log, no hub, no
-//! ordering stage, no writer hand-off. What its figures show is what the
-//! kernel, the two processes of the bench and the provider cost on this
-//! machine; spool's distance from them is spool's own hops.
+//! The relay answers `initialize`, `thread/start` and `turn/start` (no
+//! store, no state), streams each turn from the model server through
+//! spool's own Responses provider (the same HTTP client and SSE parsing as
+//! `spool serve`), and writes every text delta as an
+//! `item/agentMessage/delta` line straight to stdout from the task that
+//! read it: no log, no hub, no ordering stage, no writer hand-off. What its
+//! figures show is what the kernel, the two processes of the bench and the
+//! provider cost on this machine; spool's distance from them is spool's own
+//! hops.
+//!
+//! The durable relay (`--log`) does the same and also keeps every delta it
+//! sent: appended to a file and synced within [`SYNC_WITHIN`] of being
+//! sent, on a thread of its own, as spool commits its deltas in groups.
+//! What it adds to the relay is what durability alone costs here — the
+//! `write`s and `fdatasync`s, and on a virtual machine the exits to the
+//! host that each sync takes — without any of spool's rows, indexes or
+//! hops.
 
 use std::io::Write;
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use serde_json::{Value, json};
@@ -22,19 +33,94 @@ use spool_model::{
 use spool_protocol::responses::ResponseItem;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+/// How soon after it was sent a delta is synced: spool's default group
+/// commit delay for deltas.
+const SYNC_WITHIN: Duration = Duration::from_millis(5);
+
+/// What the durable relay has sent and not yet synced, and since when.
+struct Unsynced {
+    bytes: Vec<u8>,
+    since: Option<Instant>,
+}
+
+/// The durable relay's log, once `--log` opened it.
+static LOG: OnceLock<(Mutex<Unsynced>, Condvar)> = OnceLock::new();
+
 /// Writes one message as one line, with one `write` on the caller's
-/// thread (stdout is a `LineWriter` behind its own lock).
+/// thread (stdout is a `LineWriter` behind its own lock), and hands it to
+/// the log when there is one.
 fn send(message: &Value) {
     let mut line = message.to_string();
     line.push('\n');
-    let mut out = std::io::stdout().lock();
-    // A closed pipe means the bench is gone; stdin's end stops the relay.
-    let _ = out.write_all(line.as_bytes());
-    let _ = out.flush();
+    {
+        let mut out = std::io::stdout().lock();
+        // A closed pipe means the bench is gone; stdin's end stops the relay.
+        let _ = out.write_all(line.as_bytes());
+        let _ = out.flush();
+    }
+    if let Some((unsynced, wake)) = LOG.get() {
+        let mut unsynced = unsynced.lock().unwrap_or_else(|p| p.into_inner());
+        unsynced.bytes.extend_from_slice(line.as_bytes());
+        if unsynced.since.is_none() {
+            unsynced.since = Some(Instant::now());
+            wake.notify_one();
+        }
+    }
+}
+
+/// Starts the thread that syncs the log: each group of lines is written
+/// and synced [`SYNC_WITHIN`] after its first line was sent.
+fn open_log(path: PathBuf) -> anyhow::Result<()> {
+    let mut file = std::fs::File::create(&path)?;
+    let log = LOG.get_or_init(|| {
+        (
+            Mutex::new(Unsynced {
+                bytes: Vec::new(),
+                since: None,
+            }),
+            Condvar::new(),
+        )
+    });
+    std::thread::Builder::new()
+        .name("relay-sync".to_owned())
+        .spawn(move || {
+            let (unsynced, wake) = log;
+            let mut group = Vec::new();
+            loop {
+                {
+                    let mut state = unsynced.lock().unwrap_or_else(|p| p.into_inner());
+                    let since = loop {
+                        match state.since {
+                            Some(since) => break since,
+                            None => state = wake.wait(state).unwrap_or_else(|p| p.into_inner()),
+                        }
+                    };
+                    let due = since + SYNC_WITHIN;
+                    drop(state);
+                    std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                    let mut state = unsynced.lock().unwrap_or_else(|p| p.into_inner());
+                    std::mem::swap(&mut group, &mut state.bytes);
+                    state.since = None;
+                }
+                if file
+                    .write_all(&group)
+                    .and_then(|()| file.sync_data())
+                    .is_err()
+                {
+                    eprintln!("relay: cannot write the log");
+                    return;
+                }
+                group.clear();
+            }
+        })?;
+    Ok(())
 }
 
 /// Serves stdin until it ends.
-pub async fn relay(model_url: String) -> anyhow::Result<()> {
+pub async fn relay(model_url: String, log: Option<PathBuf>) -> anyhow::Result<()> {
+    if let Some(path) = log {
+        open_log(path)?;
+    }
     let provider: Arc<dyn ModelProvider> = Arc::new(ResponsesProvider::new(
         ProviderConfig::new("relay", model_url).with_retry(RetryPolicy::none()),
     ));
