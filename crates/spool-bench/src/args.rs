@@ -66,10 +66,16 @@ pub struct BenchLiveArgs {
     /// Reply lengths timed for throughput, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = [2_000u32, 20_000, 100_000])]
     pub deltas: Vec<u32>,
-    /// Turns per reply length, at least (replies under 20,000 deltas are
-    /// timed over as many turns as stream 20,000); the median is reported.
+    /// Turns per reply length, at least (see `--timed-deltas`); the
+    /// median is reported.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: u32,
+    /// Replies shorter than this are timed over as many turns as stream
+    /// this many deltas in all (a 2,000-delta reply streams for ~10 ms,
+    /// where one scheduling hiccup moves its rate by half); 0: `--runs`
+    /// turns only.
+    #[arg(long, default_value_t = 20_000)]
+    pub timed_deltas: u32,
     /// Paced: streams at once in the second paced workload (the first has one).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub streams: u32,

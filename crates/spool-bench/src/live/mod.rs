@@ -11,8 +11,8 @@
 //! - throughput for each `--deltas` size (fast mode: the model server
 //!   writes the whole stream at once): deltas/s from the model server's
 //!   first delta written to the client's last delta read, the median of
-//!   `--runs` turns, or of as many as stream [`MIN_DELTAS_TIMED`] in all
-//!   for short replies; and the server's CPU time per delta
+//!   `--runs` turns, or of as many as stream `--timed-deltas` in all for
+//!   short replies; and the server's CPU time per delta
 //!   (`/proc/PID/stat`, 10 ms ticks: coarse below a few thousand deltas);
 //! - paced: each stream writes a delta every `--pace-ms` carrying the
 //!   instant it was written; p50/p99/max of (read by the client − written
@@ -237,7 +237,9 @@ async fn run(
         let mut turn_ms = Vec::new();
         let mut first_ms = Vec::new();
         let mut notifications = 0;
-        let runs = args.runs.max(MIN_DELTAS_TIMED.div_ceil(size.max(1)) as u32);
+        let runs = args
+            .runs
+            .max(args.timed_deltas.div_ceil(size.max(1) as u32));
         for _ in 0..runs {
             let cpu_before = cpu_time(pid)?;
             let before = model.delta_starts().len();
@@ -459,11 +461,6 @@ async fn settle(pid: u32) -> anyhow::Result<()> {
     eprintln!("    (the server was still busy after {SETTLE_LIMIT:?} idle between turns)");
     Ok(())
 }
-
-/// Short replies are timed over several turns, until this many deltas in
-/// all: a 2,000-delta reply streams for ~10 ms, where one scheduling
-/// hiccup moves its rate by half.
-const MIN_DELTAS_TIMED: usize = 20_000;
 
 const QUIET: Duration = Duration::from_millis(300);
 const SETTLE_LIMIT: Duration = Duration::from_secs(10);
