@@ -28,10 +28,11 @@ use crate::{Appended, Store, StoreError};
 /// appends: the first of its deltas reaches the client while the writer
 /// works on the rest, where one append of the whole backlog held every one
 /// of them until the last had its seq, and its outcomes outgrew the caches.
-/// Measured with `spool bench live` (a 100,000-delta reply): an uncapped
-/// append ran 150–210k deltas/s at 7.7–8.9 µs of server CPU per delta,
-/// appends of 256 ran 208–234k at 6.6–7.4 µs, and appends of 64 as well or
-/// slightly better, so the append's own cost does not show at this size.
+/// Measured with `spool bench live` (a 100,000-delta reply over stdio,
+/// three alternating rounds): uncapped, 150–200k deltas/s at 7.7–8.9 µs of
+/// server CPU per delta; appends of 256, 223–234k at 6.5–6.9 µs; appends
+/// of 64 as fast as 256 and with no more CPU, so the append's own cost
+/// does not show at this size.
 const MAX_BATCH: usize = 64;
 
 /// Pushes a thread's notifications to the store in order, coalescing what
