@@ -7,14 +7,13 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::LazyLock;
 
 use rusqlite::{Connection, OptionalExtension};
 
 use spool_core::llm::in_view;
 
 use super::TokenCount;
-use super::multi_row::{self, MultiRow, ROWS};
+use super::multi_row::{self, MultiRow};
 use super::rank::{TouchedTurns, update_view_ranks};
 use crate::born::PROJECTED;
 use crate::codec::{encode_item_json, encode_turn_json};
@@ -54,16 +53,11 @@ const UPDATE_UPDATED_AT: &str =
 pub(super) const UPDATED_AT_LAG_MS: i64 = 1_000;
 
 /// A batch's `events` rows (`multi_row.rs`).
-static EVENTS: MultiRow = MultiRow {
-    columns: 6,
-    many: LazyLock::new(|| events_sql(ROWS)),
-    one: LazyLock::new(|| events_sql(1)),
-};
-
-fn events_sql(rows: usize) -> String {
-    let head = "INSERT INTO events (thread_id, seq, method, item_id, at_ms, payload, pos) VALUES";
-    multi_row::sql(head, 6, "", rows)
-}
+static EVENTS: MultiRow = MultiRow::new(
+    "INSERT INTO events (thread_id, seq, method, item_id, at_ms, payload, pos) VALUES",
+    6,
+    "",
+);
 
 const UPSERT_TURN: &str = "INSERT INTO turns (thread_id, turn_id, ordinal, seq, status, error, \
      started_at, completed_at, duration_ms, token_usage, view_rank) \
@@ -75,20 +69,14 @@ const UPSERT_TURN: &str = "INSERT INTO turns (thread_id, turn_id, ordinal, seq, 
 
 /// A batch's `items` rows, each written whole or over its older self
 /// (`multi_row.rs`).
-static ITEMS: MultiRow = MultiRow {
-    columns: 12,
-    many: LazyLock::new(|| items_sql(ROWS)),
-    one: LazyLock::new(|| items_sql(1)),
-};
-
-fn items_sql(rows: usize) -> String {
-    let head = "INSERT INTO items (thread_id, item_id, turn_id, ordinal, seq, kind, status, item, \
-         envelope, token_count, input_item, llm, pos) VALUES";
-    let tail = " ON CONFLICT (thread_id, item_id) DO UPDATE SET seq = excluded.seq, \
-         status = excluded.status, item = excluded.item, envelope = excluded.envelope, \
-         token_count = excluded.token_count, input_item = excluded.input_item, llm = excluded.llm";
-    multi_row::sql(head, 12, tail, rows)
-}
+static ITEMS: MultiRow = MultiRow::new(
+    "INSERT INTO items (thread_id, item_id, turn_id, ordinal, seq, kind, status, item, \
+     envelope, token_count, input_item, llm, pos) VALUES",
+    12,
+    " ON CONFLICT (thread_id, item_id) DO UPDATE SET seq = excluded.seq, \
+     status = excluded.status, item = excluded.item, envelope = excluded.envelope, \
+     token_count = excluded.token_count, input_item = excluded.input_item, llm = excluded.llm",
+);
 
 /// The thread's seq reservation (`thread_state::reserve`).
 const UPSERT_RESERVATION: &str = "INSERT INTO seq_reservations (thread_id, upto) VALUES (?1, ?2) \

@@ -8,7 +8,7 @@
 //! (`?1`, shared by every row). What is left over goes a row at a time,
 //! through the same text written for one row.
 
-use std::sync::LazyLock;
+use std::sync::OnceLock;
 
 use rusqlite::{Connection, Statement};
 
@@ -17,13 +17,39 @@ use crate::error::StoreError;
 /// Rows one multi-row statement inserts.
 pub(super) const ROWS: usize = 32;
 
-/// An `INSERT` of rows whose first column is the thread's id, as the
-/// text of a statement of [`ROWS`] rows and of one row.
+/// An `INSERT` of rows whose first column is the thread's id; its text for
+/// [`ROWS`] rows and for one is made the first time it is needed.
 pub(super) struct MultiRow {
+    /// Up to `VALUES`, the thread's id the first column named.
+    head: &'static str,
     /// Columns of a row after the thread's id.
-    pub(super) columns: usize,
-    pub(super) many: LazyLock<String>,
-    pub(super) one: LazyLock<String>,
+    columns: usize,
+    /// After the rows: an `ON CONFLICT` clause, or nothing.
+    tail: &'static str,
+    many: OnceLock<String>,
+    one: OnceLock<String>,
+}
+
+impl MultiRow {
+    pub(super) const fn new(head: &'static str, columns: usize, tail: &'static str) -> MultiRow {
+        MultiRow {
+            head,
+            columns,
+            tail,
+            many: OnceLock::new(),
+            one: OnceLock::new(),
+        }
+    }
+
+    fn many(&self) -> &str {
+        self.many
+            .get_or_init(|| sql(self.head, self.columns, self.tail, ROWS))
+    }
+
+    fn one(&self) -> &str {
+        self.one
+            .get_or_init(|| sql(self.head, self.columns, self.tail, 1))
+    }
 }
 
 /// The text of an `INSERT` of `rows` rows: `head` (up to `VALUES`, the
@@ -63,13 +89,13 @@ pub(super) fn insert<R>(
     };
     let mut chunks = rows.chunks_exact(ROWS);
     if rows.len() >= ROWS {
-        let mut stmt = conn.prepare_cached(&statement.many)?;
+        let mut stmt = conn.prepare_cached(statement.many())?;
         for chunk in &mut chunks {
             run(&mut stmt, chunk)?;
         }
     }
     if !chunks.remainder().is_empty() {
-        let mut stmt = conn.prepare_cached(&statement.one)?;
+        let mut stmt = conn.prepare_cached(statement.one())?;
         for row in chunks.remainder() {
             run(&mut stmt, std::slice::from_ref(row))?;
         }
@@ -99,11 +125,7 @@ mod tests {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch("CREATE TABLE t (thread TEXT, n INTEGER, pos INTEGER PRIMARY KEY)")
             .unwrap();
-        let statement = MultiRow {
-            columns: 1,
-            many: LazyLock::new(|| sql("INSERT INTO t (thread, n) VALUES", 1, "", ROWS)),
-            one: LazyLock::new(|| sql("INSERT INTO t (thread, n) VALUES", 1, "", 1)),
-        };
+        let statement = MultiRow::new("INSERT INTO t (thread, n) VALUES", 1, "");
         let rows: Vec<i64> = (0..2 * ROWS as i64 + 5).collect();
         insert(&conn, &statement, "th", &rows, |stmt, first, n| {
             stmt.raw_bind_parameter(first, *n)?;
