@@ -7,9 +7,9 @@
 //! whatever queues up while one append is in flight goes to the store as
 //! the next append (at most [`MAX_BATCH`] notifications). Order is the
 //! push order; seqs, validation, durability and the persistence policy are
-//! exactly those of `Store::append`; every outcome is forwarded, in order, to the channel
-//! given at spawn — a lifecycle event only once it is committed, a delta
-//! once it has its seq.
+//! exactly those of `Store::append`; every outcome is forwarded, in order,
+//! to the channel given at spawn — a lifecycle event only once it is
+//! committed, a delta once it has its seq.
 //!
 //! A failed append (a refusal, a failed commit) stops the appender: nothing
 //! of that batch is stored, and every later `push`, `sync` and `finish`

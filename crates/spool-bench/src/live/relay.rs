@@ -88,14 +88,13 @@ fn open_log(path: PathBuf) -> anyhow::Result<()> {
             let mut group = Vec::new();
             loop {
                 {
-                    let mut state = unsynced.lock().unwrap_or_else(|p| p.into_inner());
-                    let since = loop {
-                        match state.since {
-                            Some(since) => break since,
-                            None => state = wake.wait(state).unwrap_or_else(|p| p.into_inner()),
-                        }
-                    };
-                    let due = since + SYNC_WITHIN;
+                    let state = unsynced.lock().unwrap_or_else(|p| p.into_inner());
+                    let state = wake
+                        .wait_while(state, |state| state.since.is_none())
+                        .unwrap_or_else(|p| p.into_inner());
+                    let due = state
+                        .since
+                        .map_or_else(Instant::now, |since| since + SYNC_WITHIN);
                     drop(state);
                     std::thread::sleep(due.saturating_duration_since(Instant::now()));
                     let mut state = unsynced.lock().unwrap_or_else(|p| p.into_inner());
