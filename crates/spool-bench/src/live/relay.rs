@@ -92,9 +92,9 @@ fn open_log(path: PathBuf) -> anyhow::Result<()> {
                     let state = wake
                         .wait_while(state, |state| state.since.is_none())
                         .unwrap_or_else(|p| p.into_inner());
-                    let due = state
-                        .since
-                        .map_or_else(Instant::now, |since| since + SYNC_WITHIN);
+                    // `wait_while` returns only once `since` is set.
+                    let Some(since) = state.since else { continue };
+                    let due = since + SYNC_WITHIN;
                     drop(state);
                     std::thread::sleep(due.saturating_duration_since(Instant::now()));
                     let mut state = unsynced.lock().unwrap_or_else(|p| p.into_inner());
