@@ -12,6 +12,7 @@ mod reads;
 mod requests_read;
 pub(crate) mod schema;
 mod thread_ops;
+mod vfs;
 mod writer;
 
 use std::path::{Path, PathBuf};

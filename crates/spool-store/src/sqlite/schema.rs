@@ -421,7 +421,14 @@ pub(crate) fn open_writer(path: &Path, options: &StoreOptions) -> Result<Connect
         path: path.to_owned(),
         source,
     };
-    let mut conn = Connection::open(path).map_err(open_error)?;
+    // Through the VFS that writes a commit's WAL frames in one system call
+    // (`vfs/mod.rs`); the flags are `Connection::open`'s.
+    let flags = OpenFlags::default();
+    let mut conn = match super::vfs::name() {
+        Some(vfs) => Connection::open_with_flags_and_vfs(path, flags, vfs),
+        None => Connection::open_with_flags(path, flags),
+    }
+    .map_err(open_error)?;
     conn.busy_timeout(options.busy_timeout)
         .map_err(open_error)?;
     // WAL lets readers run beside the writer; it is a property of the file,
