@@ -6,11 +6,12 @@
 //! - (i): 100 (the batch of (b)) prepared `INSERT`s + `COMMIT` per
 //!   transaction: the best any design storing one row per item can do.
 
+use std::ffi::CStr;
 use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, ensure};
-use rusqlite::Connection;
+use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 
 use super::workloads::Sample;
@@ -26,8 +27,13 @@ pub async fn floor(dir: &Path, items: Vec<Value>, per_commit: usize) -> anyhow::
 
 /// A plain connection with the store's durability settings (WAL,
 /// `synchronous=FULL`) and nothing else: what every floor writes through.
-pub(super) fn bare_connection(path: &Path) -> anyhow::Result<Connection> {
-    let conn = Connection::open(path)?;
+/// `vfs`: the VFS to open the file through, SQLite's default if `None`
+/// (the one-row floors: what SQLite does on its own).
+pub(super) fn bare_connection(path: &Path, vfs: Option<&CStr>) -> anyhow::Result<Connection> {
+    let conn = match vfs {
+        Some(vfs) => Connection::open_with_flags_and_vfs(path, OpenFlags::default(), vfs)?,
+        None => Connection::open(path)?,
+    };
     let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))?;
     ensure!(mode == "wal", "SQLite refused WAL mode (got {mode})");
     conn.pragma_update(None, "synchronous", "FULL")?;
@@ -67,7 +73,7 @@ impl CommitClock {
 
 fn insert_batches(path: &Path, items: &[Value], per_commit: usize) -> anyhow::Result<Sample> {
     ensure!(per_commit > 0, "a transaction needs at least one item");
-    let conn = bare_connection(path)?;
+    let conn = bare_connection(path, None)?;
     conn.execute_batch("CREATE TABLE items (id INTEGER PRIMARY KEY, data TEXT NOT NULL)")?;
     let mut begin = conn.prepare("BEGIN")?;
     let mut insert = conn.prepare("INSERT INTO items (data) VALUES (?1)")?;

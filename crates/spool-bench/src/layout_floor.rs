@@ -230,9 +230,11 @@ fn replay(rows: &StoredRows) -> anyhow::Result<Sample> {
 
 /// A bare connection on the target file, as the store sets it up for
 /// writing (WAL, `synchronous=FULL`, foreign keys checked as the store
-/// checks them: in debug builds only).
+/// checks them: in debug builds only), through the VFS the store's writer
+/// opens the file through: the layout floors write spool's rows as spool
+/// does, and leave out only spool's code.
 pub(super) fn target_connection(rows: &StoredRows) -> anyhow::Result<Connection> {
-    let conn = bare_connection(&rows.target)?;
+    let conn = bare_connection(&rows.target, spool_store::writer_vfs())?;
     conn.pragma_update(None, "foreign_keys", spool_store::CHECKS_FOREIGN_KEYS)?;
     Ok(conn)
 }

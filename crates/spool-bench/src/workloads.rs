@@ -193,7 +193,8 @@ impl Spec {
                 format!(
                     "the layout floor of (a): spool's own rows for the {} items of (a) (events, \
                      turn, item), replayed on bare rusqlite into a fresh store file, one \
-                     transaction per add_items call, WAL, synchronous=FULL",
+                     transaction per add_items call, WAL, synchronous=FULL, through the store \
+                     writer's VFS (spool-wal)",
                     s.items
                 ),
                 s.items,
@@ -204,7 +205,7 @@ impl Spec {
                 format!(
                     "the layout floor of (b): spool's own rows for the {} items of (b), \
                      replayed on bare rusqlite, one transaction per add_items call of {} items, \
-                     WAL, synchronous=FULL",
+                     WAL, synchronous=FULL, through spool-wal",
                     s.items, s.batch
                 ),
                 s.items,
@@ -215,7 +216,8 @@ impl Spec {
                 format!(
                     "the layout floor of (e): spool's own rows for the {} sessions of (e), \
                      replayed on bare rusqlite, one transaction per round of one single-item \
-                     call of every session (the largest group commit), WAL, synchronous=FULL; \
+                     call of every session (the largest group commit), WAL, synchronous=FULL, \
+                     through spool-wal; \
                      on PostgreSQL, bare connections, one per writer lane, each committing a \
                      round of its sessions' calls in one pipelined transaction",
                     s.appenders
@@ -228,7 +230,8 @@ impl Spec {
                 format!(
                     "the hand-off floor of (a): the rows of (j), {} calls, each handed from an \
                      async caller to a writer thread (std mpsc) and answered after its COMMIT \
-                     (tokio oneshot), as the store does, WAL, synchronous=FULL",
+                     (tokio oneshot), as the store does, WAL, synchronous=FULL, through \
+                     spool-wal",
                     s.items
                 ),
                 s.items,

@@ -61,8 +61,8 @@ pub use input_json::InputJson;
 pub use options::{Durability, StoreOptions};
 pub use postgres::{ForwardReply, Forwarded, RemoteCommit};
 pub use session::Session;
-pub use sqlite::SqliteStore;
 pub use sqlite::schema::{CHECKS_FOREIGN_KEYS, READER_MMAP_BYTES, SCHEMA_VERSION};
+pub use sqlite::{SqliteStore, writer_vfs};
 pub use types::{
     Appended, InputItems, ItemsPage, NewThread, PendingRequest, ResolvedRequest, StoredHistory,
     StoredRunState, ThreadListQuery, ThreadPage, ThreadRecord, ThreadSortKey, ToAppend,
