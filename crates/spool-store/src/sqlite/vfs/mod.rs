@@ -2,9 +2,9 @@
 //! in one system call instead of two per frame.
 //!
 //! SQLite writes each WAL frame as two `pwrite`s, its 24-byte header and
-//! its page, and a one-item `add_items` commits ~11 frames: ~22 writes a
-//! commit, ~2.5 µs a frame on this 2-core VM against ~0.8 µs a frame in one
-//! write (`docs/internals/log.md`, "What a commit costs"). This VFS opens
+//! its page: ~2.5 µs a frame on a 2-core VM, against ~0.8 µs a frame when
+//! a commit's frames go out in one write. A one-item `add_items` commits
+//! ~6 frames, 16 concurrent ones ~120 (`docs/internals/log.md`, "Writing"). This VFS opens
 //! every file through the default VFS and leaves all of them alone but the
 //! WAL, whose writes go through a [`coalesce::Coalescer`]: writes that
 //! continue one another wait in a buffer, and go out as one write when a
