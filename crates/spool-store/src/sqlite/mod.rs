@@ -13,14 +13,6 @@ mod requests_read;
 pub(crate) mod schema;
 mod thread_ops;
 mod vfs;
-
-/// The VFS the writer's connection opens the file through (`spool-wal`,
-/// which writes a commit's WAL frames in one call), or `None` where it
-/// could not be registered. For tools that write a store file as the store
-/// does: the bench's layout floors.
-pub fn writer_vfs() -> Option<&'static std::ffi::CStr> {
-    vfs::name()
-}
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -590,4 +582,12 @@ impl Store for SqliteStore {
     ) -> Result<ThreadRecord, StoreError> {
         self.fork_thread_op(new, source_id, before_turn).await
     }
+}
+
+/// The VFS the writer's connection opens the file through (`spool-wal`,
+/// which writes a commit's WAL frames in one call), or `None` where it
+/// could not be registered. For tools that write a store file as the store
+/// does: the bench's layout floors.
+pub fn writer_vfs() -> Option<&'static std::ffi::CStr> {
+    vfs::name()
 }
