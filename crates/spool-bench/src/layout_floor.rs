@@ -117,14 +117,28 @@ pub(super) async fn stored_rows(
     };
     let store = SqliteStore::open(source_dir.join("spool.db"), options.clone())?;
     let mut ids = Vec::with_capacity(sessions.len());
+    let mut opened = Vec::with_capacity(sessions.len());
     for (k, calls) in sessions.into_iter().enumerate() {
         let id = format!("bench-{k}");
-        let session = Session::open(store.clone(), &id).await?;
-        for call in calls {
-            session.add_items(call).await?;
-        }
+        opened.push((Session::open(store.clone(), &id).await?, calls.into_iter()));
         ids.push(id);
     }
+    // Round by round, as concurrent sessions make their calls: the ids
+    // spool gives (UUIDv7) then grow from round to round, as they do in
+    // (e), which keeps a round's new keys together in the id indexes.
+    loop {
+        let mut called = false;
+        for (session, calls) in &mut opened {
+            if let Some(call) = calls.next() {
+                session.add_items(call).await?;
+                called = true;
+            }
+        }
+        if !called {
+            break;
+        }
+    }
+    drop(opened);
     store.close().await?;
     // The target: migrated, with the sessions' thread rows, and empty.
     let store = SqliteStore::open(target_dir.join("spool.db"), options)?;

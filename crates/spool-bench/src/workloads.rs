@@ -214,7 +214,8 @@ impl Spec {
             ),
             WorkloadId::L => (
                 format!(
-                    "the layout floor of (e): spool's own rows for the {} sessions of (e), \
+                    "the layout floor of (e): spool's own rows for the {} sessions of (e) \
+                     (made round by round, as concurrent calls are, so their ids grow by round), \
                      replayed on bare rusqlite, one transaction per round of one single-item \
                      call of every session (the largest group commit), WAL, synchronous=FULL, \
                      through spool-wal; \
