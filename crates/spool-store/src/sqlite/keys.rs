@@ -172,6 +172,28 @@ DROP TABLE items_v11;
 DROP TABLE events_v11;
 ";
 
+/// Version 13 of the schema: the id indexes of `items` and `turns` lead
+/// with the id, `(item_id, thread_id)` and `(turn_id, thread_id)`, where
+/// they led with the thread.
+///
+/// spool's ids are UUIDv7, which grow with time, so what threads start at
+/// about the same time sits together at the end of an index that leads
+/// with the id: a commit of 16 sessions' `add_items` calls writes one or
+/// two leaf pages of each index, where an index that led with the thread
+/// had a leaf per session to write (`docs/internals/log.md`, "What a
+/// commit costs"). Lookups name both columns, so they find a row either
+/// way; the uniqueness is the same. What the old order gave besides, a
+/// thread's greatest id in one seek, the writer now reads as a bound from
+/// the index's end (`thread_state/fresh_ids.rs`).
+///
+/// Both indexes are built again, once, in the migration's transaction.
+pub(crate) const V13_IDS_FIRST: &str = "
+DROP INDEX items_by_id;
+CREATE UNIQUE INDEX items_by_id ON items (item_id, thread_id);
+DROP INDEX turns_by_id;
+CREATE UNIQUE INDEX turns_by_id ON turns (turn_id, thread_id);
+";
+
 #[cfg(test)]
 mod tests {
     use super::*;

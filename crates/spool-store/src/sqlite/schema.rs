@@ -69,6 +69,10 @@ const MIGRATIONS: &[Migration] = &[
         version: 12,
         sql: super::keys::V12_ROWS_KEYED_BY_THREAD_AND_SEQ,
     },
+    Migration {
+        version: 13,
+        sql: super::keys::V13_IDS_FIRST,
+    },
 ];
 
 /// Version 11: the envelope of an item filed from its raw input item and

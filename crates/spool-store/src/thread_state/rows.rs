@@ -43,6 +43,16 @@ pub(crate) trait Rows {
     /// byte (as Rust compares strings); `None` when there are none.
     fn max_id(&self, thread_id: &str, kind: Kind) -> Result<Option<String>, StoreError>;
 
+    /// An id at least as great as every id of `kind` the thread's rows
+    /// hold (`None`: they hold none), cheaper to read than
+    /// [`Rows::max_id`] where the backend has one: SQLite's id indexes lead
+    /// with the id, so the greatest id of every thread is one seek to an
+    /// index's end, where the thread's own is a scan of its rows. By
+    /// default, the thread's own.
+    fn id_bound(&self, thread_id: &str, kind: Kind) -> Result<Option<String>, StoreError> {
+        self.max_id(thread_id, kind)
+    }
+
     /// The committed top of the thread's seq reservation (`reserve.rs`);
     /// 0 when there is none.
     fn reserved_upto(&self, thread_id: &str) -> Result<u64, StoreError>;

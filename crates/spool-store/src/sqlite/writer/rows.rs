@@ -19,8 +19,16 @@ const ITEM_STATUS: &str = "SELECT status FROM items WHERE thread_id = ?1 AND ite
 const TURN_STATUS: &str = "SELECT status FROM turns WHERE thread_id = ?1 AND turn_id = ?2";
 // SQLite compares text byte by byte (the default BINARY collation), as
 // Rust does.
-const MAX_ITEM_ID: &str = "SELECT max(item_id) FROM items WHERE thread_id = ?1";
+// The thread's own greatest ids: a scan of its run of items (by `pos`) and
+// of its turns (by their key), since the id indexes lead with the id.
+const MAX_ITEM_ID: &str = concat!(
+    "SELECT max(item_id) FROM items WHERE ",
+    crate::sqlite::keys::of_thread!()
+);
 const MAX_TURN_ID: &str = "SELECT max(turn_id) FROM turns WHERE thread_id = ?1";
+// The greatest ids of every thread: one seek to the end of each id index.
+const ITEM_ID_BOUND: &str = "SELECT max(item_id) FROM items";
+const TURN_ID_BOUND: &str = "SELECT max(turn_id) FROM turns";
 const RESERVED_UPTO: &str = "SELECT upto FROM seq_reservations WHERE thread_id = ?1";
 
 impl Rows for Connection {
@@ -64,11 +72,74 @@ impl Rows for Connection {
             .query_row((thread_id,), |row| row.get(0))?)
     }
 
+    fn id_bound(&self, _thread_id: &str, kind: Kind) -> Result<Option<String>, StoreError> {
+        let sql = match kind {
+            Kind::Item => ITEM_ID_BOUND,
+            Kind::Turn => TURN_ID_BOUND,
+        };
+        Ok(self.prepare_cached(sql)?.query_row((), |row| row.get(0))?)
+    }
+
     fn reserved_upto(&self, thread_id: &str) -> Result<u64, StoreError> {
         let upto: Option<i64> = self
             .prepare_cached(RESERVED_UPTO)?
             .query_row((thread_id,), |row| row.get(0))
             .optional()?;
         Ok(upto.map_or(0, |upto| u64::try_from(upto).unwrap_or(0)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::StoreOptions;
+    use crate::sqlite::schema::open_writer;
+
+    fn plan(conn: &Connection, sql: &str) -> String {
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        // Unbound parameters are NULL: the plan does not depend on them.
+        let mut rows = stmt.raw_query();
+        let mut steps = Vec::new();
+        while let Some(row) = rows.next().unwrap() {
+            steps.push(row.get::<_, String>(3).unwrap());
+        }
+        steps.join("; ")
+    }
+
+    /// The id indexes lead with the id: the bounds are a seek to an
+    /// index's end, a thread's own ids are read along its rows' key, and a
+    /// lookup by thread and id still finds its row through the index.
+    #[test]
+    fn id_reads_use_the_keys_they_are_written_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = open_writer(&dir.path().join("spool.db"), &StoreOptions::default()).unwrap();
+        assert!(
+            plan(&conn, ITEM_ID_BOUND).contains("COVERING INDEX items_by_id"),
+            "{}",
+            plan(&conn, ITEM_ID_BOUND)
+        );
+        assert!(
+            plan(&conn, TURN_ID_BOUND).contains("COVERING INDEX turns_by_id"),
+            "{}",
+            plan(&conn, TURN_ID_BOUND)
+        );
+        let own_items = plan(&conn, MAX_ITEM_ID);
+        assert!(
+            own_items.contains("SEARCH items USING INTEGER PRIMARY KEY"),
+            "{own_items}"
+        );
+        let own_turns = plan(&conn, MAX_TURN_ID);
+        assert!(
+            own_turns.contains("SEARCH turns USING PRIMARY KEY (thread_id=?)"),
+            "{own_turns}"
+        );
+        for by_id in [ITEM, ITEM_STATUS, TURN_STATUS] {
+            let found = plan(&conn, by_id);
+            assert!(
+                found.contains("INDEX items_by_id (item_id=? AND thread_id=?)")
+                    || found.contains("INDEX turns_by_id (turn_id=? AND thread_id=?)"),
+                "{by_id}: {found}"
+            );
+        }
     }
 }
