@@ -105,7 +105,6 @@ impl FreshIds {
 
 #[cfg(test)]
 mod tests {
-    use super::super::rows::Rows;
     use super::*;
 
     #[test]
