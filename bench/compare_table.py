@@ -140,7 +140,7 @@ def main() -> None:
 
     m, sdk = spool_report["machine"], sdk_report["sdk"]
     print(f"machine: {m['cores']} cores, {m.get('cpu') or '?'}, {m['os']}, "
-          f"kernel {m.get('kernel') or '?'}")
+          f"kernel {m.get('kernel') or '?'}, idle CPUs: {m.get('cpu_idle') or '?'}")
     print(f"spool {m['spool_version']} ({m['build_profile']} build), "
           f"SQLite {m['sqlite_version']}, durability {spool_report['settings']['durability']}")
     print(f"Agents SDK: {sdk['package']} {sdk['version']}, {sdk['session']}: "

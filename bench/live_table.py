@@ -68,6 +68,7 @@ def main(path):
         print("  ".join(str(cell).ljust(w) for cell, w in zip(line, widths)).rstrip())
     machine = report.get("machine", {})
     print(f"\nmachine: {machine.get('cores')} cores, {machine.get('cpu')}, "
+          f"idle CPUs: {machine.get('cpu_idle') or '?'}, "
           f"{machine.get('build_profile')} build of spool {machine.get('spool_version')}")
 
 

@@ -194,6 +194,11 @@ pub struct Machine {
     /// `release` or `debug`: debug numbers are not worth comparing.
     pub build_profile: &'static str,
     pub sqlite_version: &'static str,
+    /// How an idle CPU waits (the `cpuidle` driver, and for `haltpoll`
+    /// how long a guest polls before it halts): on a VM whose idle CPUs
+    /// halt at once, every wake-up of a thread on an idle CPU costs tens
+    /// of microseconds, which the hand-offs and the paced workloads pay.
+    pub cpu_idle: Option<String>,
 }
 
 impl Machine {
@@ -225,13 +230,52 @@ impl Machine {
                 "release"
             },
             sqlite_version: rusqlite::version(),
+            cpu_idle: cpu_idle(
+                read_trimmed("/sys/devices/system/cpu/cpuidle/current_driver").as_deref(),
+                read_trimmed("/sys/module/haltpoll/parameters/guest_halt_poll_ns").as_deref(),
+            ),
         }
     }
+}
+
+fn read_trimmed(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|text| text.trim().to_owned())
+}
+
+/// `haltpoll, guest polls up to 0 ns before it halts`, or the driver alone.
+fn cpu_idle(driver: Option<&str>, halt_poll_ns: Option<&str>) -> Option<String> {
+    let driver = driver.filter(|d| !d.is_empty())?;
+    Some(match halt_poll_ns {
+        Some(ns) if driver == "haltpoll" => {
+            format!("{driver}, guest polls up to {ns} ns before it halts")
+        }
+        _ => driver.to_owned(),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_idle_names_the_driver_and_a_guests_halt_polling() {
+        assert_eq!(
+            cpu_idle(Some("haltpoll"), Some("0")).as_deref(),
+            Some("haltpoll, guest polls up to 0 ns before it halts")
+        );
+        assert_eq!(
+            cpu_idle(Some("intel_idle"), Some("200000")).as_deref(),
+            Some("intel_idle")
+        );
+        assert_eq!(
+            cpu_idle(Some("acpi_idle"), None).as_deref(),
+            Some("acpi_idle")
+        );
+        assert_eq!(cpu_idle(Some(""), Some("0")), None);
+        assert_eq!(cpu_idle(None, None), None);
+    }
 
     #[test]
     fn median_of_odd_and_even_counts() {
