@@ -3,13 +3,14 @@
 //!
 //! Untimed, spool stores the items through the Session API (one call per
 //! item for (j) and (l), batches for (k)) in a first file; its rows
-//! (events, turns, items) are read back and grouped by `add_items` call
-//! (one turn each). Timed, the same rows are inserted into a second,
-//! freshly migrated store file on a bare connection, one
-//! `BEGIN IMMEDIATE … COMMIT` per call — for (l), per round of one call of
-//! each of the 16 sessions, the largest group a group commit can form —
-//! with the store's settings (WAL, `synchronous=FULL`, foreign keys checked
-//! only in debug builds, `spool_store::CHECKS_FOREIGN_KEYS`).
+//! (events, and the item and turn rows of `items`) are read back and
+//! grouped by `add_items` call (one turn each). Timed, the same rows are
+//! inserted into a second, freshly migrated store file on a bare
+//! connection, one `BEGIN IMMEDIATE … COMMIT` per call — for (l), per
+//! round of one call of each of the 16 sessions, the largest group a group
+//! commit can form — with the store's settings (WAL, `synchronous=FULL`,
+//! foreign keys checked only in debug builds,
+//! `spool_store::CHECKS_FOREIGN_KEYS`).
 //!
 //! What a floor's time leaves out is spool's code (mapping, encoding, the
 //! reducer, the writer thread's hand-offs); what it keeps is the layout:
@@ -31,10 +32,12 @@ use super::floor::{CommitClock, bare_connection};
 use super::workloads::Sample;
 
 const EVENT_COLUMNS: &str = "pos, thread_id, seq, method, item_id, at_ms, payload";
-const TURN_COLUMNS: &str = "thread_id, turn_id, ordinal, seq, status, error, started_at, \
-     completed_at, duration_ms, token_usage, view_rank";
-const ITEM_COLUMNS: &str = "pos, thread_id, item_id, turn_id, ordinal, seq, kind, status, item, \
-     envelope, token_count, input_item, llm";
+/// The columns of a row of `items`, which holds a thread's items and, with
+/// `is_turn = 1`, its turns.
+const ROW_COLUMNS: &str = "pos, thread_id, item_id, turn_id, ordinal, seq, kind, status, item, \
+     envelope, token_count, input_item, llm, is_turn, error, started_at, completed_at, \
+     duration_ms, token_usage, view_rank";
+const ROW_WIDTH: usize = 20;
 
 /// The rows one `add_items` call wrote.
 #[derive(Default)]
@@ -174,19 +177,19 @@ pub(super) async fn stored_rows(
 fn read_calls(conn: &Connection, thread_id: &str) -> anyhow::Result<Vec<CallRows>> {
     let mut calls: Vec<CallRows> = Vec::new();
     let mut turns = conn.prepare(&format!(
-        "SELECT {TURN_COLUMNS} FROM turns WHERE thread_id = ?1 ORDER BY ordinal"
+        "SELECT {ROW_COLUMNS} FROM items WHERE thread_id = ?1 AND is_turn ORDER BY ordinal"
     ))?;
     let mut rows = turns.query([thread_id])?;
     while let Some(row) = rows.next()? {
         calls.push(CallRows {
-            turn: columns(row, 11)?,
+            turn: columns(row, ROW_WIDTH)?,
             ..CallRows::default()
         });
     }
     let call_of_turn: HashMap<String, usize> = calls
         .iter()
         .enumerate()
-        .map(|(index, c)| match &c.turn[1] {
+        .map(|(index, c)| match &c.turn[3] {
             SqlValue::Text(id) => Ok((id.clone(), index)),
             other => anyhow::bail!("a turn id is not text: {other:?}"),
         })
@@ -194,13 +197,13 @@ fn read_calls(conn: &Connection, thread_id: &str) -> anyhow::Result<Vec<CallRows
     let index_of = |turn_id: &str| call_of_turn.get(turn_id).copied();
 
     let mut items = conn.prepare(&format!(
-        "SELECT {ITEM_COLUMNS} FROM items WHERE thread_id = ?1 ORDER BY ordinal"
+        "SELECT {ROW_COLUMNS} FROM items WHERE thread_id = ?1 AND NOT is_turn ORDER BY ordinal"
     ))?;
     let mut rows = items.query([thread_id])?;
     while let Some(row) = rows.next()? {
         let turn_id: String = row.get(3)?;
         let call = index_of(&turn_id).context("an item of an unknown turn")?;
-        calls[call].items.push(columns(row, 13)?);
+        calls[call].items.push(columns(row, ROW_WIDTH)?);
     }
 
     // Events fall between their turn's start and completion. A row that
@@ -209,7 +212,7 @@ fn read_calls(conn: &Connection, thread_id: &str) -> anyhow::Result<Vec<CallRows
     let mut events = conn.prepare(&format!(
         "SELECT {EVENT_COLUMNS}, CASE WHEN method = 'item/projected' THEN \
          (SELECT turn_id FROM items i WHERE i.thread_id = events.thread_id \
-         AND i.item_id = events.item_id) \
+         AND i.item_id = events.item_id AND NOT i.is_turn) \
          ELSE json_extract(payload, '$.params.turnId') END, \
          CASE WHEN method = 'item/projected' THEN NULL \
          ELSE json_extract(payload, '$.params.turn.id') END FROM events \
@@ -257,8 +260,7 @@ pub(super) fn target_connection(rows: &StoredRows) -> anyhow::Result<Connection>
 pub(super) struct Replayer<'c> {
     begin: Statement<'c>,
     event: Statement<'c>,
-    turn: Statement<'c>,
-    item: Statement<'c>,
+    row: Statement<'c>,
     commit: Statement<'c>,
     pub(super) clock: CommitClock,
 }
@@ -272,13 +274,9 @@ impl<'c> Replayer<'c> {
                 "INSERT INTO events ({EVENT_COLUMNS}) VALUES ({})",
                 placeholders(7)
             ))?,
-            turn: conn.prepare(&format!(
-                "INSERT INTO turns ({TURN_COLUMNS}) VALUES ({})",
-                placeholders(11)
-            ))?,
-            item: conn.prepare(&format!(
-                "INSERT INTO items ({ITEM_COLUMNS}) VALUES ({})",
-                placeholders(13)
+            row: conn.prepare(&format!(
+                "INSERT INTO items ({ROW_COLUMNS}) VALUES ({})",
+                placeholders(ROW_WIDTH)
             ))?,
             commit: conn.prepare("COMMIT")?,
             clock: CommitClock::default(),
@@ -292,9 +290,10 @@ impl<'c> Replayer<'c> {
             for row in &call.events {
                 self.event.execute(params_from_iter(row))?;
             }
-            self.turn.execute(params_from_iter(&call.turn))?;
+            // The turn's row first, as the store's writer writes it.
+            self.row.execute(params_from_iter(&call.turn))?;
             for row in &call.items {
-                self.item.execute(params_from_iter(row))?;
+                self.row.execute(params_from_iter(row))?;
             }
         }
         let commit = &mut self.commit;
@@ -305,7 +304,10 @@ impl<'c> Replayer<'c> {
 
 /// Every item of the replay landed in the target.
 pub(super) fn check_count(conn: &Connection, count: usize) -> anyhow::Result<()> {
-    let stored: i64 = conn.query_row("SELECT count(*) FROM items", [], |row| row.get(0))?;
+    let stored: i64 =
+        conn.query_row("SELECT count(*) FROM items WHERE NOT is_turn", [], |row| {
+            row.get(0)
+        })?;
     ensure!(
         usize::try_from(stored) == Ok(count),
         "stored {stored} of {count} items"

@@ -304,7 +304,7 @@ async fn a_deleted_thread_is_gone_from_lists_reads_and_the_store_file() {
 
     // Nothing of it is left in the file but its id among the deleted.
     let db = rusqlite::Connection::open(home.db()).unwrap();
-    for table in ["events", "turns", "items", "pending_requests", "run_states"] {
+    for table in ["events", "items", "pending_requests", "run_states"] {
         let left: i64 = db
             .query_row(
                 &format!("SELECT count(*) FROM {table} WHERE thread_id = ?1"),

@@ -233,13 +233,15 @@ pub(crate) fn decode_input_item<T: InputJson, R: Cells + ?Sized>(
     })
 }
 
-/// A turn row (see [`turn_columns`]) of `thread_id`.
+/// A turn row (see [`turn_columns`]) of `thread_id`, read from `table`
+/// (SQLite keeps turns among the rows of `items`, PostgreSQL in `turns`).
 pub(crate) fn decode_turn<R: Cells + ?Sized>(
     row: &R,
     thread_id: &str,
+    table: &'static str,
 ) -> Result<TurnRecord, StoreError> {
     let mut cx = RowContext {
-        table: "turns",
+        table,
         thread_id,
         seq: None,
         item_id: None,

@@ -19,7 +19,8 @@
 //! - The persistence policy is applied here: events about
 //!   `status` items are never stored, `stateChange`/`resourceChange` only for
 //!   threads in dev mode; they come back as [`Appended::Transient`].
-//! - The `items` and `turns` projections are updated in the same
+//! - The item and turn projections (on SQLite both rows of `items`, on
+//!   PostgreSQL `items` and `turns`) are updated in the same
 //!   transaction as the events that changed them, so reads never replay
 //!   the log.
 //! - A row that cannot be decoded is a [`StoreError::CorruptRow`] naming the

@@ -54,8 +54,9 @@
 //!
 //! # Cost
 //!
-//! Finding the threads to recover reads the partial index `turns_open`
-//! (`turns` rows with status `inProgress`) and nothing else, so an open
+//! Finding the threads to recover reads the partial index `items_open`
+//! (the rows of `items` with status `inProgress`: open items and open
+//! turns, with `is_turn` in the index) and nothing else, so an open
 //! with nothing to recover costs one small query. Each thread found is
 //! then loaded from its projection and closed; all of them share one
 //! group commit.
@@ -82,9 +83,10 @@ use crate::sqlite::schema::open_reader;
 use crate::thread_state::ops::interrupt_abandoned;
 
 /// The threads with a turn in progress. The `WHERE` clause is the partial
-/// index's own, so SQLite scans `turns_open` alone.
-const THREADS_IN_PROGRESS: &str =
-    "SELECT DISTINCT thread_id FROM turns WHERE status = 'inProgress' ORDER BY thread_id";
+/// index's own, and the index holds `is_turn`, so SQLite scans `items_open`
+/// alone (its entries are the open items and turns).
+const THREADS_IN_PROGRESS: &str = "SELECT DISTINCT thread_id FROM items \
+     WHERE status = 'inProgress' AND is_turn = 1 ORDER BY thread_id";
 
 /// Threads whose seq reservation a crash may have left ahead of their log
 /// (`thread_state/reserve.rs`). Rows exist only while a thread streams, so
@@ -403,8 +405,8 @@ mod tests {
             .unwrap();
         assert_eq!(plan.len(), 1, "{plan:?}");
         assert!(
-            plan[0].contains("COVERING INDEX turns_open"),
-            "the search must not scan the turns table: {plan:?}"
+            plan[0].contains("COVERING INDEX items_open"),
+            "the search must not scan the items table: {plan:?}"
         );
     }
 }

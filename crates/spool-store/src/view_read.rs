@@ -8,7 +8,7 @@
 //! the rows that fit plus one turn, whatever the thread's length.
 //!
 //! The turns left out beyond the first that did not fit are counted with
-//! `turns.view_rank` (how many turns up to a turn have an item in the
+//! a turn's stored `view_rank` (how many turns up to it have an item in the
 //! view): the rank of that turn, minus the rank of the turn before the
 //! latest finished compaction older than it (where the view starts), or
 //! minus nothing when there is none.

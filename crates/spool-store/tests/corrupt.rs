@@ -122,14 +122,14 @@ async fn a_corrupt_turn_status_names_the_turn_row() {
     let t = thread_with_history(dir.path()).await;
     raw(dir.path())
         .execute(
-            "UPDATE turns SET status = 'sideways' WHERE thread_id = ?1",
+            "UPDATE items SET status = 'sideways' WHERE thread_id = ?1 AND is_turn = 1",
             [&t],
         )
         .unwrap();
     let store = open(dir.path());
     let error = store.turns(&t).await.unwrap_err();
     let row = corrupt_row(&error);
-    assert_eq!((row.table, row.column), ("turns", "status"));
+    assert_eq!((row.table, row.column), ("items", "status"));
     assert_eq!(row.seq, Some(2));
     assert!(error.to_string().contains("sideways"), "{error}");
 }

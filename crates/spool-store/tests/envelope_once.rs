@@ -17,7 +17,10 @@ use spool_store::{AnyStore, Session, SqliteStore, Store, StoreError};
 fn envelope_columns(dir: &std::path::Path, thread: &str) -> Vec<(String, Option<String>)> {
     let conn = raw(dir);
     let mut statement = conn
-        .prepare("SELECT envelope, input_item FROM items WHERE thread_id = ?1 ORDER BY ordinal")
+        .prepare(
+            "SELECT envelope, input_item FROM items WHERE thread_id = ?1 AND NOT is_turn \
+             ORDER BY ordinal",
+        )
         .unwrap();
     statement
         .query_map([thread], |row| Ok((row.get(0)?, row.get(1)?)))

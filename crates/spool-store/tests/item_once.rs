@@ -17,7 +17,8 @@ fn item_columns(dir: &std::path::Path, thread: &str) -> Vec<(String, String, Opt
     let conn = raw(dir);
     let mut statement = conn
         .prepare(
-            "SELECT item_id, item, input_item FROM items WHERE thread_id = ?1 ORDER BY ordinal",
+            "SELECT item_id, item, input_item FROM items WHERE thread_id = ?1 AND NOT is_turn \
+             ORDER BY ordinal",
         )
         .unwrap();
     statement

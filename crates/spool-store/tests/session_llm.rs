@@ -135,17 +135,25 @@ async fn sessions_written_in_shared_commits_keep_views_of_their_own(ts: TestStor
 /// between its start and the next turn's).
 fn assert_ranks_true(ts: &TestStore, thread_id: &str) {
     let id = quote(thread_id);
+    // SQLite keeps a thread's turns among its rows of `items`.
+    let (turns, items) = match ts.backend() {
+        "sqlite" => (
+            "(SELECT * FROM items WHERE is_turn)",
+            "(SELECT * FROM items WHERE NOT is_turn)",
+        ),
+        _ => ("turns", "items"),
+    };
     let wrong = ts.count(&format!(
-        "SELECT count(*) FROM turns t WHERE t.thread_id = {id} AND t.view_rank <> ( \
-           SELECT count(*) FROM turns u WHERE u.thread_id = t.thread_id \
-             AND u.ordinal <= t.ordinal AND EXISTS (SELECT 1 FROM items i \
+        "SELECT count(*) FROM {turns} t WHERE t.thread_id = {id} AND t.view_rank <> ( \
+           SELECT count(*) FROM {turns} u WHERE u.thread_id = t.thread_id \
+             AND u.ordinal <= t.ordinal AND EXISTS (SELECT 1 FROM {items} i \
                WHERE i.thread_id = u.thread_id AND i.ordinal > u.ordinal AND i.llm \
-               AND i.ordinal < coalesce((SELECT min(n.ordinal) FROM turns n \
+               AND i.ordinal < coalesce((SELECT min(n.ordinal) FROM {turns} n \
                  WHERE n.thread_id = u.thread_id AND n.ordinal > u.ordinal), \
                  9223372036854775807)))"
     ));
     let turns = ts.count(&format!(
-        "SELECT count(*) FROM turns WHERE thread_id = {id}"
+        "SELECT count(*) FROM {turns} t WHERE thread_id = {id}"
     ));
     assert!(turns > 0, "{thread_id} has no turns");
     assert_eq!(
@@ -328,6 +336,33 @@ async fn a_version_1_file_migrates_with_its_view_columns_filled() {
              DROP TABLE running_processes;
              DROP TABLE history_cursors;
              ALTER TABLE threads DROP COLUMN ephemeral;
+             CREATE TABLE turns (
+                 thread_id    TEXT NOT NULL REFERENCES threads (id),
+                 turn_id      TEXT NOT NULL,
+                 ordinal      INTEGER NOT NULL,
+                 seq          INTEGER NOT NULL,
+                 status       TEXT NOT NULL,
+                 error        TEXT,
+                 started_at   INTEGER,
+                 completed_at INTEGER,
+                 duration_ms  INTEGER,
+                 token_usage  TEXT,
+                 PRIMARY KEY (thread_id, ordinal)
+             ) STRICT, WITHOUT ROWID;
+             INSERT INTO turns SELECT thread_id, item_id, ordinal, seq, status, error, started_at,
+                 completed_at, duration_ms, token_usage FROM items WHERE is_turn = 1;
+             CREATE INDEX turns_open ON turns (thread_id) WHERE status = 'inProgress';
+             DELETE FROM items WHERE is_turn = 1;
+             DROP INDEX items_by_id;
+             DROP INDEX items_open;
+             CREATE INDEX items_open ON items (thread_id) WHERE status = 'inProgress';
+             ALTER TABLE items DROP COLUMN is_turn;
+             ALTER TABLE items DROP COLUMN error;
+             ALTER TABLE items DROP COLUMN started_at;
+             ALTER TABLE items DROP COLUMN completed_at;
+             ALTER TABLE items DROP COLUMN duration_ms;
+             ALTER TABLE items DROP COLUMN token_usage;
+             ALTER TABLE items DROP COLUMN view_rank;
              DROP INDEX items_compactions;
              DROP TABLE thread_keys;
              DROP INDEX threads_by_key;
@@ -335,8 +370,6 @@ async fn a_version_1_file_migrates_with_its_view_columns_filled() {
              CREATE UNIQUE INDEX items_by_ordinal ON items (thread_id, ordinal);
              ALTER TABLE items DROP COLUMN input_item;
              ALTER TABLE items DROP COLUMN llm;
-             ALTER TABLE turns DROP COLUMN view_rank;
-             DROP INDEX turns_by_id;
              CREATE UNIQUE INDEX turns_v1_key ON turns (thread_id, turn_id);
              CREATE UNIQUE INDEX turns_by_ordinal ON turns (thread_id, ordinal);
              ALTER TABLE threads ADD COLUMN last_seq INTEGER NOT NULL DEFAULT 0;

@@ -31,7 +31,7 @@ fn count(dir: &std::path::Path, sql: &str, thread_id: &str) -> i64 {
 fn item_rows(dir: &std::path::Path, thread_id: &str) -> i64 {
     count(
         dir,
-        "SELECT count(*) FROM items WHERE thread_id = ?1",
+        "SELECT count(*) FROM items WHERE thread_id = ?1 AND NOT is_turn",
         thread_id,
     )
 }

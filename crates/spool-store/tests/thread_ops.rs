@@ -284,7 +284,7 @@ async fn deleting_a_thread_removes_every_row_of_it_and_records_the_deletion(ts: 
     assert!(store.thread(&doomed).await.unwrap().is_none());
     assert!(store.deleted_at(&doomed).await.unwrap().is_some());
     assert_eq!(listed(store, false).await, vec![kept.clone()]);
-    for table in ["events", "turns", "items", "pending_requests", "run_states"] {
+    for table in ["events", "items", "pending_requests", "run_states"] {
         let left = ts.count(&format!(
             "SELECT count(*) FROM {table} WHERE thread_id = {}",
             quote(&doomed)

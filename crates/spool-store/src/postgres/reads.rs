@@ -132,7 +132,7 @@ pub(super) async fn read_turns(
     q.rows(sql, &[&thread_id])
         .await?
         .iter()
-        .map(|row| decode_turn(row, thread_id))
+        .map(|row| decode_turn(row, thread_id, "turns"))
         .collect()
 }
 

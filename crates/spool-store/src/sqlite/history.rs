@@ -20,12 +20,12 @@ const AFTER: &str = concat!(
     keys::thread_lo!(),
     " + ?2 AND pos < ",
     keys::thread_hi!(),
-    " AND llm = 1 ORDER BY pos"
+    " AND is_turn = 0 AND llm = 1 ORDER BY pos"
 );
 const BY_ID: &str = concat!(
     "SELECT ",
     item_columns!(),
-    " FROM items WHERE thread_id = ?1 AND item_id = ?2 AND llm = 1"
+    " FROM items WHERE item_id = ?2 AND thread_id = ?1 AND is_turn = 0 AND llm = 1"
 );
 const CURSOR: &str = "SELECT cursor, conversation_id FROM history_cursors WHERE thread_id = ?1";
 

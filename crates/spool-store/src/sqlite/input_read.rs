@@ -25,7 +25,7 @@ const NEWEST: &str = concat!(
     item_columns!(),
     " FROM items WHERE ",
     keys::of_thread!(),
-    " AND llm = 1 ORDER BY pos DESC"
+    " AND is_turn = 0 AND llm = 1 ORDER BY pos DESC"
 );
 
 /// Windows up to this many items are read on the caller's task rather

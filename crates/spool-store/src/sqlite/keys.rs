@@ -7,18 +7,21 @@
 //! never given again (`thread_keys` counts them), even once the thread is
 //! deleted: a writer that still holds a deleted thread's state (another
 //! store on the same file) and appends to it writes rows under a key no
-//! live thread has, never into another thread's run. So a
-//! thread's log is one run of `pos` in order of seq, and its items one run
-//! in order of ordinal, both in the table's own b-tree (the rowid): an
-//! append writes one b-tree for its log row, and two for its item row (the
-//! table and `items_by_id`), where keys of `(thread_id, seq)` and
-//! `(thread_id, ordinal)` needed an index each beside the table, every
-//! entry of which repeated the thread's id. `thread_id` and `seq` stay
-//! columns of their own, so a row still says what it is without its key.
+//! live thread has, never into another thread's run. So a thread's log is
+//! one run of `pos` in order of seq, and its items one run in order of
+//! ordinal, its turns among them (a turn row under its own ordinal, with
+//! `is_turn = 1`: see [`V14_TURNS_AMONG_ITEMS`]), both in the table's own
+//! b-tree (the rowid): an append writes one b-tree for its log row, and two
+//! for its item or turn row (the table and `items_by_id`), where keys of
+//! `(thread_id, seq)` and `(thread_id, ordinal)` needed an index each
+//! beside the table, every entry of which repeated the thread's id.
+//! `thread_id` and `seq` stay columns of their own, so a row still says
+//! what it is without its key.
 //!
 //! Readers name a thread by its id and find its run with [`thread_lo!`]
 //! and [`thread_hi!`] (subqueries SQLite runs once per statement, not per
-//! row); the writer knows the key (`ThreadState::key`) and binds `pos`.
+//! row), and keep the rows of one kind with `is_turn`; the writer knows the
+//! key (`ThreadState::key`) and binds `pos`.
 
 use crate::error::StoreError;
 
@@ -98,13 +101,17 @@ pub(crate) const LAST_SEQ: &str = concat!(
 /// `pos` of the row at `seq` (or ordinal) of the thread keyed `key`.
 pub(crate) fn pos(thread_id: &str, key: i64, seq: u64) -> Result<i64, StoreError> {
     if seq > MAX_SEQ || !(1..=MAX_KEY).contains(&key) {
-        return Err(StoreError::PastKeySpace {
-            thread_id: thread_id.to_owned(),
-            key,
-            seq,
-        });
+        return Err(past_key_space(thread_id, key, seq));
     }
     Ok(key << SEQ_BITS | seq as i64)
+}
+
+fn past_key_space(thread_id: &str, key: i64, seq: u64) -> StoreError {
+    StoreError::PastKeySpace {
+        thread_id: thread_id.to_owned(),
+        key,
+        seq,
+    }
 }
 
 /// Version 12 of the schema: `events` and `items` keyed by `pos` (see the
@@ -194,6 +201,75 @@ DROP INDEX turns_by_id;
 CREATE UNIQUE INDEX turns_by_id ON turns (turn_id, thread_id);
 ";
 
+/// Version 14 of the schema: a thread's turns are rows of `items`, in the
+/// thread's run among its items, and `turns` is gone.
+///
+/// A turn's row is keyed as an item's is, `pos` = the thread's key and the
+/// turn's ordinal (the seq of its `turn/started`, which no item's start
+/// has), so it sits just before the turn's first item. A commit that writes
+/// a turn and its items (every `add_items` call of the Session API) writes
+/// them into one leaf of the b-tree, where a table of turns of its own had
+/// a leaf of its own to write for each thread in the commit. A turn row has
+/// `is_turn = 1`, its id in `item_id` (and `turn_id`), `kind = 'turn'`,
+/// `llm = 0`, its fields in columns of its own (`error` through
+/// `view_rank`, empty on item rows) and empty `item` and `envelope`.
+/// Readers of a thread's items or turns pass over the other kind's rows,
+/// which `is_turn`, stored before the large columns, tells them without
+/// reading further into the row. The id index adds `is_turn`, so that a
+/// turn and an item of a thread may still have the same id; `items_open`
+/// adds it too, so that open turns are found on the index alone.
+///
+/// `items` is copied once, in the migration's transaction (its foreign key
+/// named `turns`, and its columns change order), with the turn rows added;
+/// it needs free disk for about the table again until it commits.
+pub(crate) const V14_TURNS_AMONG_ITEMS: &str = "
+ALTER TABLE items RENAME TO items_v13;
+DROP INDEX items_by_id;
+DROP INDEX items_open;
+DROP INDEX items_compactions;
+
+CREATE TABLE items (
+    pos          INTEGER PRIMARY KEY,
+    thread_id    TEXT NOT NULL REFERENCES threads (id),
+    is_turn      INTEGER NOT NULL DEFAULT 0,
+    llm          INTEGER NOT NULL DEFAULT 0,
+    item_id      TEXT NOT NULL,
+    turn_id      TEXT NOT NULL,
+    ordinal      INTEGER NOT NULL,
+    seq          INTEGER NOT NULL,
+    kind         TEXT NOT NULL,
+    status       TEXT NOT NULL,
+    token_count  INTEGER,
+    view_rank    INTEGER NOT NULL DEFAULT 0,
+    started_at   INTEGER,
+    completed_at INTEGER,
+    duration_ms  INTEGER,
+    error        TEXT,
+    token_usage  TEXT,
+    item         TEXT NOT NULL,
+    envelope     TEXT NOT NULL,
+    input_item   TEXT
+) STRICT;
+INSERT INTO items (pos, thread_id, item_id, turn_id, ordinal, seq, kind, status, item, envelope,
+                   token_count, input_item, llm)
+    SELECT pos, thread_id, item_id, turn_id, ordinal, seq, kind, status, item, envelope,
+           token_count, input_item, llm
+    FROM items_v13;
+INSERT INTO items (pos, thread_id, is_turn, item_id, turn_id, ordinal, seq, kind, status,
+                   view_rank, started_at, completed_at, duration_ms, error, token_usage, item,
+                   envelope)
+    SELECT (t.key << 36) + u.ordinal, u.thread_id, 1, u.turn_id, u.turn_id, u.ordinal, u.seq,
+           'turn', u.status, u.view_rank, u.started_at, u.completed_at, u.duration_ms, u.error,
+           u.token_usage, '', ''
+    FROM turns u JOIN threads t ON t.id = u.thread_id;
+CREATE UNIQUE INDEX items_by_id ON items (item_id, thread_id, is_turn);
+CREATE INDEX items_open ON items (thread_id, is_turn) WHERE status = 'inProgress';
+CREATE INDEX items_compactions ON items (thread_id, ordinal) WHERE kind = 'contextCompaction';
+
+DROP TABLE items_v13;
+DROP TABLE turns;
+";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,6 +284,7 @@ mod tests {
         assert!(thread_lo!().contains(&shift));
         assert!(thread_hi!().contains(&shift));
         assert_eq!(V12_ROWS_KEYED_BY_THREAD_AND_SEQ.matches(&shift).count(), 2);
+        assert_eq!(V14_TURNS_AMONG_ITEMS.matches(&shift).count(), 1);
     }
 
     #[test]

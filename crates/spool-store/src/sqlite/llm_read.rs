@@ -21,7 +21,7 @@ const PAGE: &str = concat!(
     keys::thread_lo!(),
     " + min(?2, ",
     keys::seq_span!(),
-    ") AND llm = 1 ORDER BY pos DESC LIMIT ?3"
+    ") AND is_turn = 0 AND llm = 1 ORDER BY pos DESC LIMIT ?3"
 );
 const COMPACTIONS_BEFORE: &str = concat!(
     "SELECT ",
@@ -29,7 +29,8 @@ const COMPACTIONS_BEFORE: &str = concat!(
     " FROM items WHERE thread_id = ?1 AND kind = 'contextCompaction' AND llm = 1 \
      AND ordinal < ?2 ORDER BY ordinal DESC"
 );
-const VIEW_RANK: &str = "SELECT view_rank FROM turns WHERE thread_id = ?1 AND turn_id = ?2";
+const VIEW_RANK: &str =
+    "SELECT view_rank FROM items WHERE item_id = ?2 AND thread_id = ?1 AND is_turn = 1";
 
 /// The view, and the token counts it computed, to cache.
 pub(crate) fn read_llm_view(

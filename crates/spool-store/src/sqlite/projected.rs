@@ -21,7 +21,7 @@ use crate::error::{CorruptRow, StoreError};
 const ITEM_ROW: &str = concat!(
     "SELECT ",
     item_columns!(),
-    " FROM items WHERE thread_id = ?1 AND item_id = ?2"
+    " FROM items WHERE item_id = ?2 AND thread_id = ?1 AND is_turn = 0"
 );
 
 /// The thread's item rows that are the body of an `item/projected` log
@@ -41,8 +41,8 @@ macro_rules! bodies {
         )
     };
 }
-const BODIES: &str = bodies!(keys::of_thread!());
-const BODY_OF_ITEM: &str = bodies!("thread_id = ?1 AND item_id = ?2");
+const BODIES: &str = bodies!(concat!(keys::of_thread!(), " AND is_turn = 0"));
+const BODY_OF_ITEM: &str = bodies!("item_id = ?2 AND thread_id = ?1 AND is_turn = 0");
 
 const GIVE_BODY: &str = concat!(
     "UPDATE events SET method = ?3, payload = ?4 WHERE pos = ",

@@ -156,24 +156,28 @@ pub(crate) fn read_turns(
     thread_id: &str,
     open_only: bool,
 ) -> Result<Vec<TurnRecord>, StoreError> {
+    // A thread's turns are rows of `items` among its items (`keys.rs`).
     let sql = if open_only {
         concat!(
             "SELECT ",
             turn_columns!(),
-            " FROM turns WHERE thread_id = ?1 AND status = 'inProgress' ORDER BY ordinal"
+            " FROM items WHERE thread_id = ?1 AND is_turn = 1 AND status = 'inProgress' \
+             ORDER BY pos"
         )
     } else {
         concat!(
             "SELECT ",
             turn_columns!(),
-            " FROM turns WHERE thread_id = ?1 ORDER BY ordinal"
+            " FROM items WHERE ",
+            keys::of_thread!(),
+            " AND is_turn = 1 ORDER BY pos"
         )
     };
     let mut stmt = conn.prepare_cached(sql)?;
     let mut rows = stmt.query((thread_id,))?;
     let mut turns = Vec::new();
     while let Some(row) = rows.next()? {
-        turns.push(decode_turn(row, thread_id)?);
+        turns.push(decode_turn(row, thread_id, "items")?);
     }
     Ok(turns)
 }
@@ -189,7 +193,8 @@ pub(crate) fn read_items(
         concat!(
             "SELECT ",
             item_columns!(),
-            " FROM items WHERE thread_id = ?1 AND status = 'inProgress' ORDER BY pos"
+            " FROM items WHERE thread_id = ?1 AND is_turn = 0 AND status = 'inProgress' \
+             ORDER BY pos"
         )
     } else {
         concat!(
@@ -197,7 +202,7 @@ pub(crate) fn read_items(
             item_columns!(),
             " FROM items WHERE ",
             keys::of_thread!(),
-            " ORDER BY pos"
+            " AND is_turn = 0 ORDER BY pos"
         )
     };
     read_caught_up(conn, sql, thread_id, (thread_id,))
@@ -218,7 +223,7 @@ pub(crate) fn read_items_after(
         keys::thread_lo!(),
         " + ?2 AND pos < ",
         keys::thread_hi!(),
-        " ORDER BY pos LIMIT ?3"
+        " AND is_turn = 0 ORDER BY pos LIMIT ?3"
     );
     let params = (thread_id, sql_int(after_ordinal), sql_int(limit as u64));
     read_caught_up(conn, SQL, thread_id, params)

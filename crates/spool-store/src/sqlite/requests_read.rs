@@ -68,7 +68,7 @@ pub(crate) fn run_states(
 ) -> Result<Vec<StoredRunState>, StoreError> {
     let mut stmt = conn.prepare_cached(
         "SELECT r.turn_id, r.state, r.updated_at_ms FROM run_states r \
-         JOIN turns t ON t.thread_id = r.thread_id AND t.turn_id = r.turn_id \
+         JOIN items t ON t.item_id = r.turn_id AND t.thread_id = r.thread_id AND t.is_turn = 1 \
          WHERE r.thread_id = ?1 ORDER BY t.ordinal",
     )?;
     let rows = stmt.query_map((thread_id,), |row| {

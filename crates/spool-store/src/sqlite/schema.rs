@@ -73,6 +73,10 @@ const MIGRATIONS: &[Migration] = &[
         version: 13,
         sql: super::keys::V13_IDS_FIRST,
     },
+    Migration {
+        version: 14,
+        sql: super::keys::V14_TURNS_AMONG_ITEMS,
+    },
 ];
 
 /// Version 11: the envelope of an item filed from its raw input item and

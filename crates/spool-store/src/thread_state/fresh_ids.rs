@@ -11,13 +11,13 @@
 //! since; ids that are not above it (a client's own ids, say) are probed
 //! as before. It is read in two steps: first the backend's cheap bound
 //! (`Rows::id_bound`; on SQLite the greatest id of every thread, one seek
-//! to an id index's end), and only when a start is not above that, the
+//! to the id index's end), and only when a start is not above that, the
 //! thread's own greatest id (`Rows::max_id`, a scan of its rows), once: a
 //! thread of a store where some other thread holds an id above spool's
 //! (a client's own, say) pays that scan, and then probes only what is not
 //! above its own ids.
 //!
-//! It is sound because every row of `items` and `turns` comes from a start
+//! It is sound because every item row and turn row comes from a start
 //! the thread's state accepted, or was already there when the bound was
 //! read: item and turn rows are written only from this state's reducer
 //! (the backend's batch writer), and a state that something else changed the rows under is

@@ -78,7 +78,7 @@ pub(crate) struct ThreadState {
 /// What a writer knows of a thread's newest committed turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RankTail {
-    /// Nothing: read it from the turns table.
+    /// Nothing: read it from the thread's turn rows.
     Unknown,
     /// The thread has no committed turn.
     Empty,

@@ -1,7 +1,7 @@
 //! View ranks a writer computes itself, for turns newer than every
 //! committed one; both backends' writers use it.
 //!
-//! `turns.view_rank` is, for each turn, how many turns up to and including
+//! A turn's stored `view_rank` is, for each turn, how many turns up to and including
 //! it have an item in the model's view. Re-ranking from the tables costs
 //! statements per thread per commit: on PostgreSQL about a fifth of its
 //! time when many threads append single items, on SQLite a seventh of the
@@ -27,10 +27,15 @@ use super::{RankTail, ThreadState};
 use crate::codec::sql_int;
 
 /// The newest committed turn of a thread (`$1`, or `?1` on SQLite, is its
-/// id): what [`RankTail::Turn`] holds.
+/// id): what [`RankTail::Turn`] holds. On SQLite, turns are rows of
+/// `items` among the thread's items (`sqlite/keys.rs`).
 pub(crate) const NEWEST_TURN: [&str; 2] = [
     "SELECT ordinal, view_rank FROM turns WHERE thread_id = $1 ORDER BY ordinal DESC LIMIT 1",
-    "SELECT ordinal, view_rank FROM turns WHERE thread_id = ?1 ORDER BY ordinal DESC LIMIT 1",
+    concat!(
+        "SELECT ordinal, view_rank FROM items WHERE ",
+        crate::sqlite::keys::of_thread!(),
+        " AND is_turn = 1 ORDER BY pos DESC LIMIT 1"
+    ),
 ];
 
 /// The ranks of a commit's new turns, by their index in the reducer, and

@@ -45,10 +45,10 @@ pub(crate) trait Rows {
 
     /// An id at least as great as every id of `kind` the thread's rows
     /// hold (`None`: they hold none), cheaper to read than
-    /// [`Rows::max_id`] where the backend has one: SQLite's id indexes lead
-    /// with the id, so the greatest id of every thread is one seek to an
-    /// index's end, where the thread's own is a scan of its rows. By
-    /// default, the thread's own.
+    /// [`Rows::max_id`] where the backend has one: SQLite's id index leads
+    /// with the id, so the greatest id of every item and turn of every
+    /// thread is one seek to the index's end, where the thread's own is a
+    /// scan of its rows. By default, the thread's own.
     fn id_bound(&self, thread_id: &str, kind: Kind) -> Result<Option<String>, StoreError> {
         self.max_id(thread_id, kind)
     }

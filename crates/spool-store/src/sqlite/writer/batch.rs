@@ -59,10 +59,13 @@ static EVENTS: MultiRow = MultiRow::new(
     "",
 );
 
-const UPSERT_TURN: &str = "INSERT INTO turns (thread_id, turn_id, ordinal, seq, status, error, \
-     started_at, completed_at, duration_ms, token_usage, view_rank) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
-     ON CONFLICT (thread_id, turn_id) DO UPDATE SET seq = excluded.seq, \
+/// A turn's row, among the thread's item rows (`keys.rs`). A `pos` that an
+/// item holds is an error, never an update of the item.
+const UPSERT_TURN: &str = "INSERT INTO items (thread_id, item_id, turn_id, ordinal, seq, status, \
+     error, started_at, completed_at, duration_ms, token_usage, view_rank, pos, kind, item, \
+     envelope, is_turn) \
+     VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 'turn', '', '', 1) \
+     ON CONFLICT (item_id, thread_id, is_turn) DO UPDATE SET seq = excluded.seq, \
      status = excluded.status, error = excluded.error, started_at = excluded.started_at, \
      completed_at = excluded.completed_at, duration_ms = excluded.duration_ms, \
      token_usage = excluded.token_usage";
@@ -73,7 +76,7 @@ static ITEMS: MultiRow = MultiRow::new(
     "INSERT INTO items (thread_id, item_id, turn_id, ordinal, seq, kind, status, item, \
      envelope, token_count, input_item, llm, pos) VALUES",
     12,
-    " ON CONFLICT (thread_id, item_id) DO UPDATE SET seq = excluded.seq, \
+    " ON CONFLICT (item_id, thread_id, is_turn) DO UPDATE SET seq = excluded.seq, \
      status = excluded.status, item = excluded.item, envelope = excluded.envelope, \
      token_count = excluded.token_count, input_item = excluded.input_item, llm = excluded.llm",
 );
@@ -83,13 +86,17 @@ const UPSERT_RESERVATION: &str = "INSERT INTO seq_reservations (thread_id, upto)
      ON CONFLICT (thread_id) DO UPDATE SET upto = excluded.upto";
 const DELETE_RESERVATION: &str = "DELETE FROM seq_reservations WHERE thread_id = ?1";
 
-const DELETE_ITEMS: &str = concat!("DELETE FROM items WHERE ", keys::of_thread!());
-const DELETE_ITEM: &str = "DELETE FROM items WHERE thread_id = ?1 AND item_id = ?2";
+const DELETE_ITEMS: &str = concat!(
+    "DELETE FROM items WHERE ",
+    keys::of_thread!(),
+    " AND is_turn = 0"
+);
+const DELETE_ITEM: &str = "DELETE FROM items WHERE item_id = ?2 AND thread_id = ?1 AND is_turn = 0";
 
 /// Only a count computed for the item as it still is may be cached: the
 /// seq guard drops counts for items that changed since they were read.
-const CACHE_TOKEN_COUNT: &str =
-    "UPDATE items SET token_count = ?4 WHERE thread_id = ?1 AND item_id = ?2 AND seq = ?3";
+const CACHE_TOKEN_COUNT: &str = "UPDATE items SET token_count = ?4 WHERE item_id = ?2 AND thread_id = ?1 AND is_turn = 0 \
+     AND seq = ?3";
 
 /// Writes the pending changes of `dirty` threads and the token counts in a
 /// `BEGIN IMMEDIATE` transaction, and leaves it open for its `COMMIT`
@@ -284,6 +291,7 @@ pub(super) fn write_thread(
             turn.duration_ms,
             token_usage,
             view_rank.unwrap_or(0),
+            keys::pos(thread_id, key, turn.ordinal)?,
         ))?;
     }
 

@@ -31,7 +31,7 @@ const NEWEST_IN_VIEW: &str = concat!(
     item_columns!(),
     " FROM items WHERE ",
     keys::of_thread!(),
-    " AND llm = 1 ORDER BY pos DESC LIMIT 1"
+    " AND is_turn = 0 AND llm = 1 ORDER BY pos DESC LIMIT 1"
 );
 
 impl Writer {

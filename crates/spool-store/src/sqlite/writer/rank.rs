@@ -1,4 +1,5 @@
-//! Keeping `turns.view_rank` true: for each turn, how many turns up to and
+//! Keeping the turns' `view_rank` true (a column of a turn's row in
+//! `items`): for each turn, how many turns up to and
 //! including it have an item in the model's view (`items.llm = 1`).
 //!
 //! A model view that stops reading at its budget must still say how many
@@ -39,12 +40,31 @@ impl TouchedTurns {
     }
 }
 
-const ZERO_RANKS: &str = "UPDATE turns SET view_rank = 0 WHERE thread_id = ?1 AND view_rank != 0";
-const TURN_ORDINAL: &str = "SELECT ordinal FROM turns WHERE thread_id = ?1 AND turn_id = ?2";
-const RANK_BEFORE: &str = "SELECT view_rank FROM turns WHERE thread_id = ?1 AND ordinal < ?2 \
-     ORDER BY ordinal DESC LIMIT 1";
-const TURNS_FROM: &str = "SELECT ordinal, turn_id, view_rank FROM turns \
-     WHERE thread_id = ?1 AND ordinal >= ?2 ORDER BY ordinal";
+// A thread's turns are rows of `items`, each under its ordinal among the
+// thread's items (`keys.rs`).
+const ZERO_RANKS: &str = concat!(
+    "UPDATE items SET view_rank = 0 WHERE ",
+    keys::of_thread!(),
+    " AND is_turn = 1 AND view_rank != 0"
+);
+const TURN_ORDINAL: &str =
+    "SELECT ordinal FROM items WHERE item_id = ?2 AND thread_id = ?1 AND is_turn = 1";
+const RANK_BEFORE: &str = concat!(
+    "SELECT view_rank FROM items WHERE pos >= ",
+    keys::thread_lo!(),
+    " AND pos < ",
+    keys::thread_lo!(),
+    " + min(?2, ",
+    keys::seq_span!(),
+    ") AND is_turn = 1 ORDER BY pos DESC LIMIT 1"
+);
+const TURNS_FROM: &str = concat!(
+    "SELECT ordinal, turn_id, view_rank FROM items WHERE pos >= ",
+    keys::thread_lo!(),
+    " + ?2 AND pos < ",
+    keys::thread_hi!(),
+    " AND is_turn = 1 ORDER BY pos"
+);
 /// Items of a turn lie between its start and the next turn's: one turn
 /// runs at a time.
 const TURN_IN_VIEW: &str = concat!(
@@ -54,9 +74,10 @@ const TURN_IN_VIEW: &str = concat!(
     keys::thread_lo!(),
     " + min(?3, ",
     keys::seq_span!(),
-    ") AND llm = 1)"
+    ") AND is_turn = 0 AND llm = 1)"
 );
-const SET_RANK: &str = "UPDATE turns SET view_rank = ?3 WHERE thread_id = ?1 AND turn_id = ?2";
+const SET_RANK: &str =
+    "UPDATE items SET view_rank = ?3 WHERE item_id = ?2 AND thread_id = ?1 AND is_turn = 1";
 
 /// Re-ranks the turns from the oldest one touched, inside the batch's
 /// transaction and after its item rows are written.

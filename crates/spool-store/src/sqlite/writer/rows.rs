@@ -13,22 +13,30 @@ use crate::types::ThreadRecord;
 const ITEM: &str = concat!(
     "SELECT ",
     item_columns!(),
-    " FROM items WHERE thread_id = ?1 AND item_id = ?2"
+    " FROM items WHERE item_id = ?2 AND thread_id = ?1 AND is_turn = 0"
 );
-const ITEM_STATUS: &str = "SELECT status FROM items WHERE thread_id = ?1 AND item_id = ?2";
-const TURN_STATUS: &str = "SELECT status FROM turns WHERE thread_id = ?1 AND turn_id = ?2";
+const ITEM_STATUS: &str =
+    "SELECT status FROM items WHERE item_id = ?2 AND thread_id = ?1 AND is_turn = 0";
+const TURN_STATUS: &str =
+    "SELECT status FROM items WHERE item_id = ?2 AND thread_id = ?1 AND is_turn = 1";
 // SQLite compares text byte by byte (the default BINARY collation), as
 // Rust does.
-// The thread's own greatest ids: a scan of its run of items (by `pos`) and
-// of its turns (by their key), since the id indexes lead with the id.
+// The thread's own greatest ids: a scan of its run of items and turns (by
+// `pos`), since the id index leads with the id.
 const MAX_ITEM_ID: &str = concat!(
     "SELECT max(item_id) FROM items WHERE ",
-    crate::sqlite::keys::of_thread!()
+    crate::sqlite::keys::of_thread!(),
+    " AND is_turn = 0"
 );
-const MAX_TURN_ID: &str = "SELECT max(turn_id) FROM turns WHERE thread_id = ?1";
-// The greatest ids of every thread: one seek to the end of each id index.
-const ITEM_ID_BOUND: &str = "SELECT max(item_id) FROM items";
-const TURN_ID_BOUND: &str = "SELECT max(turn_id) FROM turns";
+const MAX_TURN_ID: &str = concat!(
+    "SELECT max(item_id) FROM items WHERE ",
+    crate::sqlite::keys::of_thread!(),
+    " AND is_turn = 1"
+);
+// The greatest id of every item and turn of every thread: one seek to the
+// end of the id index, a bound of both kinds (a looser one only costs
+// probes).
+const ID_BOUND: &str = "SELECT max(item_id) FROM items";
 const RESERVED_UPTO: &str = "SELECT upto FROM seq_reservations WHERE thread_id = ?1";
 
 impl Rows for Connection {
@@ -72,12 +80,10 @@ impl Rows for Connection {
             .query_row((thread_id,), |row| row.get(0))?)
     }
 
-    fn id_bound(&self, _thread_id: &str, kind: Kind) -> Result<Option<String>, StoreError> {
-        let sql = match kind {
-            Kind::Item => ITEM_ID_BOUND,
-            Kind::Turn => TURN_ID_BOUND,
-        };
-        Ok(self.prepare_cached(sql)?.query_row((), |row| row.get(0))?)
+    fn id_bound(&self, _thread_id: &str, _kind: Kind) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .prepare_cached(ID_BOUND)?
+            .query_row((), |row| row.get(0))?)
     }
 
     fn reserved_upto(&self, thread_id: &str) -> Result<u64, StoreError> {
@@ -114,30 +120,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let conn = open_writer(&dir.path().join("spool.db"), &StoreOptions::default()).unwrap();
         assert!(
-            plan(&conn, ITEM_ID_BOUND).contains("COVERING INDEX items_by_id"),
+            plan(&conn, ID_BOUND).contains("COVERING INDEX items_by_id"),
             "{}",
-            plan(&conn, ITEM_ID_BOUND)
+            plan(&conn, ID_BOUND)
         );
-        assert!(
-            plan(&conn, TURN_ID_BOUND).contains("COVERING INDEX turns_by_id"),
-            "{}",
-            plan(&conn, TURN_ID_BOUND)
-        );
-        let own_items = plan(&conn, MAX_ITEM_ID);
-        assert!(
-            own_items.contains("SEARCH items USING INTEGER PRIMARY KEY"),
-            "{own_items}"
-        );
-        let own_turns = plan(&conn, MAX_TURN_ID);
-        assert!(
-            own_turns.contains("SEARCH turns USING PRIMARY KEY (thread_id=?)"),
-            "{own_turns}"
-        );
+        for own in [MAX_ITEM_ID, MAX_TURN_ID] {
+            let found = plan(&conn, own);
+            assert!(
+                found.contains("SEARCH items USING INTEGER PRIMARY KEY"),
+                "{own}: {found}"
+            );
+        }
         for by_id in [ITEM, ITEM_STATUS, TURN_STATUS] {
             let found = plan(&conn, by_id);
             assert!(
-                found.contains("INDEX items_by_id (item_id=? AND thread_id=?)")
-                    || found.contains("INDEX turns_by_id (turn_id=? AND thread_id=?)"),
+                found.contains("INDEX items_by_id (item_id=? AND thread_id=? AND is_turn=?)"),
                 "{by_id}: {found}"
             );
         }

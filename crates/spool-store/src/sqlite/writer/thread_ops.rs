@@ -193,7 +193,8 @@ fn delete(tx: &Transaction<'_>, thread_id: &str) -> Result<(), StoreError> {
     }
     let running: Option<String> = tx
         .prepare_cached(
-            "SELECT turn_id FROM turns WHERE thread_id = ?1 AND status = 'inProgress' LIMIT 1",
+            "SELECT turn_id FROM items WHERE thread_id = ?1 AND is_turn = 1 \
+             AND status = 'inProgress' LIMIT 1",
         )?
         .query_row((thread_id,), |row| row.get(0))
         .optional()?;
@@ -215,12 +216,12 @@ fn delete(tx: &Transaction<'_>, thread_id: &str) -> Result<(), StoreError> {
             (thread_id,),
         )?;
     }
-    // By their keys, while the thread's row still gives them.
+    // By their keys, while the thread's row still gives them: its items
+    // and its turns.
     tx.execute(
         concat!("DELETE FROM items WHERE ", keys::of_thread!()),
         (thread_id,),
     )?;
-    tx.execute("DELETE FROM turns WHERE thread_id = ?1", (thread_id,))?;
     tx.execute(
         concat!("DELETE FROM events WHERE ", keys::of_thread!()),
         (thread_id,),
