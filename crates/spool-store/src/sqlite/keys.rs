@@ -101,17 +101,13 @@ pub(crate) const LAST_SEQ: &str = concat!(
 /// `pos` of the row at `seq` (or ordinal) of the thread keyed `key`.
 pub(crate) fn pos(thread_id: &str, key: i64, seq: u64) -> Result<i64, StoreError> {
     if seq > MAX_SEQ || !(1..=MAX_KEY).contains(&key) {
-        return Err(past_key_space(thread_id, key, seq));
+        return Err(StoreError::PastKeySpace {
+            thread_id: thread_id.to_owned(),
+            key,
+            seq,
+        });
     }
     Ok(key << SEQ_BITS | seq as i64)
-}
-
-fn past_key_space(thread_id: &str, key: i64, seq: u64) -> StoreError {
-    StoreError::PastKeySpace {
-        thread_id: thread_id.to_owned(),
-        key,
-        seq,
-    }
 }
 
 /// Version 12 of the schema: `events` and `items` keyed by `pos` (see the
