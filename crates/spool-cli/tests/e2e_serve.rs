@@ -1,7 +1,8 @@
 //! `spool serve` over stdio as a Codex app-server client drives it: the
 //! handshake rules, error codes, a streamed turn with exactly one
-//! `turn/completed`, an approval answered by the client, and a resume by
-//! cursor in a new server process without gaps or duplicates.
+//! `turn/completed`, an approval answered by the client, a resume by
+//! cursor in a new server process without gaps or duplicates, and a client
+//! that stops reading while a reply fills the pipe.
 
 mod support;
 
@@ -173,5 +174,61 @@ async fn an_approval_is_asked_of_the_client_and_its_answer_runs_the_command() {
         .collect();
     assert_eq!(resolved.len(), 1);
     assert_eq!(resolved[0]["params"]["requestId"], request["id"]);
+    client.close().await;
+}
+
+/// Standard output is written by a thread of its own, a batch at a time: a
+/// client that stops reading while a long reply streams (the pipe full, the
+/// thread blocked in its write, batches queuing behind it), then reads
+/// again, gets every message whole, once and in order, and the server still
+/// answers afterwards.
+#[tokio::test]
+async fn a_client_that_stops_reading_gets_every_message_once_in_order() {
+    // ~3,000 deltas of ~200 bytes on the wire each: ten times what a pipe
+    // holds (64 KiB).
+    let deltas: Vec<String> = (0..3_000)
+        .map(|i| format!("{i:05}{}", "x".repeat(59)))
+        .collect();
+    let parts: Vec<&str> = deltas.iter().map(String::as_str).collect();
+    let model = ScriptedServer::with_responses([message_response("r1", &parts)])
+        .await
+        .unwrap();
+    let home = Home::new();
+    let mut client = Client::start(&home, &model.url(), &[]);
+    client.initialize(json!({})).await;
+    let thread_id = thread_id_of(&client.call(1, "thread/start", json!({})).await);
+    let input = json!({"threadId": thread_id, "input": [{"type": "text", "text": "hi"}]});
+    client
+        .send(json!({"jsonrpc": "2.0", "id": 2, "method": "turn/start", "params": input}))
+        .await;
+    // Not reading while the whole reply is written: the pipe fills.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    client.until(|m| method_of(m) == "turn/completed").await;
+    let streamed: Vec<&str> = client
+        .seen
+        .iter()
+        .filter(|m| method_of(m) == "item/agentMessage/delta")
+        .map(|m| m["params"]["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(streamed.len(), parts.len(), "every delta once");
+    assert!(streamed == parts, "in order");
+    let reply = client
+        .seen
+        .iter()
+        .find(|m| m["id"] == 2)
+        .expect("turn/start answered");
+    assert_eq!(reply["result"]["turn"]["status"], "inProgress", "{reply}");
+    let read = client
+        .call(
+            3,
+            "thread/read",
+            json!({"threadId": thread_id, "includeTurns": true}),
+        )
+        .await;
+    let items = read["result"]["thread"]["turns"][0]["items"]
+        .as_array()
+        .unwrap();
+    let text = items.iter().find(|i| i["type"] == "agentMessage").unwrap()["text"].clone();
+    assert_eq!(text, json!(parts.concat()));
     client.close().await;
 }
