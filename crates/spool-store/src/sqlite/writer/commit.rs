@@ -15,6 +15,9 @@
 //! appends it can check without the connection (deltas of items it holds
 //! open; `Writer::takes_while_lent`) and keeps everything else, in order,
 //! for when the connection is back. One commit is in flight at a time.
+//!
+//! The idle writer also lends it, with no transaction open, for the
+//! checkpoint thread's catch-up (`checkpoint.rs`).
 
 use std::sync::mpsc::{Receiver, Sender};
 
@@ -34,9 +37,10 @@ impl Committer {
         Worker::start("spool-store-commit", move |queue| run(&queue, &inbox)).map(Committer)
     }
 
-    /// Hands over `conn`, whose transaction is open, to be committed; the
-    /// connection comes back in a [`Request::Committed`]. `Err` gives it
-    /// back at once: the thread is gone.
+    /// Hands over `conn`, whose transaction is open, to be committed (or
+    /// with none open, to catch up a checkpoint); the connection comes back
+    /// in a [`Request::Committed`]. `Err` gives it back at once: the thread
+    /// is gone.
     pub(super) fn lend(&self, conn: Connection) -> Result<(), Connection> {
         self.0.send(conn)
     }
@@ -44,7 +48,14 @@ impl Committer {
 
 fn run(queue: &Receiver<Connection>, inbox: &Sender<Request>) {
     while let Ok(conn) = queue.recv() {
-        let result = finish(&conn);
+        // Lent without a transaction: for a checkpoint's catch-up, whose
+        // failure is no commit's.
+        let result = if conn.is_autocommit() {
+            super::checkpoint::catch_up(&conn);
+            Ok(())
+        } else {
+            finish(&conn)
+        };
         // The writer waits for its connection: it is there to take it
         // unless it is gone, and then so is everything else.
         if inbox
@@ -69,4 +80,35 @@ pub(super) fn finish(conn: &Connection) -> Result<(), rusqlite::Error> {
         let _ = conn.execute_batch("ROLLBACK");
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_lent_without_a_transaction_is_checkpointed_not_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = Connection::open(dir.path().join("lent.db")).unwrap();
+        conn.execute_batch(
+            "PRAGMA journal_mode=WAL; CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (1);",
+        )
+        .unwrap();
+        let file_len = || std::fs::metadata(dir.path().join("lent.db")).unwrap().len();
+        // The table and its row are in the WAL only.
+        let before = file_len();
+        let (inbox, answers) = std::sync::mpsc::channel();
+        let committer = Committer::start(inbox).unwrap();
+        assert!(committer.lend(conn).is_ok());
+        let Ok(Request::Committed { conn, result }) = answers.recv() else {
+            panic!("the connection comes back");
+        };
+        assert!(result.is_ok(), "{result:?}");
+        assert!(conn.is_autocommit());
+        assert!(
+            file_len() > before,
+            "the WAL was copied into the database file: {before} bytes before, {} after",
+            file_len()
+        );
+    }
 }

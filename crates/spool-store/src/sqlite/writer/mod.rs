@@ -27,7 +27,8 @@
 //! The group commit's `COMMIT` runs on the commit thread (`commit.rs`)
 //! while the writer goes on giving deltas their seqs (`lend.rs`); commits
 //! that a caller waits for inside a request (a pop, a thread operation,
-//! closing) run on the writer itself.
+//! closing) run on the writer itself. The idle writer also lends the
+//! connection there for the catch-up after a checkpoint (`checkpoint.rs`).
 
 mod batch;
 mod checkpoint;
@@ -50,7 +51,7 @@ pub(crate) use self::thread_ops::ThreadOp;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::mpsc::{Receiver, RecvError, RecvTimeoutError, Sender, TryRecvError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -230,7 +231,7 @@ impl Writer {
             // loop, and the next commit can only follow it.
             let deadline = self.conn.as_ref().and(self.deadline());
             let request = match deadline {
-                None => match inbox.recv() {
+                None => match self.idle(&inbox) {
                     Ok(request) => request,
                     Err(_) => break,
                 },
@@ -279,6 +280,28 @@ impl Writer {
         if self.conn.is_some() {
             let _ = self.shut_down();
         }
+    }
+
+    /// Waits for the next request with nothing pending. A writer about to
+    /// sleep that holds its connection first lends it for the checkpoint
+    /// thread's catch-up, if one is owed (`checkpoint.rs`); it comes back
+    /// as a `Request::Committed`.
+    fn idle(&mut self, inbox: &Receiver<Request>) -> Result<Request, RecvError> {
+        if self.conn.is_some() {
+            match inbox.try_recv() {
+                Ok(request) => return Ok(request),
+                Err(TryRecvError::Disconnected) => return Err(RecvError),
+                Err(TryRecvError::Empty) => {}
+            }
+            if self.checkpointer.owes_catch_up()
+                && let Some(conn) = self.conn.take()
+                && let Err(conn) = self.committer.lend(conn)
+            {
+                // The commit thread is gone: the connection stays here.
+                self.conn = Some(conn);
+            }
+        }
+        inbox.recv()
     }
 
     /// The store is closing: makes what was accepted durable and leaves
