@@ -83,10 +83,8 @@ pub(super) struct Checkpointer {
     /// The WAL's length in pages after the writer connection's latest
     /// commit, as its WAL hook saw it.
     wal_pages: Arc<AtomicI32>,
-    /// Set by the thread after a checkpoint: the writer owes a catch-up.
-    owed: Arc<AtomicBool>,
-    /// The WAL frames the thread's latest checkpoint had copied.
-    copied: Arc<AtomicI32>,
+    /// What the thread's latest checkpoint left the writer.
+    done: Arc<Done>,
 }
 
 impl Checkpointer {
@@ -103,22 +101,20 @@ impl Checkpointer {
         // A checkpoint already running elsewhere (another store on the
         // file) is no reason to wait: the next nudge tries again.
         conn.busy_timeout(Duration::ZERO).map_err(open_error)?;
-        let owed = Arc::new(AtomicBool::new(false));
-        let copied = Arc::new(AtomicI32::new(0));
-        let done = Done {
-            owed: owed.clone(),
-            copied: copied.clone(),
-        };
+        let done = Arc::new(Done {
+            owed: AtomicBool::new(false),
+            copied: AtomicI32::new(0),
+        });
+        let told = done.clone();
         let worker = Worker::start("spool-store-checkpoint", move |inbox| {
-            run(&conn, &inbox, &done)
+            run(&conn, &inbox, &told)
         })?;
         let wal_pages = Arc::new(AtomicI32::new(0));
         install(writer, wal_pages.clone(), BACKSTOP_PAGES)?;
         Ok(Checkpointer {
             worker,
             wal_pages,
-            owed,
-            copied,
+            done,
         })
     }
 
@@ -137,8 +133,8 @@ impl Checkpointer {
     /// left at most [`CATCH_UP_PAGES`] to copy (module docs). Asked once
     /// per checkpoint of the thread.
     pub(super) fn owes_catch_up(&self) -> bool {
-        self.owed.swap(false, Ordering::Relaxed)
-            && self.wal_pages.load(Ordering::Relaxed) - self.copied.load(Ordering::Relaxed)
+        self.done.owed.swap(false, Ordering::Relaxed)
+            && self.wal_pages.load(Ordering::Relaxed) - self.done.copied.load(Ordering::Relaxed)
                 <= CATCH_UP_PAGES
     }
 }
@@ -155,8 +151,10 @@ pub(super) fn catch_up(writer: &Connection) {
 
 /// What the thread tells the writer after a checkpoint.
 struct Done {
-    owed: Arc<AtomicBool>,
-    copied: Arc<AtomicI32>,
+    /// Set after each checkpoint: the writer owes a catch-up.
+    owed: AtomicBool,
+    /// The WAL frames that checkpoint had copied.
+    copied: AtomicI32,
 }
 
 /// Gives the writer's connection its WAL hook: after each commit it notes
@@ -310,8 +308,8 @@ mod tests {
         assert!(!checkpointer.owes_catch_up(), "no checkpoint yet");
         let checkpointed = |wal_pages: c_int, copied: c_int| {
             checkpointer.wal_pages.store(wal_pages, Ordering::Relaxed);
-            checkpointer.copied.store(copied, Ordering::Relaxed);
-            checkpointer.owed.store(true, Ordering::Relaxed);
+            checkpointer.done.copied.store(copied, Ordering::Relaxed);
+            checkpointer.done.owed.store(true, Ordering::Relaxed);
         };
         checkpointed(1_200, 1_200 - CATCH_UP_PAGES);
         assert!(checkpointer.owes_catch_up());
