@@ -5,7 +5,7 @@
 //! session's run of `items` (keyed by thread, then ordinal: the query the
 //! store runs), each row's raw input item parsed into a
 //! `serde_json::Value` for (o), checked and copied out as its JSON text
-//! for (p); for (q), every row, once, parsed as for (o). The connection
+//! for (p); for (q), every row, as many times as (c) reads them, parsed as for (o). The connection
 //! maps the file as the store's readers do. What no code reading these rows can skip: the gap
 //! between (d) and (o) is what spool's own code costs on a read.
 
@@ -45,11 +45,11 @@ impl Read {
         }
     }
 
-    /// (q): every item, once, as (c) reads them.
+    /// (q): every item, as many times as (c) reads them.
     pub fn all(sizes: &Sizes) -> Read {
         Read {
             limit: sizes.items,
-            calls: 1,
+            calls: sizes.all_reads,
             parse: true,
         }
     }

@@ -15,6 +15,8 @@ pub struct Sizes {
     /// (d): the `limit` of each call and how many calls.
     pub tail_limit: usize,
     pub tail_calls: usize,
+    /// (c) and (q): how many times the whole session is read.
+    pub all_reads: usize,
     /// (e): concurrent appenders and single-item appends each.
     pub appenders: usize,
     pub appends_each: usize,
@@ -30,7 +32,8 @@ impl Sizes {
         items: 10_000,
         batch: 100,
         tail_limit: 50,
-        tail_calls: 200,
+        tail_calls: 2_000,
+        all_reads: 10,
         appenders: 16,
         appends_each: 1_000,
         deltas: 100_000,
@@ -43,6 +46,7 @@ impl Sizes {
         batch: 10,
         tail_limit: 50,
         tail_calls: 20,
+        all_reads: 2,
         appenders: 4,
         appends_each: 25,
         deltas: 500,
@@ -108,10 +112,10 @@ impl Spec {
             ),
             WorkloadId::C => (
                 format!(
-                    "get_items(None) of all {} items, each decoded into a JSON value",
-                    s.items
+                    "get_items(None) of all {} items, each decoded into a JSON value, {} times",
+                    s.items, s.all_reads
                 ),
-                s.items,
+                s.items * s.all_reads,
                 "item",
                 Headline::Rate("items/s"),
             ),
@@ -262,11 +266,11 @@ impl Spec {
             ),
             WorkloadId::Q => (
                 format!(
-                    "the read floor of (c): (o) for all {} items, once, each parsed into a JSON \
-                     value",
-                    s.items
+                    "the read floor of (c): (o) for all {} items, {} times, each parsed into a \
+                     JSON value",
+                    s.items, s.all_reads
                 ),
-                s.items,
+                s.items * s.all_reads,
                 "item",
                 Headline::Rate("items/s"),
             ),
