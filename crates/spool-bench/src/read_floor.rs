@@ -5,9 +5,10 @@
 //! session's run of `items` (keyed by thread, then ordinal: the query the
 //! store runs), each row's raw input item parsed into a
 //! `serde_json::Value` for (o), checked and copied out as its JSON text
-//! for (p); for (q), every row, as many times as (c) reads them, parsed as for (o). The connection
-//! maps the file as the store's readers do. What no code reading these rows can skip: the gap
-//! between (d) and (o) is what spool's own code costs on a read.
+//! for (p); for (q), every row, as many times as (c) reads them, parsed
+//! as for (o). The connection maps the file as the store's readers do.
+//! What no code reading these rows can skip: the gap between (d) and (o)
+//! is what spool's own code costs on a read.
 
 use std::path::PathBuf;
 use std::time::Instant;
