@@ -446,11 +446,11 @@ async fn idle_memory(client: &mut Client, threads: usize) -> anyhow::Result<Memo
     for _ in 0..10 {
         client.start_thread().await?;
     }
-    let before = rss_kib()?;
+    let before = settled_rss_kib().await?;
     for _ in 0..threads {
         client.start_thread().await?;
     }
-    let after = rss_kib()?;
+    let after = settled_rss_kib().await?;
     let per_thread = (after - before) / threads as f64;
     Ok(Memory {
         threads,
@@ -575,6 +575,15 @@ pub(super) fn is_reply(frame: &str, id: u64) -> bool {
 }
 
 /// The process's resident set, in KiB (`/proc/self/statm`, 4 KiB pages).
+/// The resident set once the allocator has given back what is free: it
+/// keeps a free page for a quarter of a second and looks for such pages
+/// once a second when nothing allocates (`spool-cli/src/alloc.rs`), so
+/// what the workloads before this one freed would otherwise count.
+async fn settled_rss_kib() -> anyhow::Result<f64> {
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    rss_kib()
+}
+
 fn rss_kib() -> anyhow::Result<f64> {
     let statm = std::fs::read_to_string("/proc/self/statm").context("/proc/self/statm")?;
     let pages: f64 = statm

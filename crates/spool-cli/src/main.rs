@@ -37,6 +37,7 @@ fn main() -> ExitCode {
     if let Command::SandboxExec(args) = cli.command {
         return commands::sandbox_exec::run(args);
     }
+    alloc::start_purger();
     init_tracing();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
