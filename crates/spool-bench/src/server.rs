@@ -574,7 +574,6 @@ pub(super) fn is_reply(frame: &str, id: u64) -> bool {
     !frame.contains("\"method\"") && frame.contains(&format!("\"id\":{id}"))
 }
 
-/// The process's resident set, in KiB (`/proc/self/statm`, 4 KiB pages).
 /// The resident set once the allocator has given back what is free: it
 /// keeps a free page for a quarter of a second and looks for such pages
 /// once a second when nothing allocates (`spool-cli/src/alloc.rs`), so
@@ -584,6 +583,7 @@ async fn settled_rss_kib() -> anyhow::Result<f64> {
     rss_kib()
 }
 
+/// The process's resident set, in KiB (`/proc/self/statm`, 4 KiB pages).
 fn rss_kib() -> anyhow::Result<f64> {
     let statm = std::fs::read_to_string("/proc/self/statm").context("/proc/self/statm")?;
     let pages: f64 = statm

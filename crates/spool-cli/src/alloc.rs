@@ -28,8 +28,9 @@ const PURGE_DELAY: mi_option_t = 15;
 /// allocates as much again (a session read of 10,000 items, then the next)
 /// would fault every page in afresh, each zeroed by the kernel. With the
 /// pages given back at once, `clear_page_erms` was a third of the samples
-/// of `spool bench store --workloads c`, and reads ran at 280,000–330,000
-/// items/s against 390,000–470,000 with a delay.
+/// of `spool bench store --workloads c`, and (c) ran at 266,000–356,000
+/// items/s against 488,000–550,000 with this delay (two alternating
+/// rounds, `docs/internals/sessions.md`).
 const PURGE_DELAY_MS: std::ffi::c_long = 250;
 
 /// How often the purger thread gives back what is past the delay.
@@ -89,8 +90,10 @@ mod tests {
     }
 
     /// This process's anonymous memory less what is already given back
-    /// lazily, in MiB, read without allocating (an allocation could purge
-    /// on its own and hide whether the purger did).
+    /// lazily, in MiB, read into a buffer allocated beforehand: an
+    /// allocation that needs a fresh page could purge on its own and hide
+    /// whether the purger did (opening the file allocates only its path, a
+    /// few bytes).
     fn heap_mib(buffer: &mut [u8]) -> u64 {
         let mut file = std::fs::File::open("/proc/self/smaps_rollup").unwrap();
         let mut len = 0;
