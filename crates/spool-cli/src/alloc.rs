@@ -89,11 +89,10 @@ mod tests {
         }
     }
 
-    /// This process's anonymous memory less what is already given back
-    /// lazily, in MiB, read into a buffer allocated beforehand: an
-    /// allocation that needs a fresh page could purge on its own and hide
-    /// whether the purger did (opening the file allocates only its path, a
-    /// few bytes).
+    /// This process's heap in MiB (`spool_testkit::memory::heap_mib`),
+    /// read into a buffer allocated beforehand: an allocation that needs a
+    /// fresh page could purge on its own and hide whether the purger did
+    /// (opening the file allocates only its path, a few bytes).
     fn heap_mib(buffer: &mut [u8]) -> u64 {
         let mut file = std::fs::File::open("/proc/self/smaps_rollup").unwrap();
         let mut len = 0;
@@ -104,15 +103,7 @@ mod tests {
             }
             len += read;
         }
-        let text = std::str::from_utf8(&buffer[..len]).unwrap();
-        let field = |name: &str| -> u64 {
-            text.lines()
-                .find_map(|line| line.strip_prefix(name))
-                .and_then(|rest| rest.split_whitespace().next())
-                .and_then(|kib| kib.parse().ok())
-                .unwrap()
-        };
-        (field("Anonymous:") - field("LazyFree:")) / 1024
+        spool_testkit::memory::heap_mib(std::str::from_utf8(&buffer[..len]).unwrap())
     }
 
     #[test]

@@ -17,21 +17,12 @@ use support::Home;
 use support::peer::Peer;
 use support::rpc::{method_of, thread_id_of};
 
-/// The server's resident anonymous memory (its heap: not the store file's
-/// mapped pages), in MiB, less the pages its allocator already gave back
-/// with `MADV_FREE` (`LazyFree`: still resident until the kernel needs
-/// them, but free).
+/// The server's heap in MiB (`spool_testkit::memory::heap_mib`): its
+/// resident anonymous memory (not the store file's mapped pages), less the
+/// pages its allocator already gave back with `MADV_FREE`.
 fn rss_mib(pid: u32) -> u64 {
     let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap();
-    let field = |name: &str| -> u64 {
-        rollup
-            .lines()
-            .find_map(|line| line.strip_prefix(name))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("{name} in smaps_rollup"))
-    };
-    (field("Anonymous:") - field("LazyFree:")) / 1024
+    spool_testkit::memory::heap_mib(&rollup)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,12 +15,14 @@
 //!   every request with the whole history it added up to.
 //! - [`postgres::TestDatabase`]: a fresh database of its own on the real
 //!   PostgreSQL server `scripts/postgres.sh` runs.
+//! - [`memory::heap_mib`]: a process's heap, from its `smaps_rollup`.
 //!
 //! The HTTP handling is deliberately minimal and hand-written: one request
 //! per connection (`Connection: close`), bodies by `Content-Length` or
 //! chunked, responses always chunked unless a test sets `Content-Length`.
 
 mod http;
+pub mod memory;
 pub mod postgres;
 mod proxy;
 pub mod responses_api;
