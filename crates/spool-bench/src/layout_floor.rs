@@ -207,15 +207,20 @@ fn read_calls(conn: &Connection, thread_id: &str) -> anyhow::Result<Vec<CallRows
     }
 
     // Events fall between their turn's start and completion. A row that
-    // leaves its body to the item's row has no payload: its turn is the
-    // item's.
+    // leaves its body to a projection row has no JSON payload: its turn is
+    // the item's, or the turn row's (at the row's own `pos` for a start,
+    // at the ordinal its payload names for a completion).
     let mut events = conn.prepare(&format!(
-        "SELECT {EVENT_COLUMNS}, CASE WHEN method = 'item/projected' THEN \
-         (SELECT turn_id FROM items i WHERE i.thread_id = events.thread_id \
-         AND i.item_id = events.item_id AND NOT i.is_turn) \
+        "SELECT {EVENT_COLUMNS}, CASE method \
+         WHEN 'item/projected' THEN (SELECT turn_id FROM items i \
+         WHERE i.thread_id = events.thread_id AND i.item_id = events.item_id AND NOT i.is_turn) \
+         WHEN 'turn/projected-start' THEN (SELECT turn_id FROM items i \
+         WHERE i.pos = events.pos AND i.is_turn) \
+         WHEN 'turn/projected-end' THEN (SELECT turn_id FROM items i \
+         WHERE i.pos = events.pos - events.seq + CAST(events.payload AS INTEGER) AND i.is_turn) \
          ELSE json_extract(payload, '$.params.turnId') END, \
-         CASE WHEN method = 'item/projected' THEN NULL \
-         ELSE json_extract(payload, '$.params.turn.id') END FROM events \
+         CASE WHEN method IN ('item/projected', 'turn/projected-start', 'turn/projected-end') \
+         THEN NULL ELSE json_extract(payload, '$.params.turn.id') END FROM events \
          WHERE thread_id = ?1 AND seq > 1 ORDER BY seq"
     ))?;
     let mut rows = events.query([thread_id])?;

@@ -34,10 +34,27 @@
 //! such an item row, the writer copies the completion back into the log
 //! row as an [`RECORDED`] payload (`sqlite/projected.rs`), so the log
 //! never loses what it stood for.
+//!
+//! A turn's start and completion, once: a Session API call's turn is born
+//! complete too, its `turn/started` and `turn/completed` in the same append
+//! as its items. Its row in `items` (`is_turn = 1`, keyed by the turn's
+//! ordinal, the seq of its start) holds all they say, so when a start is
+//! exactly [`turn_start_of`] the turn's record, its `events` row keeps no
+//! payload and the method [`TURN_START_PROJECTED`], and when a completion
+//! is exactly [`turn_completion_of`] the record, its row keeps the turn's
+//! ordinal as its payload and the method [`TURN_END_PROJECTED`]. This holds
+//! for any turn, not only a session's: a start says only the turn's id and
+//! start time, which its row never changes, and a turn's row changes no
+//! more once it is completed (a turn is started and completed once, and no
+//! other event changes it). Turn rows are deleted only with the thread's
+//! whole log (`thread/delete`), so no log row outlives the row it reads.
 
-use spool_core::ItemRecord;
 use spool_core::reducer::born::folds;
-use spool_protocol::{ItemCompletedNotification, ServerNotification};
+use spool_core::{ItemRecord, ThreadReducer, TurnRecord};
+use spool_protocol::{
+    ItemCompletedNotification, ServerNotification, Turn, TurnCompletedNotification,
+    TurnStartedNotification, TurnStatus,
+};
 
 /// The `events.method` of a folded pair: not a protocol method, never sent
 /// as such (readers expand it), and so never confused with one.
@@ -46,6 +63,84 @@ pub(crate) const RECORDED: &str = "item/recorded";
 /// The `events.method` of a folded pair whose completion is the item's row
 /// in `items`; its payload is empty. Never sent as such either.
 pub(crate) const PROJECTED: &str = "item/projected";
+
+/// The `events.method` of a `turn/started` whose body is the turn's row;
+/// its payload is empty.
+pub(crate) const TURN_START_PROJECTED: &str = "turn/projected-start";
+
+/// The `events.method` of a `turn/completed` whose body is the turn's row;
+/// its payload is the turn's ordinal, in decimal, which finds the row.
+pub(crate) const TURN_END_PROJECTED: &str = "turn/projected-end";
+
+/// The `turn/started` a turn's record stands for: the turn's id and start
+/// time, in progress, with nothing else.
+pub(crate) fn turn_start_of(record: &TurnRecord) -> TurnStartedNotification {
+    let mut turn = Turn::new(record.id.clone(), TurnStatus::InProgress);
+    turn.started_at = record.started_at;
+    TurnStartedNotification {
+        thread_id: record.thread_id.clone(),
+        turn,
+    }
+}
+
+/// The `turn/completed` a finished turn's record stands for; `None` for a
+/// turn in progress.
+pub(crate) fn turn_completion_of(record: &TurnRecord) -> Option<TurnCompletedNotification> {
+    if !record.status.is_terminal() {
+        return None;
+    }
+    let mut turn = Turn::new(record.id.clone(), record.status);
+    turn.error.clone_from(&record.error);
+    turn.started_at = record.started_at;
+    turn.completed_at = record.completed_at;
+    turn.duration_ms = record.duration_ms;
+    turn.token_usage = record.token_usage;
+    Some(TurnCompletedNotification {
+        thread_id: record.thread_id.clone(),
+        turn,
+    })
+}
+
+/// How a log row of an accepted event holds its body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Body {
+    /// In its payload.
+    Own,
+    /// The completion of an item born complete, exactly what the item's
+    /// row holds ([`projects`]): the row may leave its body to the item's
+    /// row, if that row is written with it.
+    Item,
+    /// A turn's start, exactly [`turn_start_of`] its record.
+    TurnStart,
+    /// A turn's completion, exactly [`turn_completion_of`] its record, the
+    /// turn started at `ordinal`.
+    TurnEnd { ordinal: u64 },
+}
+
+/// How the log row of a turn's `event` (at `seq`) may hold its body, given
+/// the reducer that applied it. Exact by construction: the body is left to
+/// the turn's row only when what readers build from it is the event.
+pub(crate) fn turn_body(reducer: &ThreadReducer, event: &ServerNotification, seq: u64) -> Body {
+    match event {
+        ServerNotification::TurnStarted(started) => match reducer.turn(&started.turn.id) {
+            Some(record) if record.ordinal == seq && turn_start_of(record) == *started => {
+                Body::TurnStart
+            }
+            _ => Body::Own,
+        },
+        ServerNotification::TurnCompleted(completed) => match reducer.turn(&completed.turn.id) {
+            Some(record)
+                if record.seq == seq && turn_completion_of(record).as_ref() == Some(completed) =>
+            {
+                Body::TurnEnd {
+                    ordinal: record.ordinal,
+                }
+            }
+            _ => Body::Own,
+        },
+        _ => Body::Own,
+    }
+}
 
 /// The completion an item's projection row stands for: the record's item,
 /// turn and envelope, completed when the envelope says. `None` for an item

@@ -12,14 +12,12 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use spool_core::llm::{INPUT_ITEM_KEY, ReasoningIdPolicy, input_items, is_cut_point};
-use spool_core::reducer::born::start_of;
 use spool_core::{ItemRecord, TurnRecord};
 use spool_protocol::{
-    HistoryMode, ItemCompletedNotification, ItemEnvelope, ItemStatus, ServerNotification, Thread,
-    ThreadEvent, ThreadItem, TurnStatus,
+    HistoryMode, ItemEnvelope, ItemStatus, ServerNotification, Thread, ThreadEvent, ThreadItem,
+    TurnStatus,
 };
 
-use crate::born::{PROJECTED, RECORDED};
 use crate::error::{CorruptRow, DecodeCause, StoreError};
 use crate::input_json::InputJson;
 use crate::types::{PendingRequest, StoredHistory, ThreadRecord};
@@ -27,8 +25,10 @@ use crate::types::{PendingRequest, StoredHistory, ThreadRecord};
 mod encode;
 pub(crate) mod filing;
 mod json_text;
+mod log_row;
 pub(crate) use encode::*;
 use filing::thread_item;
+pub(crate) use log_row::{Bodies, decode_log_row};
 
 /// One row of a backend's result, read by column index.
 pub(crate) trait Cells {
@@ -308,11 +308,11 @@ pub(crate) fn decode_thread<R: Cells + ?Sized>(row: &R) -> Result<ThreadRecord, 
     })
 }
 
-/// An event row (see [`event_columns`]) of `thread_id`.
-pub(crate) fn decode_event<R: Cells + ?Sized>(
+/// An event row's seq and time, and the context for its errors.
+fn event_head<'a, R: Cells + ?Sized>(
     row: &R,
-    thread_id: &str,
-) -> Result<ThreadEvent, StoreError> {
+    thread_id: &'a str,
+) -> Result<(u64, i64, RowContext<'a>), StoreError> {
     let mut cx = RowContext {
         table: "events",
         thread_id,
@@ -322,6 +322,15 @@ pub(crate) fn decode_event<R: Cells + ?Sized>(
     let seq = cx.unsigned(row, 0, "seq")?;
     cx.seq = Some(seq);
     let at_ms = cx.int(row, 1, "at_ms")?;
+    Ok((seq, at_ms, cx))
+}
+
+/// An event row (see [`event_columns`]) of `thread_id`.
+pub(crate) fn decode_event<R: Cells + ?Sized>(
+    row: &R,
+    thread_id: &str,
+) -> Result<ThreadEvent, StoreError> {
+    let (seq, at_ms, cx) = event_head(row, thread_id)?;
     let payload: ServerNotification = cx.json(row, 2, "payload")?;
     if payload.thread_id() != thread_id {
         let cause = format!("the payload belongs to thread {:?}", payload.thread_id());
@@ -333,75 +342,6 @@ pub(crate) fn decode_event<R: Cells + ?Sized>(
         at_ms,
         payload,
     })
-}
-
-/// The events a row of `events` stands for, those with a seq above
-/// `after_seq`, appended to `out`: the row's own, and before it the start
-/// of an item born complete when the row folds one in (`born.rs`). A row
-/// that leaves its body to the item's row (`item/projected`) is completed
-/// from that row by `completion(seq, item_id)`.
-pub(crate) fn decode_log_row<R: Cells + ?Sized>(
-    row: &R,
-    thread_id: &str,
-    after_seq: u64,
-    out: &mut Vec<ThreadEvent>,
-    completion: impl FnOnce(u64, Option<&str>) -> Result<ItemCompletedNotification, StoreError>,
-) -> Result<(), StoreError> {
-    let method = row.text(3).ok();
-    let event = if method == Some(PROJECTED) {
-        let cx = RowContext {
-            table: "events",
-            thread_id,
-            seq: None,
-            item_id: None,
-        };
-        let seq = cx.unsigned(row, 0, "seq")?;
-        let item_id = cx.opt_text(row, 4, "item_id")?;
-        let completed = completion(seq, item_id)?;
-        ThreadEvent {
-            thread_id: thread_id.to_owned(),
-            seq,
-            at_ms: cx.int(row, 1, "at_ms")?,
-            payload: ServerNotification::ItemCompleted(completed),
-        }
-    } else {
-        decode_event(row, thread_id)?
-    };
-    if method != Some(RECORDED) && method != Some(PROJECTED) {
-        out.push(event);
-        return Ok(());
-    }
-    let ServerNotification::ItemCompleted(completed) = &event.payload else {
-        let cause = format!("a {RECORDED} row holds {}", event.payload.method());
-        return Err(corrupt_event(thread_id, &event, cause));
-    };
-    // The row was read for having a seq above `after_seq`: at least 1.
-    let start_seq = event.seq.saturating_sub(1);
-    if start_seq > after_seq {
-        let Some(started) = start_of(completed) else {
-            let cause = format!("a {RECORDED} row holds a completion without an envelope");
-            return Err(corrupt_event(thread_id, &event, cause));
-        };
-        out.push(ThreadEvent {
-            thread_id: thread_id.to_owned(),
-            seq: start_seq,
-            at_ms: event.at_ms,
-            payload: ServerNotification::ItemStarted(started),
-        });
-    }
-    out.push(event);
-    Ok(())
-}
-
-fn corrupt_event(thread_id: &str, event: &ThreadEvent, cause: String) -> StoreError {
-    StoreError::CorruptRow(Box::new(CorruptRow {
-        table: "events",
-        thread_id: thread_id.to_owned(),
-        seq: Some(event.seq),
-        item_id: event.payload.item_id().map(str::to_owned),
-        column: "payload",
-        cause: cause.into(),
-    }))
 }
 
 /// A `pending_requests` row: request id, thread id, turn id, item id,

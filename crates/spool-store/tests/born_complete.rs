@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use serde_json::json;
 use spool_protocol::{ItemRemovedNotification, ServerNotification, ThreadEvent};
-use spool_store::{Appended, Store, StoreError, ToAppend};
+use spool_store::{Store, StoreError, ToAppend};
 
 /// A fresh store with one thread whose turn `u1` has started.
 async fn thread_in_a_turn() -> (tempfile::TempDir, spool_store::SqliteStore, String) {
@@ -50,50 +50,6 @@ fn removed(thread: &str, turn: &str, item: &str) -> ServerNotification {
         turn_id: turn.to_owned(),
         item_id: item.to_owned(),
     })
-}
-
-fn logged(appended: Vec<Appended>) -> Vec<ThreadEvent> {
-    appended
-        .into_iter()
-        .map(|a| a.event().cloned().expect("stored"))
-        .collect()
-}
-
-/// Every read of the log from every cursor, in pages of every small size,
-/// gives exactly the events after that cursor.
-async fn assert_reads_back(store: &impl Store, thread: &str, all: &[ThreadEvent]) {
-    let whole = store.events_after(thread, 0, 10_000).await.unwrap();
-    for (got, appended) in whole.iter().zip(all) {
-        assert_eq!(got, appended, "seq {}", appended.seq);
-    }
-    assert_eq!(
-        whole
-            .iter()
-            .map(|e| (e.seq, e.payload.method()))
-            .collect::<Vec<_>>(),
-        all.iter()
-            .map(|e| (e.seq, e.payload.method()))
-            .collect::<Vec<_>>()
-    );
-    for after in 0..all.len() as u64 {
-        let expected: Vec<_> = all.iter().filter(|e| e.seq > after).cloned().collect();
-        for limit in 1..=3 {
-            let mut got = Vec::new();
-            let mut cursor = after;
-            loop {
-                let page = store.events_after(thread, cursor, limit).await.unwrap();
-                assert!(
-                    page.len() <= limit,
-                    "a page of {} for limit {limit}",
-                    page.len()
-                );
-                let Some(last) = page.last() else { break };
-                cursor = last.seq;
-                got.extend(page);
-            }
-            assert_eq!(got, expected, "after {after}, pages of {limit}");
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

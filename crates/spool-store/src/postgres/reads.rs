@@ -6,12 +6,12 @@
 //! progress up to date from the log (`catch_up.rs`).
 
 use spool_core::{ItemRecord, ThreadReducer, TurnRecord};
-use spool_protocol::ThreadEvent;
+use spool_protocol::{ItemCompletedNotification, ThreadEvent};
 
 use super::catch_up;
 use super::codec::select_thread;
 use super::query::Query;
-use crate::codec::{decode_log_row, decode_thread, decode_turn, sql_int};
+use crate::codec::{Bodies, decode_log_row, decode_thread, decode_turn, sql_int};
 use crate::error::{CorruptRow, StoreError};
 use crate::thread_state::rows::Kind;
 use crate::types::{ThreadListQuery, ThreadPage, ThreadRecord, ThreadSortKey};
@@ -246,9 +246,7 @@ pub(super) async fn read_events_after(
         if events.len() >= limit {
             break;
         }
-        decode_log_row(row, thread_id, after_seq, &mut events, |seq, item_id| {
-            Err(never_projected(thread_id, seq, item_id))
-        })?;
+        decode_log_row(row, thread_id, after_seq, &mut events, &NoBodies(thread_id))?;
     }
     events.truncate(limit);
     Ok(events)
@@ -283,9 +281,7 @@ pub(super) async fn read_events_after_each(
         if events.len() >= limit {
             continue;
         }
-        decode_log_row(row, thread_id, *after_seq, events, |seq, item_id| {
-            Err(never_projected(thread_id, seq, item_id))
-        })?;
+        decode_log_row(row, thread_id, *after_seq, events, &NoBodies(thread_id))?;
     }
     for events in &mut all {
         events.truncate(limit);
@@ -293,17 +289,36 @@ pub(super) async fn read_events_after_each(
     Ok(all)
 }
 
-/// This backend's writer always stores a completion's body: an
-/// `item/projected` row is corrupt.
-fn never_projected(thread_id: &str, seq: u64, item_id: Option<&str>) -> StoreError {
-    StoreError::CorruptRow(Box::new(CorruptRow {
-        table: "events",
-        thread_id: thread_id.to_owned(),
-        seq: Some(seq),
-        item_id: item_id.map(str::to_owned),
-        column: "method",
-        cause: "an item/projected row, which this backend never writes".into(),
-    }))
+/// This backend's writer always stores an event's body in its row: a row
+/// that leaves it to a projection row (`born.rs`) is corrupt.
+struct NoBodies<'a>(&'a str);
+
+impl NoBodies<'_> {
+    fn corrupt(&self, seq: Option<u64>, item_id: Option<&str>, what: &str) -> StoreError {
+        StoreError::CorruptRow(Box::new(CorruptRow {
+            table: "events",
+            thread_id: self.0.to_owned(),
+            seq,
+            item_id: item_id.map(str::to_owned),
+            column: "method",
+            cause: format!("{what}, which this backend never writes").into(),
+        }))
+    }
+}
+
+impl Bodies for NoBodies<'_> {
+    fn item_completion(
+        &self,
+        seq: u64,
+        item_id: Option<&str>,
+    ) -> Result<ItemCompletedNotification, StoreError> {
+        Err(self.corrupt(Some(seq), item_id, "an item/projected row"))
+    }
+
+    fn turn(&self, ordinal: u64) -> Result<Option<TurnRecord>, StoreError> {
+        let what = format!("a row leaving its body to the turn at ordinal {ordinal}");
+        Err(self.corrupt(None, None, &what))
+    }
 }
 
 /// A reducer holding the thread's whole projection, read from one

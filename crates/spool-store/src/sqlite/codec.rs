@@ -5,7 +5,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Row};
 use spool_protocol::ThreadEvent;
 
-use super::projected::read_completion;
+use super::projected::RowBodies;
 use crate::codec::Cells;
 use crate::error::{DecodeCause, StoreError};
 
@@ -77,7 +77,7 @@ impl Cells for Row<'_> {
 }
 
 /// [`crate::codec::decode_log_row`] for a row of `events` read on `conn`,
-/// where an `item/projected` row's item row is read too.
+/// where the projection row a log row leaves its body to is read too.
 pub(crate) fn decode_log_row(
     conn: &Connection,
     row: &Row<'_>,
@@ -85,7 +85,6 @@ pub(crate) fn decode_log_row(
     after_seq: u64,
     out: &mut Vec<ThreadEvent>,
 ) -> Result<(), StoreError> {
-    crate::codec::decode_log_row(row, thread_id, after_seq, out, |seq, item_id| {
-        read_completion(conn, thread_id, seq, item_id)
-    })
+    let bodies = RowBodies { conn, thread_id };
+    crate::codec::decode_log_row(row, thread_id, after_seq, out, &bodies)
 }

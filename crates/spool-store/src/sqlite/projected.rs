@@ -1,6 +1,8 @@
 //! Log rows whose body is the item's row in `items` (`item/projected`,
 //! see `born.rs`): reading them back, and giving them their body before
-//! the item row goes.
+//! the item row goes. And log rows whose body is a turn's row
+//! (`turn/projected-start`, `turn/projected-end`): reading them back; a
+//! turn's row goes only with its thread's log, so they never need theirs.
 //!
 //! Invariant: an `item/projected` row at seq S about item X has an `items`
 //! row for X whose `seq` is S, a finished item, and that row is exactly the
@@ -11,11 +13,13 @@
 //! rows runs [`restore`] first, in the same transaction.
 
 use rusqlite::Connection;
+use spool_core::TurnRecord;
 use spool_protocol::{ItemCompletedNotification, ServerNotification};
 
-use super::codec::{decode_item, encode, item_columns, sql_int};
+use super::codec::{decode_item, decode_turn, encode, item_columns, sql_int, turn_columns};
 use super::keys;
 use crate::born::{PROJECTED, RECORDED, completion_of};
+use crate::codec::Bodies;
 use crate::error::{CorruptRow, StoreError};
 
 const ITEM_ROW: &str = concat!(
@@ -23,6 +27,41 @@ const ITEM_ROW: &str = concat!(
     item_columns!(),
     " FROM items WHERE item_id = ?2 AND thread_id = ?1 AND is_turn = 0"
 );
+
+/// A turn's row by its ordinal: the row's own key.
+const TURN_ROW: &str = concat!(
+    "SELECT ",
+    turn_columns!(),
+    " FROM items WHERE pos = ",
+    keys::thread_lo!(),
+    " + ?2 AND is_turn = 1"
+);
+
+/// The projection rows of one thread read on `conn`, as
+/// [`crate::codec::decode_log_row`] needs them.
+pub(crate) struct RowBodies<'a> {
+    pub(crate) conn: &'a Connection,
+    pub(crate) thread_id: &'a str,
+}
+
+impl Bodies for RowBodies<'_> {
+    fn item_completion(
+        &self,
+        seq: u64,
+        item_id: Option<&str>,
+    ) -> Result<ItemCompletedNotification, StoreError> {
+        read_completion(self.conn, self.thread_id, seq, item_id)
+    }
+
+    fn turn(&self, ordinal: u64) -> Result<Option<TurnRecord>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(TURN_ROW)?;
+        let mut rows = stmt.query((self.thread_id, sql_int(ordinal)))?;
+        match rows.next()? {
+            Some(row) => decode_turn(row, self.thread_id, "items").map(Some),
+            None => Ok(None),
+        }
+    }
+}
 
 /// The thread's item rows that are the body of an `item/projected` log
 /// row; [`BODY_OF_ITEM`] narrows it to one item.
@@ -52,7 +91,7 @@ const GIVE_BODY: &str = concat!(
 
 /// The completion an `item/projected` row at `seq` about `item_id` stands
 /// for, read from the item's row.
-pub(crate) fn read_completion(
+fn read_completion(
     conn: &Connection,
     thread_id: &str,
     seq: u64,

@@ -77,7 +77,27 @@ const MIGRATIONS: &[Migration] = &[
         version: 14,
         sql: super::keys::V14_TURNS_AMONG_ITEMS,
     },
+    Migration {
+        version: 15,
+        sql: V15_TURN_BODY_ONCE,
+    },
 ];
+
+/// Version 15: a turn's start and completion are stored once, in the
+/// turn's row.
+///
+/// A `turn/started` that says only what the turn's row in `items` holds
+/// (its id and start time) is written with `method =
+/// 'turn/projected-start'` and an empty payload, and the turn's row is the
+/// one at the same `pos`; a `turn/completed` that says only what the
+/// finished turn's row holds is written with `method =
+/// 'turn/projected-end'` and the turn's ordinal as its payload. Readers
+/// build both from the row (`born.rs`, `codec/log_row.rs`); a turn's row
+/// changes no more once the turn is completed, and goes only with the
+/// thread's log. No table changes, and rows written before stay as they
+/// are. The version moves so that an older build, which cannot read such
+/// a row, refuses the file instead.
+const V15_TURN_BODY_ONCE: &str = "SELECT 1;";
 
 /// Version 11: the envelope of an item filed from its raw input item and
 /// added whole (every Session API item, as `add_items` stamps it) is

@@ -9,7 +9,7 @@ use super::dirty::{self, ApplyError, Failed};
 use super::pending::PendingEvent;
 use super::rows::Rows;
 use super::{Incoming, ThreadState};
-use crate::born::{RECORDED, projects};
+use crate::born::{Body, RECORDED, projects, turn_body};
 use crate::error::StoreError;
 use crate::types::Appended;
 
@@ -269,15 +269,19 @@ impl ThreadState {
             _ => {}
         }
         let mut method = event.payload.method();
-        let mut projected = false;
+        let mut body = Body::Own;
         if born {
             method = RECORDED;
-            if let ServerNotification::ItemCompleted(completed) = &event.payload {
-                projected = self
+            if let ServerNotification::ItemCompleted(completed) = &event.payload
+                && self
                     .reducer
                     .item(completed.item.id())
-                    .is_some_and(|record| record.seq == event.seq && projects(completed, record));
+                    .is_some_and(|record| record.seq == event.seq && projects(completed, record))
+            {
+                body = Body::Item;
             }
+        } else {
+            body = turn_body(&self.reducer, &event.payload, event.seq);
         }
         let mut row = PendingEvent {
             seq: event.seq,
@@ -287,7 +291,7 @@ impl ThreadState {
             json,
             deferred: None,
             born,
-            projected,
+            body,
         };
         // A born completion the caller left unencoded is kept typed: its
         // row nearly always leaves the body to the item's row.

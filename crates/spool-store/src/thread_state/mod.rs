@@ -28,6 +28,7 @@ use self::fresh_ids::FreshIds;
 use self::pending::{Pending, PendingEvent};
 use self::reserve::Reservation;
 use self::rows::Rows;
+use crate::born::Body;
 use crate::error::StoreError;
 use crate::types::ThreadRecord;
 
@@ -100,7 +101,7 @@ impl ThreadState {
                 json: started_json,
                 deferred: None,
                 born: false,
-                projected: false,
+                body: Body::Own,
             }],
             ..Pending::default()
         };

@@ -7,6 +7,7 @@ use spool_core::ItemRecord;
 use spool_protocol::{ItemStatus, ServerNotification, ThreadEvent};
 
 use super::dirty::Dirty;
+use crate::born::Body;
 use crate::codec::encode;
 use crate::error::StoreError;
 use crate::types::ThreadRecord;
@@ -71,10 +72,11 @@ pub(crate) struct PendingEvent {
     /// The completion of an item born complete (`born.rs`): the row
     /// stands for the item's start too, at the seq before.
     pub(crate) born: bool,
-    /// The completion of an item born complete that is exactly what the
-    /// item's projection row holds (`born::projects`): its log row may
-    /// leave the body to that row, if the row is written with it.
-    pub(crate) projected: bool,
+    /// Whether the row may leave its body to a projection row: the
+    /// completion of an item born complete that is exactly what the item's
+    /// row holds (if that row is written with it), or a turn's start or
+    /// completion that is exactly what the turn's row holds (`born.rs`).
+    pub(crate) body: Body,
 }
 
 impl PendingEvent {

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use spool_protocol::{
     Audience, ItemCompletedNotification, ItemEnvelope, ItemStartedNotification, ItemStatus,
-    ServerNotification, TextDeltaNotification, ThreadItem, Turn, TurnCompletedNotification,
-    TurnStartedNotification, TurnStatus, UserInput,
+    ServerNotification, TextDeltaNotification, ThreadEvent, ThreadItem, Turn,
+    TurnCompletedNotification, TurnStartedNotification, TurnStatus, UserInput,
 };
 use spool_store::{NewThread, SqliteStore, Store, StoreOptions};
 
@@ -238,4 +238,49 @@ pub fn streamed_message(
 /// The seqs of what an append stored.
 pub fn seqs(appended: &[spool_store::Appended]) -> Vec<u64> {
     appended.iter().filter_map(|a| a.seq()).collect()
+}
+
+/// Every read of the log from every cursor, in pages of every small size,
+/// gives exactly the events after that cursor.
+pub async fn assert_reads_back(store: &impl Store, thread: &str, all: &[ThreadEvent]) {
+    let whole = store.events_after(thread, 0, 10_000).await.unwrap();
+    for (got, appended) in whole.iter().zip(all) {
+        assert_eq!(got, appended, "seq {}", appended.seq);
+    }
+    assert_eq!(
+        whole
+            .iter()
+            .map(|e| (e.seq, e.payload.method()))
+            .collect::<Vec<_>>(),
+        all.iter()
+            .map(|e| (e.seq, e.payload.method()))
+            .collect::<Vec<_>>()
+    );
+    for after in 0..all.len() as u64 {
+        let expected: Vec<_> = all.iter().filter(|e| e.seq > after).cloned().collect();
+        for limit in 1..=3 {
+            let mut got = Vec::new();
+            let mut cursor = after;
+            loop {
+                let page = store.events_after(thread, cursor, limit).await.unwrap();
+                assert!(
+                    page.len() <= limit,
+                    "a page of {} for limit {limit}",
+                    page.len()
+                );
+                let Some(last) = page.last() else { break };
+                cursor = last.seq;
+                got.extend(page);
+            }
+            assert_eq!(got, expected, "after {after}, pages of {limit}");
+        }
+    }
+}
+
+/// The events an append handed back, each stored.
+pub fn logged(appended: Vec<spool_store::Appended>) -> Vec<ThreadEvent> {
+    appended
+        .into_iter()
+        .map(|a| a.event().cloned().expect("stored"))
+        .collect()
 }

@@ -15,7 +15,7 @@ use spool_core::llm::in_view;
 use super::TokenCount;
 use super::multi_row::{self, MultiRow};
 use super::rank::{TouchedTurns, update_view_ranks};
-use crate::born::PROJECTED;
+use crate::born::{Body, PROJECTED, TURN_END_PROJECTED, TURN_START_PROJECTED};
 use crate::codec::{encode_item_json, encode_turn_json};
 use crate::error::StoreError;
 use crate::sqlite::codec::sql_int;
@@ -218,17 +218,23 @@ pub(super) fn write_thread(
         // its body to the item's row when this batch writes that row at
         // the completion's seq (not when the item is removed or cleared
         // later in the batch: its row is then gone or another).
-        let thin = event.projected
-            && event.item_id.as_deref().is_some_and(|item_id| {
-                state
-                    .reducer
-                    .item(item_id)
-                    .is_some_and(|record| record.seq == event.seq)
-            });
-        let (method, payload) = if thin {
-            (PROJECTED, Cow::Borrowed(""))
-        } else {
-            (event.method, event.payload_json()?)
+        // A turn's start or completion leaves its body to the turn's row,
+        // which this batch writes (the start's) or whose fields no longer
+        // change (the completion's).
+        let (method, payload) = match event.body {
+            Body::Item
+                if event.item_id.as_deref().is_some_and(|item_id| {
+                    state
+                        .reducer
+                        .item(item_id)
+                        .is_some_and(|record| record.seq == event.seq)
+                }) =>
+            {
+                (PROJECTED, Cow::Borrowed(""))
+            }
+            Body::TurnStart => (TURN_START_PROJECTED, Cow::Borrowed("")),
+            Body::TurnEnd { ordinal } => (TURN_END_PROJECTED, Cow::Owned(ordinal.to_string())),
+            Body::Own | Body::Item => (event.method, event.payload_json()?),
         };
         let pos = keys::pos(thread_id, key, event.seq)?;
         event_rows.push((event, method, payload, pos));
