@@ -293,9 +293,10 @@ impl ThreadState {
             born,
             body,
         };
-        // A born completion the caller left unencoded is kept typed: its
-        // row nearly always leaves the body to the item's row.
-        let keep_typed = born && row.json.is_empty();
+        // An event the caller left unencoded (a born completion, a turn's
+        // start or completion) is kept typed: its row nearly always leaves
+        // the body to a projection row. No encoded event is empty.
+        let keep_typed = row.json.is_empty();
         match echo {
             None => {
                 if keep_typed {

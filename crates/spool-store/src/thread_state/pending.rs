@@ -60,10 +60,10 @@ pub(crate) struct PendingEvent {
     pub(crate) at_ms: i64,
     pub(crate) method: &'static str,
     pub(crate) item_id: Option<String>,
-    /// Empty for a [`PendingEvent::deferred`] completion.
+    /// Empty for a [`PendingEvent::deferred`] event.
     pub(crate) json: String,
-    /// The completion of an item born complete whose caller left it
-    /// unencoded: kept typed (moved here, not copied, unless the appender
+    /// The completion of an item born complete, or a turn's start or
+    /// completion, that the caller left unencoded: kept typed (moved here, not copied, unless the appender
     /// asked for the events back), encoded only if its row must hold it
     /// (see [`PendingEvent::payload_json`]), and what a rebuild replays.
     /// The whole event is kept, as it was boxed when checked
@@ -81,7 +81,7 @@ pub(crate) struct PendingEvent {
 
 impl PendingEvent {
     /// The text of the event's row when it holds its payload: the caller's
-    /// JSON, or a deferred completion encoded now.
+    /// JSON, or a deferred event encoded now.
     pub(crate) fn payload_json(&self) -> Result<Cow<'_, str>, StoreError> {
         match &self.deferred {
             Some(event) if self.json.is_empty() => {

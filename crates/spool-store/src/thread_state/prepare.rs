@@ -110,10 +110,11 @@ fn check(
 fn prepared(notification: ServerNotification, born: bool) -> Result<Incoming, StoreError> {
     let json = if never_stored(&notification) {
         None
-    } else if born {
-        // The row of an item born complete usually leaves the body to
-        // the item's row (`born.rs`): JSON made here would mostly be
-        // thrown away. The writer encodes it if the row needs it.
+    } else if born || leaves_body(&notification) {
+        // The row of an item born complete, or of a turn's start or
+        // completion, usually leaves the body to the item's or the turn's
+        // row (`born.rs`): JSON made here would mostly be thrown away. The
+        // writer encodes it if the row needs it.
         Some(String::new())
     } else {
         Some(encode("notification", &notification)?)
@@ -123,6 +124,15 @@ fn prepared(notification: ServerNotification, born: bool) -> Result<Incoming, St
         json,
         born,
     })
+}
+
+/// A turn's start or completion, whose row usually leaves its body to the
+/// turn's row (`born::turn_body`).
+fn leaves_body(notification: &ServerNotification) -> bool {
+    matches!(
+        notification,
+        ServerNotification::TurnStarted(_) | ServerNotification::TurnCompleted(_)
+    )
 }
 
 /// Events about items that no thread stores (`status`); whether the others
