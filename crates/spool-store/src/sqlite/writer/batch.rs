@@ -6,15 +6,14 @@
 //! them, so a burst of deltas costs one row update per item per commit.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use rusqlite::{Connection, OptionalExtension};
 
 use spool_core::llm::in_view;
 
-use super::TokenCount;
 use super::multi_row::{self, MultiRow};
 use super::rank::{TouchedTurns, update_view_ranks};
+use super::{Threads, TokenCount};
 use crate::born::{Body, PROJECTED, TURN_END_PROJECTED, TURN_START_PROJECTED};
 use crate::codec::{encode_item_json, encode_turn_json};
 use crate::error::StoreError;
@@ -105,7 +104,7 @@ const CACHE_TOKEN_COUNT: &str = "UPDATE items SET token_count = ?4 WHERE item_id
 pub(super) fn write(
     conn: &Connection,
     dirty: &[String],
-    threads: &mut HashMap<String, ThreadState>,
+    threads: &mut Threads,
     token_counts: &[(String, Vec<TokenCount>)],
 ) -> Result<(), StoreError> {
     let tx = Begun::immediate(conn)?;

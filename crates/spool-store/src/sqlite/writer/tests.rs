@@ -2,15 +2,13 @@
 //! what one batch that holds several appends writes. (Which appends share
 //! a batch depends on timing through the channel; here it is fixed.)
 
-use std::collections::HashMap;
-
 use spool_protocol::{
     Audience, ItemCompletedNotification, ItemEnvelope, ItemRemovedNotification,
     ItemStartedNotification, ItemStatus, ServerNotification, ThreadEvent, ThreadItem, Turn,
     TurnStartedNotification, TurnStatus, UserInput,
 };
 
-use super::batch;
+use super::{Threads, batch};
 use crate::options::StoreOptions;
 use crate::sqlite::reads::read_events_after;
 use crate::sqlite::schema;
@@ -66,8 +64,8 @@ fn an_item_removed_later_in_its_batch_keeps_its_body_in_the_log() {
     let conn = schema::open_writer(&dir.path().join("spool.db"), &StoreOptions::default()).unwrap();
     let (record, started_json, at_ms) = new_thread_record(NewThread::new("openai", "/w")).unwrap();
     let t = record.thread.id.clone();
-    let mut threads =
-        HashMap::from([(t.clone(), ThreadState::created(record, started_json, at_ms))]);
+    let mut threads = Threads::default();
+    threads.insert(t.clone(), ThreadState::created(record, started_json, at_ms));
     let state = threads.get_mut(&t).unwrap();
 
     let mut first = vec![turn_started(&t, "u1")];
