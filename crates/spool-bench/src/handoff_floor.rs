@@ -19,6 +19,7 @@ use anyhow::{Context, anyhow};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use super::floor::CommitClock;
 use super::layout_floor::{Replayer, StoredRows, check_count, stored_rows, target_connection};
 use super::workloads::Sample;
 
@@ -47,17 +48,23 @@ pub async fn one_session(dir: &Path, items: Vec<Value>) -> anyhow::Result<Sample
             .await
             .context("the writer thread dropped a call")??;
     }
-    let sample = Sample::timed(start.elapsed());
+    let mut sample = Sample::timed(start.elapsed());
     drop(hand);
-    writer
+    let clock = writer
         .join()
         .map_err(|_| anyhow!("the writer thread panicked"))??;
+    clock.report(&mut sample);
     Ok(sample)
 }
 
 /// The writer thread: commits each handed call, answers, and at the end
-/// checks that every item landed.
-fn write_handed_calls(rows: &StoredRows, inbox: mpsc::Receiver<Handed>) -> anyhow::Result<()> {
+/// checks that every item landed; hands back its `COMMIT`s' times (with
+/// `--phases`), to set beside the store's, whose writer sleeps between
+/// commits as this one does.
+fn write_handed_calls(
+    rows: &StoredRows,
+    inbox: mpsc::Receiver<Handed>,
+) -> anyhow::Result<CommitClock> {
     let conn = target_connection(rows)?;
     let mut replayer = Replayer::new(&conn)?;
     while let Ok((round, done)) = inbox.recv() {
@@ -69,5 +76,6 @@ fn write_handed_calls(rows: &StoredRows, inbox: mpsc::Receiver<Handed>) -> anyho
             anyhow::bail!("round {round}: {error}");
         }
     }
-    check_count(&conn, rows.count)
+    check_count(&conn, rows.count)?;
+    Ok(std::mem::take(&mut replayer.clock))
 }
