@@ -117,6 +117,15 @@ pub(crate) enum Body {
     TurnEnd { ordinal: u64 },
 }
 
+/// Whether `event` is one whose row [`turn_body`] may leave without a body
+/// (a turn's start or completion), so that its caller need not encode it.
+pub(crate) fn may_leave_body(event: &ServerNotification) -> bool {
+    matches!(
+        event,
+        ServerNotification::TurnStarted(_) | ServerNotification::TurnCompleted(_)
+    )
+}
+
 /// How the log row of a turn's `event` (at `seq`) may hold its body, given
 /// the reducer that applied it. Exact by construction: the body is left to
 /// the turn's row only when what readers build from it is the event.

@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use spool_protocol::{ServerNotification, Thread, ThreadStartedNotification, ThreadStatus};
 
 use super::Incoming;
-use crate::born::folds_into;
+use crate::born::{folds_into, may_leave_body};
 use crate::codec::encode;
 use crate::error::StoreError;
 use crate::types::{NewThread, ThreadRecord, ToAppend};
@@ -110,7 +110,7 @@ fn check(
 fn prepared(notification: ServerNotification, born: bool) -> Result<Incoming, StoreError> {
     let json = if never_stored(&notification) {
         None
-    } else if born || leaves_body(&notification) {
+    } else if born || may_leave_body(&notification) {
         // The row of an item born complete, or of a turn's start or
         // completion, usually leaves the body to the item's or the turn's
         // row (`born.rs`): JSON made here would mostly be thrown away. The
@@ -124,15 +124,6 @@ fn prepared(notification: ServerNotification, born: bool) -> Result<Incoming, St
         json,
         born,
     })
-}
-
-/// A turn's start or completion, whose row usually leaves its body to the
-/// turn's row (`born::turn_body`).
-fn leaves_body(notification: &ServerNotification) -> bool {
-    matches!(
-        notification,
-        ServerNotification::TurnStarted(_) | ServerNotification::TurnCompleted(_)
-    )
 }
 
 /// Events about items that no thread stores (`status`); whether the others
