@@ -59,6 +59,9 @@ pub struct SqliteStore {
 struct Inner {
     path: PathBuf,
     requests: Option<Sender<Request>>,
+    /// The writer's state, which an append whose caller finds the writer
+    /// idle runs on the caller's thread (`writer/shared.rs`).
+    shared: Arc<writer::Shared>,
     writer: Option<JoinHandle<()>>,
     readers: Arc<ReaderPool>,
     /// Input items of each thread's last model view: small views are read
@@ -111,7 +114,11 @@ impl SqliteStore {
             // Before any item is closed as "stopped before it finished".
             crate::processes::kill_leftovers(&conn)?;
         }
-        let (requests, writer) = writer::spawn(conn, &path, &options)?;
+        let writer::Spawned {
+            requests,
+            thread: writer,
+            shared,
+        } = writer::spawn(conn, &path, &options)?;
         tracing::debug!(path = %path.display(), "store opened");
         let store = SqliteStore {
             inner: Arc::new(Inner {
@@ -119,6 +126,7 @@ impl SqliteStore {
                 view_sizes: std::sync::Mutex::default(),
                 path,
                 requests: Some(requests),
+                shared,
                 writer: Some(writer),
                 lock,
             }),
@@ -143,7 +151,7 @@ impl SqliteStore {
         self.send_append(thread_id, events, true).await
     }
 
-    /// Sends a checked append to the writer and waits for the answer;
+    /// Has the writer take a checked append and waits for the answer;
     /// `echo`: answer with what was appended.
     async fn send_append(
         &self,
@@ -152,13 +160,24 @@ impl SqliteStore {
         echo: bool,
     ) -> Result<Vec<Appended>, StoreError> {
         let thread_id = thread_id.to_owned();
-        self.ask(|reply| Request::Append {
+        let (reply, answer) = oneshot::channel();
+        self.run_or_send(Request::Append {
             thread_id,
             events,
             echo,
             reply,
-        })
-        .await
+        })?;
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Runs an append on this thread if the writer is idle (a lone
+    /// caller, `writer/shared.rs`), else sends it to the writer thread.
+    fn run_or_send(&self, request: Request) -> Result<(), StoreError> {
+        match self.inner.shared.try_run(request) {
+            Ok(false) => Ok(()),
+            Ok(true) => self.send(Request::Wake),
+            Err(request) => self.send(request),
+        }
     }
 
     /// Sends a request to the writer and waits for its answer.
@@ -174,6 +193,7 @@ impl SqliteStore {
 
     fn send(&self, request: Request) -> Result<(), StoreError> {
         let requests = self.inner.requests.as_ref().ok_or(StoreError::Closed)?;
+        self.inner.shared.sending();
         requests.send(request).map_err(|_| StoreError::Closed)
     }
 

@@ -50,6 +50,8 @@ impl Writer {
             return self.handle(request);
         }
         match request {
+            // Asks for nothing but a look at the batch's deadline.
+            Request::Wake => {}
             Request::Append {
                 thread_id,
                 events,
@@ -227,6 +229,7 @@ impl Writer {
         // `add_items` (`sessions.md`). The woken caller usually runs on the
         // writer's CPU and takes turns with it (`log.md`), so this still
         // delays the next request; it no longer delays the answer.
+        self.lone_caller = batch.waiters.len() <= 1;
         answer(batch.waiters);
         let timer = Timer::start();
         for thread_id in &batch.dirty_threads {

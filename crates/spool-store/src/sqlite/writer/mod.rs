@@ -1,5 +1,7 @@
-//! The single writer: a plain std thread that owns the write connection and
-//! takes requests from a channel.
+//! The single writer: the write connection and the threads' states, behind
+//! a lock, run by a plain std thread that takes requests from a channel —
+//! or, for an append whose caller finds it idle, by that caller
+//! (`shared.rs`). Either way one request runs at a time, in arrival order.
 //!
 //! Group commit: the writer takes one request, then drains whatever else is
 //! queued (what arrived while it was busy, typically while the previous
@@ -40,6 +42,7 @@ mod processes;
 mod rank;
 mod requests;
 mod rows;
+mod shared;
 #[cfg(test)]
 mod tests;
 mod thread_ops;
@@ -47,11 +50,12 @@ mod worker;
 
 pub(crate) use self::processes::ProcessOp;
 pub(crate) use self::requests::RequestOp;
+pub(crate) use self::shared::Shared;
 pub(crate) use self::thread_ops::ThreadOp;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, RecvError, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::mpsc::Sender;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -112,6 +116,10 @@ pub(crate) enum Request {
     Close {
         reply: Reply<()>,
     },
+    /// Nothing to do: a caller that ran a request on the idle writer left
+    /// a batch to commit by its deadline, which the sleeping thread must
+    /// learn.
+    Wake,
     /// Every handle on the store is gone: commit what was accepted and
     /// stop. (The end of the channel cannot say so: the commit thread
     /// holds a sender to answer with.)
@@ -126,12 +134,22 @@ pub(crate) enum Request {
 
 pub(crate) use crate::view_read::TokenCount;
 
+/// A started writer.
+pub(crate) struct Spawned {
+    /// Its inbox.
+    pub(crate) requests: Sender<Request>,
+    /// Its thread, which ends after `Request::Stop` or `Close`.
+    pub(crate) thread: JoinHandle<()>,
+    /// Its state, which callers that find it idle run (`shared.rs`).
+    pub(crate) shared: Arc<Shared>,
+}
+
 /// Starts the writer thread on `conn`.
 pub(crate) fn spawn(
     mut conn: Connection,
     path: &std::path::Path,
     options: &StoreOptions,
-) -> Result<(Sender<Request>, JoinHandle<()>), StoreError> {
+) -> Result<Spawned, StoreError> {
     let (requests, inbox) = std::sync::mpsc::channel();
     let writer = Writer {
         checkpointer: checkpoint::Checkpointer::start(path, &mut conn)?,
@@ -146,12 +164,19 @@ pub(crate) fn spawn(
         cached_threads: options.cached_threads,
         threads: Threads::default(),
         batch: Batch::default(),
+        lone_caller: true,
     };
+    let shared = Arc::new(Shared::new(writer));
+    let on_thread = shared.clone();
     let handle = std::thread::Builder::new()
         .name("spool-store-writer".to_owned())
-        .spawn(move || writer.run(inbox))
+        .spawn(move || shared::run(&on_thread, inbox))
         .map_err(StoreError::WriterThread)?;
-    Ok((requests, handle))
+    Ok(Spawned {
+        requests,
+        thread: handle,
+        shared,
+    })
 }
 
 struct Writer {
@@ -178,6 +203,10 @@ struct Writer {
     cached_threads: usize,
     threads: Threads,
     batch: Batch,
+    /// Whether the last commit answered one caller at most: callers come
+    /// one at a time, and one that finds the writer idle may run its
+    /// request itself (`shared.rs`).
+    lone_caller: bool,
 }
 
 /// The writer's cached thread states, by thread id, hashed with foldhash:
@@ -227,86 +256,6 @@ enum Flow {
 }
 
 impl Writer {
-    fn run(mut self, inbox: Receiver<Request>) {
-        tracing::debug!("store writer started");
-        loop {
-            // No deadline while a commit is in flight: its end wakes the
-            // loop, and the next commit can only follow it.
-            let deadline = self.conn.as_ref().and(self.deadline());
-            let request = match deadline {
-                None => match self.idle(&inbox) {
-                    Ok(request) => request,
-                    Err(_) => break,
-                },
-                Some(deadline) => {
-                    let now = Instant::now();
-                    if now >= deadline {
-                        self.group_commit();
-                        continue;
-                    }
-                    match inbox.recv_timeout(deadline - now) {
-                        Ok(request) => request,
-                        Err(RecvTimeoutError::Timeout) => {
-                            self.group_commit();
-                            continue;
-                        }
-                        Err(RecvTimeoutError::Disconnected) => break,
-                    }
-                }
-            };
-            if let Flow::Stop = self.take(request) {
-                return;
-            }
-            // Drain what queued up meanwhile into the same batch.
-            loop {
-                if self.batch.events >= self.max_batch_events {
-                    self.group_commit();
-                }
-                match inbox.try_recv() {
-                    Ok(request) => {
-                        if let Flow::Stop = self.take(request) {
-                            return;
-                        }
-                    }
-                    Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
-                }
-            }
-            let overdue = self.deadline().is_some_and(|d| Instant::now() >= d);
-            // Token counts are committed at once too: nobody waits for
-            // them, but a model view read before they land counts again.
-            let counts = !self.batch.token_counts.is_empty();
-            if !self.batch.waiters.is_empty() || overdue || counts {
-                self.group_commit();
-            }
-        }
-        // The channel ended without `Stop` (the commit thread is gone too).
-        if self.conn.is_some() {
-            let _ = self.shut_down();
-        }
-    }
-
-    /// Waits for the next request with nothing pending. A writer about to
-    /// sleep that holds its connection first lends it for the checkpoint
-    /// thread's catch-up, if one is owed (`checkpoint.rs`); it comes back
-    /// as a `Request::Committed`.
-    fn idle(&mut self, inbox: &Receiver<Request>) -> Result<Request, RecvError> {
-        if self.conn.is_some() {
-            match inbox.try_recv() {
-                Ok(request) => return Ok(request),
-                Err(TryRecvError::Disconnected) => return Err(RecvError),
-                Err(TryRecvError::Empty) => {}
-            }
-            if self.checkpointer.owes_catch_up()
-                && let Some(conn) = self.conn.take()
-                && let Err(conn) = self.committer.lend(conn)
-            {
-                // The commit thread is gone: the connection stays here.
-                self.conn = Some(conn);
-            }
-        }
-        inbox.recv()
-    }
-
     /// The store is closing: makes what was accepted durable and leaves
     /// no seq reservation behind.
     fn shut_down(&mut self) -> Result<(), Arc<StoreError>> {
@@ -366,6 +315,7 @@ impl Writer {
                 let _ = reply.send(self.shut_down().map_err(StoreError::Commit));
                 return Flow::Stop;
             }
+            Request::Wake => {}
             Request::Stop => {
                 let _ = self.shut_down();
                 return Flow::Stop;
