@@ -4,12 +4,15 @@
 //! A writer thread owns the bare connection; an async caller hands it each
 //! `add_items` call over a `std::sync::mpsc` channel and awaits a
 //! `tokio::sync::oneshot` answer sent after the call's `COMMIT`, as
-//! `SqliteStore` does. Per call that is two cross-thread wake-ups (the
-//! idle writer, then the waiting caller) on top of (j)'s SQLite work.
+//! `SqliteStore` does for callers that find its writer busy. Per call that
+//! is two cross-thread wake-ups (the idle writer, then the waiting caller)
+//! on top of (j)'s SQLite work.
 //!
-//! So (m) against (j) is what the hand-offs cost on this machine, and (a)
-//! against (m) is the rest of spool's code: mapping the items, encoding
-//! the notifications, the reducer, the writer's bookkeeping.
+//! So (m) against (j) is what the hand-offs cost on this machine. (a) no
+//! longer pays them: a lone caller's append runs on its own thread while
+//! the writer is idle (`spool-store`'s `sqlite/writer/shared.rs`), so (a)
+//! against (j) is spool's code alone — mapping the items, encoding, the
+//! reducer, the writer's bookkeeping — and (m) says what that saves.
 
 use std::path::Path;
 use std::sync::mpsc;

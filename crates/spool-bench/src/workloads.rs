@@ -235,7 +235,7 @@ impl Spec {
                 format!(
                     "the hand-off floor of (a): the rows of (j), {} calls, each handed from an \
                      async caller to a writer thread (std mpsc) and answered after its COMMIT \
-                     (tokio oneshot), as the store does, WAL, synchronous=FULL, through \
+                     (tokio oneshot), as the store does for concurrent callers, WAL, synchronous=FULL, through \
                      spool-wal",
                     s.items
                 ),
