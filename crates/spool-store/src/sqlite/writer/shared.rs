@@ -7,13 +7,17 @@
 //! idle costs tens of microseconds (`docs/internals/log.md`, "What a commit
 //! costs"), as much as writing the rows. So an append whose caller finds
 //! the writer idle — its lock free, its connection home, nothing sent to
-//! it that it has not taken — runs on the caller's thread: the caller
+//! it that it has not taken, nothing of others' waiting to be committed —
+//! runs on the caller's thread: the caller
 //! takes the lock, runs the request as the thread would and commits if the
 //! thread would have, and finds its answer waiting. Order is kept: nothing
 //! sent before it is still queued (`queued` counts what was sent and not
 //! yet taken), and anything sent meanwhile waits for the lock.
 //!
-//! Only while callers come one at a time: when the last commit answered
+//! Never with others' changes pending: a caller would then write their rows
+//! too (a batch of many streams' deltas takes a millisecond of statements),
+//! on a thread that may be relaying other streams. And only while callers
+//! come one at a time: when the last commit answered
 //! more than one caller, they are concurrent, and a commit of one caller's
 //! rows on its own thread would take the place of a group commit of
 //! several on the writer's. The cost to the caller is the commit itself,
@@ -71,6 +75,7 @@ impl Shared {
         let idle = self.queued.load(Ordering::SeqCst) == 0
             && writer.conn.is_some()
             && writer.deferred.is_empty()
+            && writer.batch.is_empty()
             && writer.lone_caller;
         if !idle {
             return Err(request);
@@ -335,6 +340,19 @@ mod tests {
         run_when_idle(&shared);
         if let Some(writer) = shared.writer.lock().unwrap().as_mut() {
             writer.lone_caller = false;
+        }
+        let (request, _answer) = flush();
+        assert!(shared.try_run(request).is_err());
+        requests.send(Request::Stop).unwrap();
+        handle.join().unwrap();
+    }
+
+    #[test]
+    fn a_writer_with_changes_to_commit_leaves_the_request_to_its_thread() {
+        let (_dir, requests, handle, shared) = writer();
+        run_when_idle(&shared);
+        if let Some(writer) = shared.writer.lock().unwrap().as_mut() {
+            writer.batch.token_counts.push(("t".to_owned(), Vec::new()));
         }
         let (request, _answer) = flush();
         assert!(shared.try_run(request).is_err());
