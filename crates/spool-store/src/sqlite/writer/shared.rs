@@ -74,22 +74,22 @@ impl Shared {
         // count, only while it holds it.
         let idle = self.queued.load(Ordering::SeqCst) == 0
             && writer.conn.is_some()
-            && writer.deferred.is_empty()
             && writer.batch.is_empty()
             && writer.lone_caller;
         if !idle {
             return Err(request);
         }
-        let had_deadline = writer.batch.opened_at.is_some();
+        // With the connection home, what waited for it has run (`lend.rs`).
+        debug_assert!(writer.deferred.is_empty());
         let _ = writer.handle(request);
         writer.commit_if_due();
         if writer.batch.is_empty() {
             // What the thread does before it sleeps.
             writer.lend_for_catch_up();
         }
-        // A thread asleep with a deadline wakes by itself for the batch
-        // it saw open, which this request only added to.
-        Ok(!had_deadline && writer.batch.opened_at.is_some())
+        // The batch was empty, so the sleeping thread has no deadline for
+        // what this request left open.
+        Ok(writer.batch.opened_at.is_some())
     }
 
     /// The writer, unless a panic left it half-changed: then nobody runs
@@ -322,42 +322,40 @@ mod tests {
         handle.join().unwrap();
     }
 
-    #[test]
-    fn a_request_sent_and_not_yet_taken_keeps_the_next_one_off_the_callers_thread() {
+    /// Has `setup` change an idle writer, then checks that a request is
+    /// left to its thread.
+    fn kept_off_the_callers_thread(setup: impl FnOnce(&Shared)) {
         let (_dir, requests, handle, shared) = writer();
         run_when_idle(&shared);
-        // Counted as sent, never sent: the thread cannot have taken it.
-        shared.sending();
+        setup(&shared);
         let (request, _answer) = flush();
         assert!(shared.try_run(request).is_err());
         requests.send(Request::Stop).unwrap();
         handle.join().unwrap();
+    }
+
+    #[test]
+    fn a_request_sent_and_not_yet_taken_keeps_the_next_one_off_the_callers_thread() {
+        // Counted as sent, never sent: the thread cannot have taken it.
+        kept_off_the_callers_thread(Shared::sending);
     }
 
     #[test]
     fn concurrent_callers_leave_their_requests_to_the_group_commit() {
-        let (_dir, requests, handle, shared) = writer();
-        run_when_idle(&shared);
-        if let Some(writer) = shared.writer.lock().unwrap().as_mut() {
-            writer.lone_caller = false;
-        }
-        let (request, _answer) = flush();
-        assert!(shared.try_run(request).is_err());
-        requests.send(Request::Stop).unwrap();
-        handle.join().unwrap();
+        kept_off_the_callers_thread(|shared| {
+            if let Some(writer) = shared.writer.lock().unwrap().as_mut() {
+                writer.lone_caller = false;
+            }
+        });
     }
 
     #[test]
     fn a_writer_with_changes_to_commit_leaves_the_request_to_its_thread() {
-        let (_dir, requests, handle, shared) = writer();
-        run_when_idle(&shared);
-        if let Some(writer) = shared.writer.lock().unwrap().as_mut() {
-            writer.batch.token_counts.push(("t".to_owned(), Vec::new()));
-        }
-        let (request, _answer) = flush();
-        assert!(shared.try_run(request).is_err());
-        requests.send(Request::Stop).unwrap();
-        handle.join().unwrap();
+        kept_off_the_callers_thread(|shared| {
+            if let Some(writer) = shared.writer.lock().unwrap().as_mut() {
+                writer.batch.token_counts.push(("t".to_owned(), Vec::new()));
+            }
+        });
     }
 
     #[test]
