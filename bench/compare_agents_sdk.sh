@@ -10,7 +10,7 @@
 #   --runs N        runs per workload, median reported (default 3)
 #   --quick         tiny sizes: checks the pipeline, numbers mean nothing
 #   --save DIR      also keep both JSON reports (sdk.json, spool.json) in DIR
-#   --spool-workloads LIST   spool's workloads (default a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q)
+#   --spool-workloads LIST   spool's workloads (default a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r)
 # Environment: AGENTS_VERSION (default below), PYTHON (default python3),
 #              TMPDIR (where the temp directory goes).
 set -euo pipefail
@@ -30,7 +30,7 @@ die() {
 runs=3
 quick=()
 save=""
-spool_workloads="a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q"
+spool_workloads="a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r"
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --runs) [[ $# -ge 2 ]] || die "--runs needs a number"; runs="$2"; shift 2 ;;

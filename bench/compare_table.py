@@ -39,6 +39,7 @@ LABELS = {
     "o": "(o) read floor: (d)'s rows, bare rusqlite",
     "p": "(p) read floor: (n)'s rows, bare rusqlite",
     "q": "(q) read floor: (c)'s rows, bare rusqlite",
+    "r": "(r) group-commit floor: (l)'s rows, 16 callers",
 }
 
 
@@ -103,7 +104,7 @@ def rows(sdk: dict, spool: dict) -> list[list[str]]:
             out.append(["(b) time / batch floor (i) time", f"{s['median_s'] / i['median_s']:.2f}x",
                         f"{spool_vs_floor:.2f}x", "", f"<= {BATCH_FLOOR_FACTOR:g}x (i)",
                         yes_no(spool_vs_floor <= BATCH_FLOOR_FACTOR), ""])
-    for name in "efghijklmopq":
+    for name in "efghijklmopqr":
         if name not in spool:
             continue
         p = spool[name]
@@ -195,6 +196,15 @@ def main() -> None:
         e, l = spool_w["e"], spool_w["l"]
         print(f"(e): {e['per_s']:,.0f} items/s; its layout floor (l), the same rows in groups of "
               f"one call per session, {l['per_s']:,.0f} items/s")
+        if "r" in spool_w:
+            r = spool_w["r"]
+            # One figure per run; the middle one.
+            groups = sorted(r.get("extra", {}).get("calls_per_commit", []))
+            size = f", {groups[len(groups) // 2]:.1f} calls a commit" if groups else ""
+            print(f"(e) = {e['median_s'] / r['median_s']:.2f}x its group-commit floor (r)'s "
+                  f"time ((r): {r['per_s']:,.0f} items/s, the same rows from 16 waiting "
+                  f"callers through a bare group commit{size}); (r) = "
+                  f"{r['median_s'] / l['median_s']:.2f}x (l)'s time")
     print()
     for w in spool_report["workloads"]:
         print(f"({w['name']}) {w['description']}")

@@ -218,6 +218,7 @@ pub enum WorkloadId {
     O,
     P,
     Q,
+    R,
 }
 
 impl WorkloadId {
@@ -238,7 +239,7 @@ impl WorkloadId {
         )
     }
 
-    pub const ALL: [WorkloadId; 17] = [
+    pub const ALL: [WorkloadId; 18] = [
         WorkloadId::A,
         WorkloadId::B,
         WorkloadId::C,
@@ -256,6 +257,7 @@ impl WorkloadId {
         WorkloadId::O,
         WorkloadId::P,
         WorkloadId::Q,
+        WorkloadId::R,
     ];
 
     pub fn letter(self) -> &'static str {
@@ -277,6 +279,7 @@ impl WorkloadId {
             WorkloadId::O => "o",
             WorkloadId::P => "p",
             WorkloadId::Q => "q",
+            WorkloadId::R => "r",
         }
     }
 }

@@ -63,15 +63,20 @@ pub async fn concurrent(
     appenders: usize,
     appends_each: usize,
 ) -> anyhow::Result<Sample> {
-    let sessions = (0..appenders)
+    layout_floor(dir, appender_calls(appenders, appends_each)).await
+}
+
+/// The calls of (e): `appenders` sessions of `appends_each` single-item
+/// calls.
+pub(super) fn appender_calls(appenders: usize, appends_each: usize) -> Vec<Vec<Vec<Value>>> {
+    (0..appenders)
         .map(|k| {
             super::items::appender_items(k, appends_each)
                 .into_iter()
                 .map(|item| vec![item])
                 .collect()
         })
-        .collect();
-    layout_floor(dir, sessions).await
+        .collect()
 }
 
 /// `sessions[s]` are the `add_items` calls of session `s`. spool stores
@@ -290,8 +295,16 @@ impl<'c> Replayer<'c> {
 
     /// One transaction: call `round` of every session that has one.
     pub(super) fn round(&mut self, sessions: &[Vec<CallRows>], round: usize) -> anyhow::Result<()> {
+        self.calls(sessions.iter().filter_map(|calls| calls.get(round)))
+    }
+
+    /// One transaction holding `calls`, in order.
+    pub(super) fn calls<'r>(
+        &mut self,
+        calls: impl IntoIterator<Item = &'r CallRows>,
+    ) -> anyhow::Result<()> {
         self.begin.execute([])?;
-        for call in sessions.iter().filter_map(|calls| calls.get(round)) {
+        for call in calls {
             for row in &call.events {
                 self.event.execute(params_from_iter(row))?;
             }

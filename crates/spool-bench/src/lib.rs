@@ -23,6 +23,7 @@
 
 mod args;
 mod floor;
+mod group_floor;
 mod handoff_floor;
 mod items;
 mod layout_floor;
@@ -171,6 +172,8 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
         b_vs_layout_floor: time_ratio("b", "k"),
         layout_floor_b_vs_batch_floor: time_ratio("k", "i"),
         e_vs_layout_floor: time_ratio("e", "l"),
+        e_vs_group_floor: time_ratio("e", "r"),
+        group_floor_vs_layout_floor: time_ratio("r", "l"),
         e_vs_layout_floor_postgres: pg_time_ratio("e", "l"),
         c_vs_read_floor: time_ratio("c", "q"),
         d_vs_read_floor: time_ratio("d", "o"),
@@ -197,6 +200,14 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
             layout.layout_floor_b_vs_batch_floor,
         ),
         ("(e) time / layout floor (l) time", layout.e_vs_layout_floor),
+        (
+            "(e) time / group-commit floor (r) time",
+            layout.e_vs_group_floor,
+        ),
+        (
+            "(r) time / layout floor (l) time",
+            layout.group_floor_vs_layout_floor,
+        ),
         (
             "PostgreSQL: (e) time / layout floor (l) time",
             layout.e_vs_layout_floor_postgres,
@@ -254,6 +265,7 @@ async fn run_once(
         WorkloadId::K => layout_floor::one_session(dir, items.to_vec(), sizes.batch).await,
         WorkloadId::L => layout_floor::concurrent(dir, sizes.appenders, sizes.appends_each).await,
         WorkloadId::M => handoff_floor::one_session(dir, items.to_vec()).await,
+        WorkloadId::R => group_floor::concurrent(dir, sizes.appenders, sizes.appends_each).await,
         WorkloadId::O => {
             read_floor::newest(dir, items.to_vec(), sizes.batch, Read::tail(sizes, true)).await
         }

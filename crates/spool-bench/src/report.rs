@@ -30,8 +30,10 @@ pub struct Report {
 
 /// (a) over (j) and (j) over (h), with (a) over (m) and (m) over (j)
 /// splitting (a)'s share into the rest of the code and the hand-offs
-/// (see `handoff_floor.rs`); (b) over (k) and (k) over (i); (e) over (l), on each backend;
-/// the reads (c), (d) and (n) over their read floors (q), (o) and (p) (`read_floor.rs`).
+/// (see `handoff_floor.rs`); (b) over (k) and (k) over (i); (e) over (l),
+/// on each backend, split on SQLite into (e) over (r) and (r) over (l)
+/// (`group_floor.rs`); the reads (c), (d) and (n) over their read floors
+/// (q), (o) and (p) (`read_floor.rs`).
 #[derive(Debug, Default, Serialize)]
 pub struct LayoutSplit {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -48,6 +50,12 @@ pub struct LayoutSplit {
     pub layout_floor_b_vs_batch_floor: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub e_vs_layout_floor: Option<f64>,
+    /// (e) over its group-commit floor (r).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub e_vs_group_floor: Option<f64>,
+    /// (r) over (l): what the groups waiting callers form cost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_floor_vs_layout_floor: Option<f64>,
     /// (e) over (l), both on PostgreSQL.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub e_vs_layout_floor_postgres: Option<f64>,
@@ -71,6 +79,8 @@ impl LayoutSplit {
             && self.b_vs_layout_floor.is_none()
             && self.layout_floor_b_vs_batch_floor.is_none()
             && self.e_vs_layout_floor.is_none()
+            && self.e_vs_group_floor.is_none()
+            && self.group_floor_vs_layout_floor.is_none()
             && self.e_vs_layout_floor_postgres.is_none()
             && self.c_vs_read_floor.is_none()
             && self.d_vs_read_floor.is_none()

@@ -243,6 +243,19 @@ impl Spec {
                 "item",
                 Headline::Rate("items/s"),
             ),
+            WorkloadId::R => (
+                format!(
+                    "the group-commit floor of (e): the rows of (l), from {} async callers \
+                     (a task a session, each call awaited before the next), handed to a writer \
+                     thread (std mpsc) that writes whatever queued in one transaction on bare \
+                     rusqlite, commits and answers (tokio oneshot): the simplest group commit, \
+                     WAL, synchronous=FULL, through spool-wal",
+                    s.appenders
+                ),
+                s.appenders * s.appends_each,
+                "item",
+                Headline::Rate("items/s"),
+            ),
             WorkloadId::O => (
                 format!(
                     "the read floor of (d): the file (d) reads, on bare rusqlite, the newest {} \
@@ -361,6 +374,7 @@ fn target(id: WorkloadId, value: f64) -> Option<Target> {
         | WorkloadId::N
         | WorkloadId::O
         | WorkloadId::P
-        | WorkloadId::Q => None,
+        | WorkloadId::Q
+        | WorkloadId::R => None,
     }
 }

@@ -21,7 +21,8 @@ fn quick_bench_reports_every_workload() {
     assert_eq!(
         names,
         [
-            "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q"
+            "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q",
+            "r"
         ]
     );
     for w in workloads {
@@ -43,6 +44,8 @@ fn quick_bench_reports_every_workload() {
         "b_vs_layout_floor",
         "layout_floor_b_vs_batch_floor",
         "e_vs_layout_floor",
+        "e_vs_group_floor",
+        "group_floor_vs_layout_floor",
         "c_vs_read_floor",
         "d_vs_read_floor",
         "n_vs_read_floor",
