@@ -19,7 +19,7 @@ use spool_protocol::{
 };
 
 use crate::error::{CorruptRow, DecodeCause, StoreError};
-use crate::input_json::InputJson;
+use crate::input_json::{InputJson, RowAt};
 use crate::types::{PendingRequest, StoredHistory, ThreadRecord};
 
 mod encode;
@@ -223,10 +223,15 @@ pub(crate) fn decode_input_item<T: InputJson, R: Cells + ?Sized>(
     let Some(text) = cx.opt_text(row, 7, "input_item")? else {
         return Ok(None);
     };
-    T::parse(text).map(Some).map_err(|cause| {
+    let at = || RowAt {
+        seq: cx.unsigned(row, 0, "seq").ok(),
+        item_id: cx.text(row, 1, "item_id").ok(),
+    };
+    T::parse(text, at).map(Some).map_err(|cause| {
+        let at = at();
         let cx = RowContext {
-            seq: cx.unsigned(row, 0, "seq").ok(),
-            item_id: cx.text(row, 1, "item_id").ok(),
+            seq: at.seq,
+            item_id: at.item_id,
             ..cx
         };
         cx.corrupt("input_item", cause)

@@ -13,11 +13,12 @@
 use crate::sqlite::keys;
 use rusqlite::Connection;
 
+use super::SqliteStore;
 use super::codec::item_columns;
 use super::reads::thread_exists;
 use crate::codec::push_input_items as push_row;
 use crate::error::StoreError;
-use crate::input_json::InputJson;
+use crate::input_json::{InputJson, Text, build_on_caller};
 use crate::types::InputItems;
 
 const NEWEST: &str = concat!(
@@ -29,8 +30,41 @@ const NEWEST: &str = concat!(
 );
 
 /// Windows up to this many items are read on the caller's task rather
-/// than on a blocking thread (see `SqliteStore::input_items`).
-pub(crate) const INLINE_LIMIT: usize = 200;
+/// than on a blocking thread.
+const INLINE_LIMIT: usize = 200;
+
+impl SqliteStore {
+    /// [`crate::Store::input_items`] on this store.
+    pub(super) async fn read_input_items<T: InputJson>(
+        &self,
+        thread_id: &str,
+        limit: Option<usize>,
+    ) -> Result<InputItems<T>, StoreError> {
+        match limit {
+            // A small window reads a few dozen rows in tens of microseconds:
+            // less than the hop to a blocking thread and back, so it runs
+            // here (a WAL reader does not wait for the writer).
+            Some(limit) if limit <= INLINE_LIMIT => self
+                .inner
+                .readers
+                .with(|conn| read_input_items(conn, thread_id, Some(limit))),
+            // A large window of `Value`s is read there as text and built
+            // here, where its blocks will be freed (`input_json.rs`).
+            Some(_) | None if T::BUILT_ON_CALLER => {
+                let id = thread_id.to_owned();
+                let texts = self
+                    .read(move |conn| read_input_items::<Text>(conn, &id, limit))
+                    .await?;
+                build_on_caller(texts, thread_id).await
+            }
+            Some(_) | None => {
+                let thread_id = thread_id.to_owned();
+                self.read(move |conn| read_input_items(conn, &thread_id, limit))
+                    .await
+            }
+        }
+    }
+}
 
 /// The newest `limit` input items of a thread, oldest first (`None`: all
 /// since the latest compaction).

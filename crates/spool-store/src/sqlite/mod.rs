@@ -390,20 +390,7 @@ impl Store for SqliteStore {
         thread_id: &str,
         limit: Option<usize>,
     ) -> Result<InputItems<T>, StoreError> {
-        match limit {
-            // A small window reads a few dozen rows in tens of microseconds:
-            // less than the hop to a blocking thread and back, so it runs
-            // here (a WAL reader does not wait for the writer).
-            Some(limit) if limit <= input_read::INLINE_LIMIT => self
-                .inner
-                .readers
-                .with(|conn| input_read::read_input_items(conn, thread_id, Some(limit))),
-            Some(_) | None => {
-                let thread_id = thread_id.to_owned();
-                self.read(move |conn| input_read::read_input_items(conn, &thread_id, limit))
-                    .await
-            }
-        }
+        self.read_input_items(thread_id, limit).await
     }
 
     async fn pop_item(&self, thread_id: &str) -> Result<Option<ItemRecord>, StoreError> {
