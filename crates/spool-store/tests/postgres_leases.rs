@@ -438,3 +438,32 @@ async fn within<T>(future: impl std::future::Future<Output = T>) -> T {
         .await
         .expect("in time")
 }
+
+#[tokio::test]
+async fn a_running_process_names_the_server_that_started_it_until_it_ends() {
+    let db = TestDatabase::create();
+    let (a, b) = (server(&db, quiet()).await, server(&db, quiet()).await);
+    let t = new_thread(&a, false).await;
+    a.process_started(&t, "item-1", 4242, 7).await.unwrap();
+    b.process_started(&t, "item-2", 5151, 8).await.unwrap();
+    let rows = |db: &TestDatabase| {
+        db.query(
+            "SELECT item_id || ' ' || pgid || ' ' || start_ticks || ' ' || \
+             (server_id = (SELECT holder FROM thread_leases)) FROM running_processes \
+             ORDER BY item_id",
+        )
+        .unwrap()
+    };
+    // The thread's holder is `a`, which made it.
+    assert_eq!(rows(&db), "item-1 4242 7 true\nitem-2 5151 8 false");
+    let servers = db
+        .query("SELECT count(DISTINCT server_id) FROM running_processes")
+        .unwrap();
+    assert_eq!(servers, "2", "each row names its own server");
+    // The same item started again (a restarted command) replaces its row.
+    a.process_started(&t, "item-1", 6060, 9).await.unwrap();
+    a.process_ended(&t, "item-2").await.unwrap();
+    assert_eq!(rows(&db), "item-1 6060 9 true");
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+}

@@ -14,12 +14,14 @@
 //! `Store::forward_applying`) is never run twice: the takeover ends it
 //! with an error saying so.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::query::Query;
+use super::store::PgStore;
 use crate::error::StoreError;
 
 /// A command forwarded to this server, claimed by it.
@@ -192,4 +194,33 @@ pub(super) async fn done(q: &impl Query, id: &str, reply: &ForwardReply) -> Resu
     };
     q.rows(DONE, &[&id, &result, &error]).await?;
     Ok(())
+}
+
+/// Claims commands for `store`'s server as they are announced (`wake`) and
+/// every [`POLL`] anyway, sending them on, until the receiver is dropped.
+pub(super) fn spawn_claims(
+    store: PgStore,
+    wake: Arc<tokio::sync::Notify>,
+) -> tokio::sync::mpsc::UnboundedReceiver<Forwarded> {
+    let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while !sender.is_closed() {
+            let claimed = match store.client().await {
+                Ok(client) => claim(&client, store.server_id()).await,
+                Err(error) => Err(error),
+            };
+            match claimed {
+                Ok(claimed) => {
+                    for command in claimed {
+                        if sender.send(command).is_err() {
+                            return;
+                        }
+                    }
+                }
+                Err(error) => tracing::warn!(%error, "cannot claim forwarded commands"),
+            }
+            let _ = tokio::time::timeout(POLL, wake.notified()).await;
+        }
+    });
+    receiver
 }

@@ -12,13 +12,12 @@ use super::RemoteCommit;
 use super::commands::{self, ForwardReply, Forwarded};
 use super::lane::Writers;
 use super::listen::Heard;
-use super::query::Query;
 use super::requests::{self, RequestOp};
 use super::thread_ops::{self, ThreadOp};
 use super::writer::{self, Request};
 use super::{PgDatabase, llm_read, reads, session};
 use crate::Store;
-use crate::codec::{encode, sql_int};
+use crate::codec::encode;
 use crate::error::StoreError;
 use crate::input_json::InputJson;
 use crate::options::StoreOptions;
@@ -135,6 +134,11 @@ impl PgStore {
     }
 
     /// The lane whose writer writes `thread_id`.
+    /// This store's name among the servers on the database.
+    pub(super) fn server_id(&self) -> &str {
+        &self.inner.server_id
+    }
+
     fn lane(&self, thread_id: &str) -> usize {
         self.inner.writers.lane(thread_id)
     }
@@ -148,7 +152,7 @@ impl PgStore {
         self.inner.writers.ask(lane, request).await
     }
 
-    async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
+    pub(super) async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
         self.inner.db.client().await
     }
 
@@ -214,29 +218,10 @@ impl Store for PgStore {
     /// Claims commands for this server as they are announced (and every
     /// second anyway), until the receiver is dropped.
     fn forwarded(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Forwarded>> {
-        let wake = self.heard().commands.clone();
-        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
-        let store = self.clone();
-        tokio::spawn(async move {
-            while !sender.is_closed() {
-                let claimed = match store.client().await {
-                    Ok(client) => commands::claim(&client, &store.inner.server_id).await,
-                    Err(error) => Err(error),
-                };
-                match claimed {
-                    Ok(claimed) => {
-                        for command in claimed {
-                            if sender.send(command).is_err() {
-                                return;
-                            }
-                        }
-                    }
-                    Err(error) => tracing::warn!(%error, "cannot claim forwarded commands"),
-                }
-                let _ = tokio::time::timeout(commands::POLL, wake.notified()).await;
-            }
-        });
-        Some(receiver)
+        Some(commands::spawn_claims(
+            self.clone(),
+            self.heard().commands.clone(),
+        ))
     }
 
     async fn forward_applying(&self, id: &str, thread_id: &str) -> Result<(), StoreError> {
@@ -551,35 +536,13 @@ impl Store for PgStore {
         pgid: u32,
         start_ticks: u64,
     ) -> Result<(), StoreError> {
-        // One statement, committed on its own: durable when answered. The
-        // row names this server: only it can find the group on its machine.
-        const SQL: &str = "INSERT INTO running_processes \
-             (server_id, thread_id, item_id, pgid, start_ticks) VALUES ($1, $2, $3, $4, $5) \
-             ON CONFLICT (thread_id, item_id) DO UPDATE SET server_id = excluded.server_id, \
-             pgid = excluded.pgid, start_ticks = excluded.start_ticks";
-        self.client()
-            .await?
-            .exec(
-                SQL,
-                &[
-                    &&*self.inner.server_id,
-                    &thread_id,
-                    &item_id,
-                    &i64::from(pgid),
-                    &sql_int(start_ticks),
-                ],
-            )
-            .await?;
-        Ok(())
+        let me = &self.inner.server_id;
+        let client = self.client().await?;
+        thread_ops::process_started(&client, me, thread_id, item_id, pgid, start_ticks).await
     }
 
     async fn process_ended(&self, thread_id: &str, item_id: &str) -> Result<(), StoreError> {
-        const SQL: &str = "DELETE FROM running_processes WHERE thread_id = $1 AND item_id = $2";
-        self.client()
-            .await?
-            .exec(SQL, &[&thread_id, &item_id])
-            .await?;
-        Ok(())
+        thread_ops::process_ended(&self.client().await?, thread_id, item_id).await
     }
 
     async fn deleted_at(&self, thread_id: &str) -> Result<Option<i64>, StoreError> {

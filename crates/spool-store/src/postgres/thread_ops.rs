@@ -12,7 +12,7 @@ use super::query::Query;
 use super::reads::{self, read_after_ordinal, read_item_in_view};
 use super::requests::StateSource;
 use super::writer::{Conn, Writer};
-use crate::codec::decode_history;
+use crate::codec::{decode_history, sql_int};
 use crate::error::StoreError;
 use crate::thread_state::prepare::now_ms;
 use crate::thread_state::{ThreadState, ops};
@@ -205,4 +205,41 @@ pub(super) async fn records_after(
     records.sort_by_key(|record| record.ordinal);
     records.dedup_by_key(|record| record.ordinal);
     Ok(records)
+}
+
+/// Records a running process group of `server_id`'s, in one statement
+/// committed on its own: durable when answered. The row names the server:
+/// only it can find the group on its machine.
+pub(super) async fn process_started(
+    q: &impl Query,
+    server_id: &str,
+    thread_id: &str,
+    item_id: &str,
+    pgid: u32,
+    start_ticks: u64,
+) -> Result<(), StoreError> {
+    const SQL: &str = "INSERT INTO running_processes \
+         (server_id, thread_id, item_id, pgid, start_ticks) VALUES ($1, $2, $3, $4, $5) \
+         ON CONFLICT (thread_id, item_id) DO UPDATE SET server_id = excluded.server_id, \
+         pgid = excluded.pgid, start_ticks = excluded.start_ticks";
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] = [
+        &server_id,
+        &thread_id,
+        &item_id,
+        &i64::from(pgid),
+        &sql_int(start_ticks),
+    ];
+    q.exec(SQL, &params).await?;
+    Ok(())
+}
+
+/// Forgets a process group that ended.
+pub(super) async fn process_ended(
+    q: &impl Query,
+    thread_id: &str,
+    item_id: &str,
+) -> Result<(), StoreError> {
+    const SQL: &str = "DELETE FROM running_processes WHERE thread_id = $1 AND item_id = $2";
+    q.exec(SQL, &[&thread_id, &item_id]).await?;
+    Ok(())
 }
