@@ -171,3 +171,46 @@ async fn a_mark_of_the_rowid_layout_is_replaced() {
         "{text}"
     );
 }
+
+/// The mark is written on a thread of its own: a write of it that cannot
+/// go on (here its file is a named pipe nobody reads yet) holds up no
+/// append and no commit, and closing waits for the last one to land.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_mark_write_holds_up_no_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let mark = dir.path().join("spool.db.committed");
+    nix::unistd::mkfifo(&mark, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let limit = std::time::Duration::from_secs(20);
+    let appends = async {
+        let session = spool_store::Session::open(store.clone(), "s")
+            .await
+            .unwrap();
+        for n in 0..20 {
+            let item = serde_json::json!({"role": "user", "content": format!("item {n}")});
+            session.add_items(vec![item]).await.unwrap();
+        }
+    };
+    // Opening the pipe to write waits for a reader: the mark thread is
+    // stuck there from the first commit on.
+    let appended = tokio::time::timeout(limit, appends).await;
+    // A reader for the pipe, from now on (which also lets a writer that
+    // waited on it go, should this fail).
+    let (read, reads) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        while let Ok(text) = std::fs::read_to_string(&mark) {
+            if read.send(text).is_err() {
+                return;
+            }
+        }
+    });
+    appended.expect("appends and commits go on while the mark cannot be written");
+    let last_seq = store.thread("s").await.unwrap().unwrap().last_seq;
+    tokio::time::timeout(limit, store.close())
+        .await
+        .expect("closing ends once the mark is written")
+        .unwrap();
+    // The reader sends what it read once the writer closed the pipe.
+    let expected = format!("spool store committed a log of length {last_seq}\n");
+    while reads.recv_timeout(limit).expect("the mark was written") != expected {}
+}
