@@ -197,8 +197,11 @@ impl CommitMark {
             }
         };
         self.every = EVERY.max(started.elapsed() * SHARE);
-        // Asked again until written: a failed write is retried.
-        if self.written.load(Ordering::Acquire) == length {
+        // Asked again until written: a failed write is retried. A length
+        // asked for `now` is always written: a deletion lowers the length,
+        // maybe to what was written before a higher length still waiting
+        // in the inbox, which must not be the last word.
+        if !now && self.written.load(Ordering::Acquire) == length {
             return;
         }
         let Some(thread) = &self.thread else {

@@ -42,6 +42,19 @@ fn pin_main_file(dir: &std::path::Path) -> rusqlite::Connection {
 /// A copy of what a crash followed by `rm spool.db-wal` would leave: the
 /// main file (the commits since [`pin_main_file`] not in it) and the mark
 /// beside it.
+/// Waits until the mark holds a log of at least `length` (it is written on
+/// a thread of its own, after the commit).
+fn mark_reaches(dir: &std::path::Path, length: u64) {
+    let reached = || {
+        let text = std::fs::read_to_string(dir.join("spool.db.committed")).ok()?;
+        let written: u64 = text.trim_end().rsplit(' ').next()?.parse().ok()?;
+        Some(written >= length)
+    };
+    while reached() != Some(true) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 fn without_wal(dir: &std::path::Path) -> tempfile::TempDir {
     let lost = tempfile::tempdir().unwrap();
     std::fs::copy(db_path(dir), db_path(lost.path())).unwrap();
@@ -60,6 +73,8 @@ async fn a_store_whose_wal_was_lost_is_refused_until_accepted() {
     let pin = pin_main_file(dir.path());
     let t = new_thread(&store, false).await;
     start_message(&store, &t, "turn-1", "a1").await;
+    // The first commit's length (the thread's creation) is in the WAL.
+    mark_reaches(dir.path(), 1);
     let lost = without_wal(dir.path());
     drop(pin);
     store.close().await.unwrap();
@@ -210,7 +225,67 @@ async fn a_stuck_mark_write_holds_up_no_append() {
         .await
         .expect("closing ends once the mark is written")
         .unwrap();
-    // The reader sends what it read once the writer closed the pipe.
-    let expected = format!("spool store committed a log of length {last_seq}\n");
-    while reads.recv_timeout(limit).expect("the mark was written") != expected {}
+    // The reader sends what it read once the writer closed the pipe (two
+    // writes that follow one another may reach one read).
+    let expected = format!("spool store committed a log of length {last_seq}");
+    while !reads
+        .recv_timeout(limit)
+        .expect("the mark was written")
+        .lines()
+        .any(|line| line == expected)
+    {}
+}
+
+/// A deletion lowers the mark; a higher length still waiting to be written
+/// when it does must not land after it (a store would then claim to have
+/// lost what it deleted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deletion_lowers_the_mark_after_a_higher_one_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let kept = new_thread(&store, false).await;
+    let kept_seq = store.thread(&kept).await.unwrap().unwrap().last_seq;
+    let line = |length: u64| format!("spool store committed a log of length {length}");
+    // The mark thread writes the first length on its own time: wait for it.
+    let mark = dir.path().join("spool.db.committed");
+    while std::fs::read_to_string(&mark).map_or(true, |text| text.trim_end() != line(kept_seq)) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // The mark becomes a pipe: the next write waits for a reader.
+    let pipe = dir.path().join("pipe");
+    nix::unistd::mkfifo(&pipe, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    std::fs::rename(&pipe, &mark).unwrap();
+    // Past the refresh interval, a new thread's commit asks for a higher
+    // length, which waits on the pipe.
+    std::thread::sleep(std::time::Duration::from_millis(1_100));
+    let gone = new_thread(&store, false).await;
+    let higher = store.thread(&gone).await.unwrap().unwrap().last_seq + kept_seq;
+    let (read, reads) = std::sync::mpsc::channel();
+    let reader = mark.clone();
+    std::thread::spawn(move || {
+        while let Ok(text) = std::fs::read_to_string(&reader) {
+            if read.send(text).is_err() {
+                return;
+            }
+        }
+    });
+    store.delete_thread(&gone).await.unwrap();
+    store.close().await.unwrap();
+    // Nothing writes the mark any more: an end marker, then every line the
+    // pipe was given, in order (writes that follow one another may reach
+    // one read).
+    std::fs::write(&mark, "end\n").unwrap();
+    let mut lines = Vec::new();
+    while lines.last().is_none_or(|last| last != "end") {
+        let text = reads
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .unwrap();
+        lines.extend(text.lines().map(str::to_owned));
+    }
+    lines.pop();
+    assert!(
+        lines.contains(&line(higher)),
+        "the higher length waited: {lines:?}"
+    );
+    assert_eq!(lines.last(), Some(&line(kept_seq)), "{lines:?}");
 }
