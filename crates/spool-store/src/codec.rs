@@ -227,15 +227,24 @@ pub(crate) fn decode_input_item<T: InputJson, R: Cells + ?Sized>(
         seq: cx.unsigned(row, 0, "seq").ok(),
         item_id: cx.text(row, 1, "item_id").ok(),
     };
-    T::parse(text, at).map(Some).map_err(|cause| {
-        let at = at();
-        let cx = RowContext {
-            seq: at.seq,
-            item_id: at.item_id,
-            ..cx
-        };
-        cx.corrupt("input_item", cause)
-    })
+    T::parse(text, at)
+        .map(Some)
+        .map_err(|cause| corrupt_input_item(thread_id, at(), cause))
+}
+
+/// The error for an `items` row whose raw input item is not JSON.
+pub(crate) fn corrupt_input_item(
+    thread_id: &str,
+    at: RowAt<'_>,
+    cause: serde_json::Error,
+) -> StoreError {
+    let cx = RowContext {
+        table: "items",
+        thread_id,
+        seq: at.seq,
+        item_id: at.item_id,
+    };
+    cx.corrupt("input_item", cause)
 }
 
 /// A turn row (see [`turn_columns`]) of `thread_id`, read from `table`

@@ -20,7 +20,7 @@ use serde_json::value::RawValue;
 use spool_core::llm::{ToolSide, tool_side, tool_side_of};
 use spool_protocol::responses::ResponseItem;
 
-use crate::error::{CorruptRow, StoreError};
+use crate::error::StoreError;
 use crate::types::InputItems;
 
 /// A form of an input item the store's reads can give back: [`Value`] or
@@ -65,14 +65,11 @@ impl Text {
 
     fn corrupt(&self, thread_id: &str, cause: serde_json::Error) -> StoreError {
         let item_id = &self.buf[..self.json_at];
-        StoreError::CorruptRow(Box::new(CorruptRow {
-            table: "items",
-            thread_id: thread_id.to_owned(),
+        let at = RowAt {
             seq: self.seq,
-            item_id: (!item_id.is_empty()).then(|| item_id.to_owned()),
-            column: "input_item",
-            cause: cause.into(),
-        }))
+            item_id: (!item_id.is_empty()).then_some(item_id),
+        };
+        crate::codec::corrupt_input_item(thread_id, at, cause)
     }
 }
 

@@ -55,6 +55,20 @@ fn mark_reaches(dir: &std::path::Path, length: u64) {
     }
 }
 
+/// What a named pipe is given, a read at a time (each read ends when its
+/// writer closes the pipe), from a thread that reads it for good.
+fn read_pipe(path: std::path::PathBuf) -> std::sync::mpsc::Receiver<String> {
+    let (read, reads) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        while let Ok(text) = std::fs::read_to_string(&path) {
+            if read.send(text).is_err() {
+                return;
+            }
+        }
+    });
+    reads
+}
+
 fn without_wal(dir: &std::path::Path) -> tempfile::TempDir {
     let lost = tempfile::tempdir().unwrap();
     std::fs::copy(db_path(dir), db_path(lost.path())).unwrap();
@@ -211,14 +225,7 @@ async fn a_stuck_mark_write_holds_up_no_append() {
     let appended = tokio::time::timeout(limit, appends).await;
     // A reader for the pipe, from now on (which also lets a writer that
     // waited on it go, should this fail).
-    let (read, reads) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        while let Ok(text) = std::fs::read_to_string(&mark) {
-            if read.send(text).is_err() {
-                return;
-            }
-        }
-    });
+    let reads = read_pipe(mark);
     appended.expect("appends and commits go on while the mark cannot be written");
     let last_seq = store.thread("s").await.unwrap().unwrap().last_seq;
     tokio::time::timeout(limit, store.close())
@@ -260,15 +267,7 @@ async fn a_deletion_lowers_the_mark_after_a_higher_one_waiting() {
     std::thread::sleep(std::time::Duration::from_millis(1_100));
     let gone = new_thread(&store, false).await;
     let higher = store.thread(&gone).await.unwrap().unwrap().last_seq + kept_seq;
-    let (read, reads) = std::sync::mpsc::channel();
-    let reader = mark.clone();
-    std::thread::spawn(move || {
-        while let Ok(text) = std::fs::read_to_string(&reader) {
-            if read.send(text).is_err() {
-                return;
-            }
-        }
-    });
+    let reads = read_pipe(mark.clone());
     store.delete_thread(&gone).await.unwrap();
     store.close().await.unwrap();
     // Nothing writes the mark any more: an end marker, then every line the
