@@ -13,8 +13,9 @@
 //! [`Request::Committed`] in the writer's own inbox, in line with the
 //! requests that came meanwhile. Until then the writer takes only the
 //! appends it can check without the connection (deltas of items it holds
-//! open; `Writer::takes_while_lent`) and keeps everything else, in order,
-//! for when the connection is back. One commit is in flight at a time.
+//! open; `Writer::takes_while_lent`) and keeps everything else, each
+//! thread's requests in order, for when the connection is back
+//! (`lend.rs`). One commit is in flight at a time.
 //!
 //! The idle writer also lends it, with no transaction open, for the
 //! checkpoint thread's catch-up (`checkpoint.rs`).
@@ -73,6 +74,8 @@ fn run(queue: &Receiver<Connection>, inbox: &Sender<Request>) {
 /// `COMMIT`; a transaction a failed `COMMIT` left open is rolled back, so
 /// the connection goes back clean either way.
 pub(super) fn finish(conn: &Connection) -> Result<(), rusqlite::Error> {
+    #[cfg(test)]
+    door::pass(conn);
     let result = conn
         .prepare_cached("COMMIT")
         .and_then(|mut commit| commit.execute([]).map(drop));
@@ -80,6 +83,64 @@ pub(super) fn finish(conn: &Connection) -> Result<(), rusqlite::Error> {
         let _ = conn.execute_batch("ROLLBACK");
     }
     result
+}
+
+/// Tests hold a store's next `COMMIT` at a door, wherever it runs, to see
+/// what waits for it (on a disk busy with other writes, the sync in a
+/// `COMMIT` can take hundreds of milliseconds).
+#[cfg(test)]
+pub(super) mod door {
+    use std::path::{Path, PathBuf};
+    use std::sync::Mutex;
+    use std::sync::mpsc::{Receiver, Sender, channel};
+
+    use rusqlite::Connection;
+
+    struct Held {
+        dir: PathBuf,
+        entered: Sender<()>,
+        open: Receiver<()>,
+    }
+
+    /// Doors set, across the process's tests, each for one store's
+    /// directory.
+    static HELD: Mutex<Vec<Held>> = Mutex::new(Vec::new());
+
+    pub(crate) struct Door {
+        /// Sent when a `COMMIT` reaches the door.
+        pub(crate) entered: Receiver<()>,
+        /// The `COMMIT` goes on once this sends or is dropped.
+        pub(crate) open: Sender<()>,
+    }
+
+    /// Holds the next `COMMIT` of the store whose file is in `dir`.
+    pub(crate) fn hold(dir: &Path) -> Door {
+        let (entered, entered_rx) = channel();
+        let (open_tx, open) = channel();
+        let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_owned());
+        HELD.lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(Held { dir, entered, open });
+        Door {
+            entered: entered_rx,
+            open: open_tx,
+        }
+    }
+
+    pub(super) fn pass(conn: &Connection) {
+        let Some(dir) = conn.path().and_then(|path| Path::new(path).parent()) else {
+            return;
+        };
+        let held = {
+            let mut all = HELD.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let at = all.iter().position(|held| held.dir == dir);
+            at.map(|at| all.remove(at))
+        };
+        if let Some(held) = held {
+            let _ = held.entered.send(());
+            let _ = held.open.recv();
+        }
+    }
 }
 
 #[cfg(test)]

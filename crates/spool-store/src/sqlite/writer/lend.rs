@@ -3,23 +3,29 @@
 //!
 //! A commit writes its batch's rows on the writer, then either runs
 //! `COMMIT` right there ([`Writer::commit`]: for requests that wait for it
-//! inside their own handling, and for batches someone waits for) or lends
-//! the connection, transaction open, to the commit thread (a batch of
-//! deltas alone, see [`Writer::group_commit`]). Until the connection is
-//! back:
+//! inside their own handling, and for most batches someone waits for) or
+//! lends the connection, transaction open, to the commit thread (a batch of
+//! deltas alone, or one with waiters while other threads may stream; see
+//! [`Writer::group_commit`]). Until the connection is back:
 //!
 //! - an append whose every stored event is a delta of an item the
 //!   thread's reducer holds open is taken at once, as with the connection:
 //!   such an append reads no table, and a refusal of it is the reducer's
 //!   own, the same either way. (A reducer that a refusal leaves holding
 //!   part of an append is rebuilt when the connection is back.)
-//! - every other request waits in `deferred`, and so does everything after
-//!   the first that waits, so requests still run in arrival order.
+//! - every other request waits in `deferred`, and so does everything
+//!   after it that it could be ordered against: a later request of the same
+//!   thread, and every later request after one that names no single thread
+//!   (a flush, a whole-thread operation, closing). A delta of another
+//!   thread is still taken: a thread's seqs and states are its own, so a
+//!   stream need not wait for a commit because another thread started or
+//!   ended an item meanwhile. Each thread's requests run in arrival order.
 //!
 //! The changes taken meanwhile form the next batch. If the `COMMIT` fails,
 //! both fail: the batch in flight and the one after it, whose seqs follow
 //! the lost ones.
 
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -57,10 +63,12 @@ impl Writer {
                 events,
                 echo,
                 reply,
-            } if self.deferred.is_empty() && self.takes_while_lent(&thread_id, &events) => {
+            } if !self.deferred.holds_back(&thread_id)
+                && self.takes_while_lent(&thread_id, &events) =>
+            {
                 self.append(thread_id, events, echo, reply);
             }
-            request => self.deferred.push_back(request),
+            request => self.deferred.push(request),
         }
         Flow::Continue
     }
@@ -102,7 +110,7 @@ impl Writer {
                 self.threads.remove(&thread_id);
             }
         }
-        while let Some(request) = self.deferred.pop_front() {
+        for request in self.deferred.take_all() {
             if let Flow::Stop = self.handle(request) {
                 return Flow::Stop;
             }
@@ -129,15 +137,19 @@ impl Writer {
         }
     }
 
-    /// The main loop's group commit. A batch somebody waits for (a
-    /// lifecycle event, a flush) is committed here: its waiters need the
-    /// commit anyway, and the hand-off to the commit thread and back is
-    /// two wake-ups more per commit (sequential `add_items`, (a) of `spool
-    /// bench store`, ran ~8% slower). A batch of deltas alone, which
-    /// nobody waits for, goes to the commit thread, so that the deltas
-    /// arriving meanwhile get their seqs at once.
+    /// The main loop's group commit. A batch of deltas alone, which nobody
+    /// waits for, goes to the commit thread, so that the deltas arriving
+    /// meanwhile get their seqs at once. So does a batch somebody waits for
+    /// (a lifecycle event, a flush) while other threads may stream (two or
+    /// more have a turn in progress): their deltas must not wait for a
+    /// commit they are not part of, which on a disk busy with other writes
+    /// takes 25-300 ms (`server.md`, "A disk busy with other writes").
+    /// Any other batch with waiters is committed here: they need the commit
+    /// anyway, and the hand-off to the commit thread and back is two
+    /// wake-ups more per commit (sequential `add_items`, (a) of `spool
+    /// bench store`, ran ~8% slower).
     pub(super) fn group_commit(&mut self) {
-        if self.batch.waiters.is_empty() {
+        if self.batch.waiters.is_empty() || self.others_may_stream() {
             self.commit_in_background();
         } else if self.conn.is_some() {
             let _ = self.commit();
@@ -284,5 +296,93 @@ fn answer(waiters: Vec<Waiter>) {
                 let _ = reply.send(Ok(()));
             }
         }
+    }
+}
+
+/// The requests kept while the connection is lent, in arrival order, with
+/// what they hold back.
+#[derive(Default)]
+pub(super) struct Deferred {
+    queue: VecDeque<Request>,
+    /// Kept requests that name no single thread: everything waits behind
+    /// them.
+    barriers: usize,
+    /// Kept requests by the thread they name.
+    threads: HashMap<String, usize>,
+}
+
+impl Deferred {
+    pub(super) fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    fn push(&mut self, request: Request) {
+        match request.thread() {
+            Some(thread_id) => *self.threads.entry(thread_id.to_owned()).or_default() += 1,
+            None => self.barriers += 1,
+        }
+        self.queue.push_back(request);
+    }
+
+    /// Whether a new request of `thread_id` must wait behind a kept one.
+    fn holds_back(&self, thread_id: &str) -> bool {
+        self.barriers > 0 || self.threads.contains_key(thread_id)
+    }
+
+    /// Every kept request, in arrival order, leaving none.
+    fn take_all(&mut self) -> VecDeque<Request> {
+        self.barriers = 0;
+        self.threads.clear();
+        std::mem::take(&mut self.queue)
+    }
+}
+
+impl Request {
+    /// The one thread this request reads or writes, if it names one.
+    fn thread(&self) -> Option<&str> {
+        match self {
+            Request::Create { record, .. } => Some(&record.thread.id),
+            Request::Append { thread_id, .. }
+            | Request::PopNewest { thread_id, .. }
+            | Request::CacheTokenCounts { thread_id, .. } => Some(thread_id),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pop(thread: &str) -> Request {
+        Request::PopNewest {
+            thread_id: thread.to_owned(),
+            reply: tokio::sync::oneshot::channel().0,
+        }
+    }
+
+    #[test]
+    fn a_kept_request_holds_back_its_own_thread_and_a_barrier_everyone() {
+        let mut deferred = Deferred::default();
+        assert!(!deferred.holds_back("a"));
+        deferred.push(pop("a"));
+        assert!(
+            deferred.holds_back("a"),
+            "a later request of the same thread"
+        );
+        assert!(!deferred.holds_back("b"), "another thread streams on");
+        deferred.push(Request::Flush {
+            reply: tokio::sync::oneshot::channel().0,
+        });
+        assert!(deferred.holds_back("b"), "nothing passes a flush");
+        deferred.push(pop("b"));
+        let kept: Vec<Option<String>> = deferred
+            .take_all()
+            .iter()
+            .map(|request| request.thread().map(str::to_owned))
+            .collect();
+        assert_eq!(kept, [Some("a".to_owned()), None, Some("b".to_owned())]);
+        assert!(deferred.is_empty());
+        assert!(!deferred.holds_back("a") && !deferred.holds_back("b"));
     }
 }

@@ -36,6 +36,8 @@ mod batch;
 mod checkpoint;
 mod commit;
 mod lend;
+#[cfg(test)]
+mod lent_tests;
 mod multi_row;
 mod pop;
 mod processes;
@@ -53,7 +55,7 @@ pub(crate) use self::requests::RequestOp;
 pub(crate) use self::shared::Shared;
 pub(crate) use self::thread_ops::ThreadOp;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::mpsc::Sender;
 use std::thread::JoinHandle;
@@ -156,7 +158,7 @@ pub(crate) fn spawn(
         committer: commit::Committer::start(requests.clone())?,
         conn: Some(conn),
         in_flight: None,
-        deferred: VecDeque::new(),
+        deferred: lend::Deferred::default(),
         rebuilds: Vec::new(),
         mark: crate::mark::CommitMark::new(path),
         delta_commit_delay: options.delta_commit_delay,
@@ -191,8 +193,8 @@ struct Writer {
     /// The batch whose `COMMIT` the commit thread runs.
     in_flight: Option<Batch>,
     /// Requests that came while the connection was lent and need it (or
-    /// came after one that did), in arrival order.
-    deferred: VecDeque<Request>,
+    /// came after one they must follow), in arrival order (`lend.rs`).
+    deferred: lend::Deferred,
     /// Threads whose reducer a refusal left dirty while the connection was
     /// lent: rebuilt when it is back, before anything else of theirs.
     rebuilds: Vec<String>,
@@ -265,6 +267,17 @@ impl Writer {
         self.mark.committed(held(&self.conn), true);
         tracing::debug!("store writer stopped");
         result
+    }
+
+    /// Whether another thread may stream while a commit runs: at least two
+    /// cached threads have a turn in progress. (A closed turn is forgotten
+    /// by the writer's reducers, so each looks at its open turns alone.)
+    fn others_may_stream(&self) -> bool {
+        let mut active = self
+            .threads
+            .values()
+            .filter(|state| state.reducer.active_turn().is_some());
+        active.next().is_some() && active.next().is_some()
     }
 
     /// When the pending batch must be committed even if nothing else comes.
