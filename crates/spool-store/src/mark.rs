@@ -23,8 +23,8 @@
 //! (`spool-store-mark`), never on the writer's: a sync of a file just
 //! truncated commits the filesystem's journal, which takes ~1 ms on an idle
 //! disk and 100–250 ms on one busy with other writes, and on the writer it
-//! stopped every thread's deltas for that long (`server.md`, "The paced
-//! tail"). Writes land in the order they were asked for; after a deletion
+//! stopped every thread's deltas for that long (`server.md`, "A disk busy
+//! with other writes"). Writes land in the order they were asked for; after a deletion
 //! and at close the writer waits for its write to land.
 //!
 //! The mark is a lower bound of what was committed: what was committed
@@ -181,8 +181,8 @@ impl CommitMark {
     }
 
     /// After a commit: records what is committed now if the mark is older
-    /// than a second, or always when `now` (closing, a deletion), and then
-    /// returns only once it is written.
+    /// than a second, or always when `now` (closing, a deletion); with
+    /// `now` it returns only once that length is written.
     pub(crate) fn committed(&mut self, conn: &Connection, now: bool) {
         if !now && self.written_at.is_some_and(|at| at.elapsed() < self.every) {
             return;

@@ -25,7 +25,7 @@
 //! both fail: the batch in flight and the one after it, whose seqs follow
 //! the lost ones.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -304,11 +304,11 @@ fn answer(waiters: Vec<Waiter>) {
 #[derive(Default)]
 pub(super) struct Deferred {
     queue: VecDeque<Request>,
-    /// Kept requests that name no single thread: everything waits behind
-    /// them.
-    barriers: usize,
-    /// Kept requests by the thread they name.
-    threads: HashMap<String, usize>,
+    /// Whether a kept request names no single thread: everything waits
+    /// behind it.
+    barrier: bool,
+    /// The threads named by kept requests.
+    threads: HashSet<String>,
 }
 
 impl Deferred {
@@ -318,20 +318,22 @@ impl Deferred {
 
     fn push(&mut self, request: Request) {
         match request.thread() {
-            Some(thread_id) => *self.threads.entry(thread_id.to_owned()).or_default() += 1,
-            None => self.barriers += 1,
+            Some(thread_id) => {
+                self.threads.insert(thread_id.to_owned());
+            }
+            None => self.barrier = true,
         }
         self.queue.push_back(request);
     }
 
     /// Whether a new request of `thread_id` must wait behind a kept one.
     fn holds_back(&self, thread_id: &str) -> bool {
-        self.barriers > 0 || self.threads.contains_key(thread_id)
+        self.barrier || self.threads.contains(thread_id)
     }
 
     /// Every kept request, in arrival order, leaving none.
     fn take_all(&mut self) -> VecDeque<Request> {
-        self.barriers = 0;
+        self.barrier = false;
         self.threads.clear();
         std::mem::take(&mut self.queue)
     }
