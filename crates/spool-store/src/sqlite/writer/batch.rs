@@ -124,16 +124,16 @@ pub(super) fn write(
 /// `BEGIN` (and `COMMIT`, `commit::finish`) come from the statement cache:
 /// parsed anew for every batch, as `Transaction` does, they cost ~5k
 /// instructions a commit, 2% of a one-item `add_items` (callgrind).
-struct Begun<'c>(Option<&'c Connection>);
+pub(super) struct Begun<'c>(Option<&'c Connection>);
 
 impl<'c> Begun<'c> {
-    fn immediate(conn: &'c Connection) -> Result<Begun<'c>, StoreError> {
+    pub(super) fn immediate(conn: &'c Connection) -> Result<Begun<'c>, StoreError> {
         conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
         Ok(Begun(Some(conn)))
     }
 
     /// Leaves the transaction open, for `COMMIT`.
-    fn keep(mut self) {
+    pub(super) fn keep(mut self) {
         self.0 = None;
     }
 }
@@ -146,7 +146,7 @@ impl Drop for Begun<'_> {
     }
 }
 
-fn write_token_counts(
+pub(super) fn write_token_counts(
     tx: &Connection,
     token_counts: &[(String, Vec<TokenCount>)],
 ) -> Result<(), StoreError> {

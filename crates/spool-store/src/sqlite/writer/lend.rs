@@ -29,6 +29,7 @@ use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::slice::Inbox;
 use super::{Batch, Flow, Incoming, Request, Waiter, Writer, batch, commit, held};
 use crate::error::StoreError;
 use crate::phases::{Phase, Timer};
@@ -96,6 +97,17 @@ impl Writer {
             })
     }
 
+    /// The requests kept while a batch was written in slices, once the
+    /// connection is home without a `Request::Committed` to bring them
+    /// (the slices failed, or the commit thread is gone and the batch was
+    /// committed here).
+    pub(super) fn run_kept(&mut self) -> Flow {
+        if self.conn.is_some() && !(self.deferred.is_empty() && self.rebuilds.is_empty()) {
+            return self.run_deferred();
+        }
+        Flow::Continue
+    }
+
     /// With the connection back: the rebuilds owed, then the requests that
     /// waited, in order.
     fn run_deferred(&mut self) -> Flow {
@@ -123,7 +135,7 @@ impl Writer {
     /// dropped, to be reloaded from what is committed.
     pub(super) fn commit(&mut self) -> Result<(), Arc<StoreError>> {
         let timer = Timer::start();
-        let written = self.write_batch();
+        let written = self.write_batch(None);
         timer.stop(Phase::Write);
         match written {
             Written::Nothing => Ok(()),
@@ -148,9 +160,13 @@ impl Writer {
     /// anyway, and the hand-off to the commit thread and back is two
     /// wake-ups more per commit (sequential `add_items`, (a) of `spool
     /// bench store`, ran ~8% slower).
-    pub(super) fn group_commit(&mut self) {
+    ///
+    /// With the writer thread's `inbox`, a large batch that goes to the
+    /// commit thread is written in slices (`slice.rs`); requests kept
+    /// meanwhile wait for the connection to be back (`run_kept`).
+    pub(super) fn group_commit(&mut self, inbox: Option<&Inbox<'_>>) {
         if self.batch.waiters.is_empty() || self.others_may_stream() {
-            self.commit_in_background();
+            self.commit_in_background(inbox);
         } else if self.conn.is_some() {
             let _ = self.commit();
         }
@@ -159,11 +175,11 @@ impl Writer {
     /// Starts committing the batch on the commit thread; the connection
     /// and the outcome come back as a `Request::Committed`. Does nothing
     /// while a commit is in flight (the next follows it).
-    fn commit_in_background(&mut self) {
+    fn commit_in_background(&mut self, inbox: Option<&Inbox<'_>>) {
         if self.conn.is_none() {
             return;
         }
-        if let Written::Open = self.write_batch() {
+        if let Written::Open = self.write_batch(inbox) {
             let Some(conn) = self.conn.take() else {
                 return; // checked above
             };
@@ -177,8 +193,9 @@ impl Writer {
     }
 
     /// Writes the batch's rows into an open transaction and makes it the
-    /// batch in flight.
-    fn write_batch(&mut self) -> Written {
+    /// batch in flight; in slices if it is large and the writer thread's
+    /// `inbox` is at hand (`slice.rs`).
+    fn write_batch(&mut self, inbox: Option<&Inbox<'_>>) -> Written {
         if self.threads.len() > self.cached_threads {
             // Idle threads are dropped after this commit: first write what
             // they owe the thread row.
@@ -189,23 +206,32 @@ impl Writer {
             answer(batch.waiters);
             return Written::Nothing;
         }
-        let written = batch::write(
-            held(&self.conn),
-            &self.batch.dirty_threads,
-            &mut self.threads,
-            &self.batch.token_counts,
-        );
         let mut batch = std::mem::take(&mut self.batch);
+        let written = match inbox {
+            Some(inbox) if Writer::sliced(&batch) => self.write_in_slices(&mut batch, inbox),
+            _ => batch::write(
+                held(&self.conn),
+                &batch.dirty_threads,
+                &mut self.threads,
+                &batch.token_counts,
+            )
+            .map(|()| {
+                for thread_id in &batch.dirty_threads {
+                    if let Some(state) = self.threads.get_mut(thread_id) {
+                        batch.spent.push(state.written());
+                    }
+                }
+            }),
+        };
         if let Err(error) = written {
             let error = Arc::new(error);
             tracing::error!(%error, events = batch.events, "store commit failed");
             self.fail(batch, &error);
+            // What was taken between slices follows the lost seqs (with
+            // no slices, nothing was).
+            let next = std::mem::take(&mut self.batch);
+            self.fail(next, &error);
             return Written::Failed(error);
-        }
-        for thread_id in &batch.dirty_threads {
-            if let Some(state) = self.threads.get_mut(thread_id) {
-                batch.spent.push(state.written());
-            }
         }
         batch.written_at = Some(Instant::now());
         self.in_flight = Some(batch);

@@ -4,91 +4,12 @@
 
 use std::future::Future;
 use std::task::Poll;
-use std::time::Duration;
-
-use spool_protocol::{
-    ItemCompletedNotification, ItemStartedNotification, ServerNotification, TextDeltaNotification,
-    ThreadItem, Turn, TurnCompletedNotification, TurnStartedNotification, TurnStatus,
-};
 
 use super::commit::door;
-use crate::options::StoreOptions;
-use crate::types::NewThread;
-use crate::{Appended, SqliteStore, Store, StoreError};
-
-/// Longer than any answer that does not wait for the held commit takes.
-const PATIENCE: Duration = Duration::from_secs(20);
-
-fn turn(id: &str, status: TurnStatus) -> Turn {
-    Turn::new(id.to_owned(), status)
-}
-
-fn message(text: &str) -> ThreadItem {
-    ThreadItem::AgentMessage {
-        delivery: Default::default(),
-        memory_citation: Default::default(),
-        questions: Default::default(),
-        id: "m".to_owned(),
-        text: text.to_owned(),
-        phase: None,
-    }
-}
-
-fn start(thread: &str) -> Vec<ServerNotification> {
-    vec![
-        ServerNotification::TurnStarted(TurnStartedNotification {
-            thread_id: thread.to_owned(),
-            turn: turn("u", TurnStatus::InProgress),
-        }),
-        ServerNotification::ItemStarted(ItemStartedNotification {
-            started_at_ms: 0,
-            item: message(""),
-            thread_id: thread.to_owned(),
-            turn_id: "u".to_owned(),
-            envelope: None,
-        }),
-    ]
-}
-
-fn delta(thread: &str, text: &str) -> Vec<ServerNotification> {
-    vec![ServerNotification::AgentMessageDelta(
-        TextDeltaNotification {
-            thread_id: thread.to_owned(),
-            turn_id: "u".to_owned(),
-            item_id: "m".to_owned(),
-            delta: text.to_owned(),
-        },
-    )]
-}
-
-fn complete(thread: &str, text: &str) -> Vec<ServerNotification> {
-    vec![ServerNotification::ItemCompleted(
-        ItemCompletedNotification {
-            completed_at_ms: 0,
-            item: message(text),
-            thread_id: thread.to_owned(),
-            turn_id: "u".to_owned(),
-            envelope: None,
-        },
-    )]
-}
-
-fn end_turn(thread: &str) -> Vec<ServerNotification> {
-    vec![ServerNotification::TurnCompleted(
-        TurnCompletedNotification {
-            thread_id: thread.to_owned(),
-            turn: turn("u", TurnStatus::Completed),
-        },
-    )]
-}
-
-async fn append(
-    store: &SqliteStore,
-    thread: &str,
-    events: Vec<ServerNotification>,
-) -> Result<Vec<Appended>, StoreError> {
-    store.append(thread, events).await
-}
+use super::test_events::{
+    PATIENCE, append, check_logs, complete, delta, end_turn, start, store_with_threads,
+};
+use crate::{Appended, SqliteStore};
 
 /// A delta of `thread`, answered within [`PATIENCE`]: it waited for
 /// nothing of another thread's.
@@ -107,26 +28,14 @@ async fn stream_on(store: &SqliteStore, thread: &str, word: &str, why: &str) -> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_commit_holds_up_no_other_threads_deltas() {
     let dir = tempfile::tempdir().unwrap();
-    let options = StoreOptions {
-        // `a`'s deltas stay in the batch until `b`'s completion commits it.
-        delta_commit_delay: Duration::from_secs(600),
-        ..StoreOptions::default()
-    };
-    let store = SqliteStore::open(dir.path().join("spool.db"), options).unwrap();
-    let mut threads = Vec::new();
-    for _ in 0..2 {
-        let record = store
-            .create_thread(NewThread::new("openai", "/w"))
-            .await
-            .unwrap();
-        threads.push(record.thread.id);
-    }
+    // `a`'s deltas stay in the batch until `b`'s completion commits it.
+    let (store, threads) = store_with_threads(dir.path(), 2).await;
     let (a, b) = (threads[0].clone(), threads[1].clone());
     let mut answered_a = append(&store, &a, start(&a)).await.unwrap();
     let mut answered_b = append(&store, &b, start(&b)).await.unwrap();
     answered_a.extend(append(&store, &a, delta(&a, "one ")).await.unwrap());
 
-    let door = door::hold(dir.path());
+    let door = door::hold(dir.path(), door::Place::Commit);
     let completion = tokio::spawn({
         let (store, b) = (store.clone(), b.clone());
         async move { append(&store, &b, complete(&b, "")).await }
@@ -159,17 +68,6 @@ async fn a_held_commit_holds_up_no_other_threads_deltas() {
     answered_b.extend(turn_end.await.unwrap());
     answered_a.extend(append(&store, &a, complete(&a, &text)).await.unwrap());
     answered_a.extend(append(&store, &a, end_turn(&a)).await.unwrap());
-    store.close().await.unwrap();
-    drop(store);
-
-    let store = SqliteStore::open(dir.path().join("spool.db"), StoreOptions::default()).unwrap();
-    for (thread, answered) in [(&a, &answered_a), (&b, &answered_b)] {
-        let logged: Vec<_> = answered.iter().filter_map(|a| a.event().cloned()).collect();
-        let events = store.events_after(thread, 1, usize::MAX).await.unwrap();
-        assert_eq!(events, logged, "thread {thread}");
-        let seqs: Vec<u64> = events.iter().map(|event| event.seq).collect();
-        assert_eq!(seqs, (2..2 + seqs.len() as u64).collect::<Vec<_>>());
-    }
     assert_eq!(answered_a.len(), 2 + 5 + 2);
-    store.close().await.unwrap();
+    check_logs(store, dir.path(), &[(&a, &answered_a), (&b, &answered_b)]).await;
 }

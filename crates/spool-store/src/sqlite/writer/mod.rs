@@ -45,6 +45,11 @@ mod rank;
 mod requests;
 mod rows;
 mod shared;
+mod slice;
+#[cfg(test)]
+mod slice_tests;
+#[cfg(test)]
+mod test_events;
 #[cfg(test)]
 mod tests;
 mod thread_ops;

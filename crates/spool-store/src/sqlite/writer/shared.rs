@@ -30,6 +30,7 @@ use std::sync::mpsc::{Receiver, RecvError, RecvTimeoutError, TryRecvError};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::Instant;
 
+use super::slice::Inbox;
 use super::{Flow, Request, Writer};
 
 /// The writer's state and what is queued for it.
@@ -82,7 +83,7 @@ impl Shared {
         // With the connection home, what waited for it has run (`lend.rs`).
         debug_assert!(writer.deferred.is_empty());
         let _ = writer.handle(request);
-        writer.commit_if_due();
+        writer.commit_if_due(None);
         if writer.batch.is_empty() {
             // What the thread does before it sleeps.
             writer.lend_for_catch_up();
@@ -103,7 +104,7 @@ impl Shared {
     }
 
     /// Has the writer take `request` from its inbox.
-    fn take(&self, writer: &mut Writer, request: Request) -> Flow {
+    pub(super) fn take(&self, writer: &mut Writer, request: Request) -> Flow {
         // `Committed` comes from the commit thread, which does not count.
         if !matches!(request, Request::Committed { .. } | Request::Stop) {
             self.queued.fetch_sub(1, Ordering::SeqCst);
@@ -114,14 +115,14 @@ impl Shared {
 
 impl Writer {
     /// The end of a round of requests: commits if a waiter, a deadline or
-    /// token counts ask for it.
-    fn commit_if_due(&mut self) {
+    /// token counts ask for it (`group_commit`).
+    fn commit_if_due(&mut self, inbox: Option<&Inbox<'_>>) {
         let overdue = self.deadline().is_some_and(|d| Instant::now() >= d);
         // Token counts are committed at once too: nobody waits for them,
         // but a model view read before they land counts again.
         let counts = !self.batch.token_counts.is_empty();
         if !self.batch.waiters.is_empty() || overdue || counts {
-            self.group_commit();
+            self.group_commit(inbox);
         }
     }
 
@@ -167,7 +168,20 @@ pub(super) fn run(shared: &Shared, inbox: Receiver<Request>) {
     drop(writer);
 }
 
-fn serve(shared: &Shared, inbox: Receiver<Request>) {
+fn serve(shared: &Shared, requests: Receiver<Request>) {
+    let inbox = &requests;
+    let slices = Inbox {
+        shared,
+        requests: inbox,
+    };
+    // A commit, and what a batch written in slices kept back meanwhile.
+    let commit = |writer: &mut Writer, due_only: bool| {
+        match due_only {
+            true => writer.commit_if_due(Some(&slices)),
+            false => writer.group_commit(Some(&slices)),
+        }
+        writer.run_kept()
+    };
     'requests: loop {
         let Some(mut writer) = shared.lock() else {
             return;
@@ -176,7 +190,7 @@ fn serve(shared: &Shared, inbox: Receiver<Request>) {
         // loop, and the next commit can only follow it.
         let deadline = writer.conn.as_ref().and(writer.deadline());
         let request = match deadline {
-            None => match writer.idle_try(&inbox) {
+            None => match writer.idle_try(inbox) {
                 Ok(Some(request)) => request,
                 Ok(None) => {
                     drop(writer);
@@ -204,13 +218,17 @@ fn serve(shared: &Shared, inbox: Receiver<Request>) {
                         Ok(request) => request,
                         Err(RecvTimeoutError::Timeout) => {
                             // A caller may have committed meanwhile.
-                            writer.commit_if_due();
+                            if let Flow::Stop = commit(&mut writer, true) {
+                                return;
+                            }
                             continue;
                         }
                         Err(RecvTimeoutError::Disconnected) => break,
                     }
                 } else {
-                    writer.group_commit();
+                    if let Flow::Stop = commit(&mut writer, false) {
+                        return;
+                    }
                     continue;
                 }
             }
@@ -219,8 +237,10 @@ fn serve(shared: &Shared, inbox: Receiver<Request>) {
             return;
         }
         loop {
-            if writer.batch.events >= writer.max_batch_events {
-                writer.group_commit();
+            if writer.batch.events >= writer.max_batch_events
+                && let Flow::Stop = commit(&mut writer, false)
+            {
+                return;
             }
             match inbox.try_recv() {
                 Ok(request) => {
@@ -232,7 +252,9 @@ fn serve(shared: &Shared, inbox: Receiver<Request>) {
                 Err(TryRecvError::Disconnected) => break 'requests,
             }
         }
-        writer.commit_if_due();
+        if let Flow::Stop = commit(&mut writer, true) {
+            return;
+        }
     }
     // The channel ended without `Stop` (the commit thread is gone too).
     if let Some(mut writer) = shared.lock()
