@@ -227,8 +227,8 @@ impl Writer {
             let error = Arc::new(error);
             tracing::error!(%error, events = batch.events, "store commit failed");
             self.fail(batch, &error);
-            // What was taken between slices follows the lost seqs (with
-            // no slices, nothing was).
+            // What was taken between slices may follow the lost seqs, or
+            // have been written with them (with no slices, nothing was).
             let next = std::mem::take(&mut self.batch);
             self.fail(next, &error);
             return Written::Failed(error);

@@ -23,7 +23,8 @@
 //! starts its pending changes for the next batch, as it does while a commit
 //! is in flight. If a slice cannot be written, the transaction is rolled
 //! back and both batches fail, as when a `COMMIT` fails: the next one's
-//! seqs follow the lost ones.
+//! seqs may follow the lost ones, and its waiters' events may have been
+//! written (and rolled back) with this one.
 
 use std::sync::mpsc::Receiver;
 
