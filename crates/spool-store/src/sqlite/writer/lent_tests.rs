@@ -1,11 +1,11 @@
 //! What a thread that streams waits for while another thread's commit is
 //! held: a real store on a real file, its next `COMMIT` held at a door
-//! (`commit::door`) the way a disk busy with other writes holds its sync.
+//! (`door.rs`) the way a disk busy with other writes holds its sync.
 
 use std::future::Future;
 use std::task::Poll;
 
-use super::commit::door;
+use super::door;
 use super::test_events::{
     PATIENCE, append, check_logs, complete, delta, end_turn, start, store_with_threads,
 };
@@ -40,12 +40,7 @@ async fn a_held_commit_holds_up_no_other_threads_deltas() {
         let (store, b) = (store.clone(), b.clone());
         async move { append(&store, &b, complete(&b, "")).await }
     });
-    let entered = tokio::task::spawn_blocking(move || {
-        let entered = door.entered.recv_timeout(PATIENCE).is_ok();
-        (entered, door.open)
-    });
-    let (entered, open) = entered.await.unwrap();
-    assert!(entered, "`b`'s completion never reached its commit");
+    let open = door::entered(door, PATIENCE, "`b`'s completion never reached its commit").await;
 
     let mut text = "one ".to_owned();
     for word in ["two ", "three "] {

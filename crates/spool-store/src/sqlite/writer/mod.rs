@@ -35,6 +35,8 @@
 mod batch;
 mod checkpoint;
 mod commit;
+#[cfg(test)]
+mod door;
 mod lend;
 #[cfg(test)]
 mod lent_tests;

@@ -88,7 +88,7 @@ impl Writer {
             if in_slice >= SLICE_EVENTS {
                 in_slice = 0;
                 #[cfg(test)]
-                super::commit::door::pass(conn, super::commit::door::Place::Slice);
+                super::door::pass(conn, super::door::Place::Slice);
                 self.take_queued(inbox);
             }
             let Some(state) = self.threads.get_mut(thread_id) else {

@@ -1,13 +1,13 @@
 //! What a stream waits for while a large batch of many threads' deltas is
 //! written: a real store on a real file, the writing held at a door between
-//! two of the batch's slices (`commit::door`, `Place::Slice`).
+//! two of the batch's slices (`door.rs`, `Place::Slice`).
 
 use std::future::Future;
 use std::task::Poll;
 
 use spool_protocol::ServerNotification;
 
-use super::commit::door::{self, Place};
+use super::door::{self, Place};
 use super::slice::SLICE_EVENTS;
 use super::test_events::{
     PATIENCE, append, check_logs, complete, delta, end_turn, start, store_with_threads,
@@ -20,17 +20,6 @@ fn burst(thread: &str, word: &str) -> Vec<ServerNotification> {
     (0..SLICE_EVENTS + 44)
         .flat_map(|_| delta(thread, word))
         .collect()
-}
-
-/// Waits until the store reaches the door, and gives back its key.
-async fn entered(door: door::Door, what: &str) -> std::sync::mpsc::Sender<()> {
-    let (entered, open) = tokio::task::spawn_blocking(move || {
-        (door.entered.recv_timeout(PATIENCE).is_ok(), door.open)
-    })
-    .await
-    .unwrap();
-    assert!(entered, "{what}");
-    open
 }
 
 /// Threads `a`, `x` and `y` have a slice's worth of deltas each in the
@@ -60,7 +49,7 @@ async fn a_large_batch_lets_streams_through_between_its_slices() {
         let (store, b) = (store.clone(), b.clone());
         async move { append(&store, &b, complete(&b, "")).await }
     });
-    let open_first = entered(first, "the batch was not written in slices").await;
+    let open_first = door::entered(first, PATIENCE, "the batch was not written in slices").await;
     // In the writer's inbox while it is held after `a`'s slice: polled
     // once, an append has been sent.
     let mut late = Vec::new();
@@ -72,7 +61,7 @@ async fn a_large_batch_lets_streams_through_between_its_slices() {
     }
     let second = door::hold(dir.path(), Place::Slice);
     drop(open_first);
-    let open_second = entered(second, "the batch's third slice never came").await;
+    let open_second = door::entered(second, PATIENCE, "the batch's third slice never came").await;
     for (at, reply) in late {
         let appended = tokio::time::timeout(PATIENCE, reply)
             .await
@@ -131,12 +120,12 @@ async fn a_slice_that_fails_fails_its_batch_and_the_next() {
         conn.execute_batch("ALTER TABLE events RENAME TO events_gone")
             .unwrap();
     };
-    let first = door::hold_and(dir.path(), Place::Slice, Some(Box::new(sabotage)));
+    let first = door::hold_and(dir.path(), Place::Slice, sabotage);
     let completion = tokio::spawn({
         let (store, b) = (store.clone(), b.clone());
         async move { append(&store, &b, complete(&b, "")).await }
     });
-    let open_first = entered(first, "the batch was not written in slices").await;
+    let open_first = door::entered(first, PATIENCE, "the batch was not written in slices").await;
     let mut late = Box::pin(append(&store, &a, delta(&a, "late ")));
     let polled = std::future::poll_fn(|cx| Poll::Ready(late.as_mut().poll(cx))).await;
     assert!(polled.is_pending(), "answered while the writer was held");
