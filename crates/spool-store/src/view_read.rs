@@ -15,8 +15,8 @@
 //!
 //! [`ViewRead`] is the algorithm; a backend drives it with its reads, in
 //! one snapshot: [`ViewRead::next_page`] says which rows to read next,
-//! [`ViewRead::take_page`] takes them, and [`ViewRead::left_out`] what to
-//! count once reading stopped.
+//! [`ViewRead::take_page`] takes them (pulling only as many as it needs),
+//! and [`ViewRead::left_out`] what to count once reading stopped.
 
 use std::collections::HashMap;
 
@@ -78,10 +78,20 @@ impl ViewRead {
         self.stop.is_none().then_some((self.before, self.page_size))
     }
 
-    /// Takes the page [`Self::next_page`] asked for.
-    pub(crate) fn take_page(&mut self, page: Vec<ItemRecord>) {
-        let full_page = page.len() == self.page_size;
+    /// Takes the page [`Self::next_page`] asked for, newest first. Records
+    /// are pulled only while reading goes on: a page is sized before the
+    /// packer knows how many rows it needs, and decoding a row costs
+    /// several times stepping to it, so a backend that decodes as it is
+    /// pulled never decodes the rows past the stop. The first error a
+    /// record gives ends the read.
+    pub(crate) fn take_page<E>(
+        &mut self,
+        page: impl IntoIterator<Item = Result<ItemRecord, E>>,
+    ) -> Result<(), E> {
+        let mut taken = 0;
         for record in page {
+            let record = record?;
+            taken += 1;
             self.before = record.ordinal;
             if self
                 .turn
@@ -90,7 +100,7 @@ impl ViewRead {
                 && let Some(stop) = self.offer()
             {
                 self.stop = Some(stop);
-                return;
+                return Ok(());
             }
             if record.token_count.is_none() {
                 self.uncached
@@ -98,11 +108,12 @@ impl ViewRead {
             }
             self.turn.push(record);
         }
-        if full_page {
+        if taken == self.page_size {
             self.page_size = (self.page_size * 2).min(MAX_PAGE);
         } else {
             self.stop = Some(self.offer().unwrap_or(Stop::Done));
         }
+        Ok(())
     }
 
     /// Offers the gathered turn (emptying it); `Some` when reading can stop.

@@ -57,6 +57,7 @@ on_every_backend!(
     the_model_gets_the_raw_items_paired,
     newest_first_reading_matches_the_whole_thread_view,
     the_view_starts_at_the_latest_compaction,
+    a_message_in_progress_is_read_with_its_deltas,
     sessions_written_in_shared_commits_keep_views_of_their_own,
 );
 
@@ -293,6 +294,42 @@ async fn the_view_starts_at_the_latest_compaction(ts: TestStore) {
     }
     let view = store.llm_view(&t, LlmViewOptions::default()).await.unwrap();
     assert_eq!(view.turns_included, 21);
+}
+
+/// The newest row of the view is a message still streaming, whose deltas
+/// were committed after its row: it is brought up to date while the page
+/// it is on is still being read, and the rows past where the budget stops
+/// the reading are left unread, whatever page they are on.
+async fn a_message_in_progress_is_read_with_its_deltas(ts: TestStore) {
+    let store = ts.store.clone();
+    let t = new_thread(&store, false).await;
+    let s = session(&store, &t).await;
+    // 200 rows: the first page (128 rows) ends inside them.
+    for n in 0..100 {
+        s.add_items(vec![sdk_item(2 * n), sdk_item(2 * n + 1)])
+            .await
+            .unwrap();
+    }
+    start_message(&store, &t, "turn-live", "live").await;
+    for word in ["still ", "streaming"] {
+        store
+            .append(&t, vec![agent_delta(&t, "turn-live", "live", word)])
+            .await
+            .unwrap();
+    }
+    // Deltas are committed in groups, after `append` answers.
+    store.flush().await.unwrap();
+    for tokens in [0, 500, 3_000, 6_000, 1_000_000] {
+        assert_same_view(&store, &t, budget(tokens)).await;
+    }
+    assert_same_view(&store, &t, LlmViewOptions::default()).await;
+    let view = store.llm_view(&t, budget(500)).await.unwrap();
+    let newest = serde_json::to_value(view.input.last().unwrap()).unwrap();
+    assert!(
+        newest.to_string().contains("still streaming"),
+        "the newest input is not the message as streamed so far: {newest}"
+    );
+    assert!(view.turns_omitted > 0, "500 tokens hold every turn");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -40,7 +40,7 @@ pub(super) async fn read_llm_view(
             )
             .await?;
         let page = catch_up::decoded_items(q, thread_id, &rows).await?;
-        read.take_page(page);
+        read.take_page(page.into_iter().map(Ok::<_, StoreError>))?;
     }
     let ranks = match read.left_out() {
         Some((turn_id, oldest)) => {

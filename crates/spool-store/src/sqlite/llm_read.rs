@@ -2,7 +2,7 @@
 //! `crate::view_read`'s), all in one read transaction: one committed state.
 
 use crate::sqlite::keys;
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::{Connection, OptionalExtension, Rows};
 use spool_core::ItemRecord;
 use spool_core::llm::{LlmView, LlmViewOptions, is_cut_point};
 
@@ -44,7 +44,13 @@ pub(crate) fn read_llm_view(
     }
     let mut read = ViewRead::new(options);
     while let Some((before, limit)) = read.next_page() {
-        read.take_page(read_page(&tx, thread_id, sql_int(before), limit)?);
+        // Rows are decoded as the read pulls them: those past where it
+        // stops are stepped over by no one.
+        let mut stmt = tx.prepare_cached(PAGE)?;
+        let mut rows = stmt.query((thread_id, sql_int(before), sql_int(limit as u64)))?;
+        read.take_page(std::iter::from_fn(|| {
+            next_record(&tx, thread_id, &mut rows).transpose()
+        }))?;
     }
     let ranks = match read.left_out() {
         Some((turn_id, oldest)) => {
@@ -69,23 +75,18 @@ fn rank(conn: &Connection, thread_id: &str, turn_id: &str) -> Result<i64, StoreE
     Ok(rank.unwrap_or(0))
 }
 
-fn read_page(
+/// The page's next record, brought up to date if still in progress.
+fn next_record(
     conn: &Connection,
     thread_id: &str,
-    before: i64,
-    limit: usize,
-) -> Result<Vec<ItemRecord>, StoreError> {
-    let mut stmt = conn.prepare_cached(PAGE)?;
-    let mut rows = stmt.query((thread_id, before, sql_int(limit as u64)))?;
-    let mut records = Vec::with_capacity(limit);
-    while let Some(row) = rows.next()? {
-        records.push(decode_item(row, thread_id)?);
-    }
-    drop(rows);
-    for record in &mut records {
-        catch_up(conn, record)?;
-    }
-    Ok(records)
+    rows: &mut Rows<'_>,
+) -> Result<Option<ItemRecord>, StoreError> {
+    let Some(row) = rows.next()? else {
+        return Ok(None);
+    };
+    let mut record = decode_item(row, thread_id)?;
+    catch_up(conn, &mut record)?;
+    Ok(Some(record))
 }
 
 /// The turn of the latest finished compaction in the view older than
