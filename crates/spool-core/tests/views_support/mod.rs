@@ -102,3 +102,13 @@ pub fn texts(input: &[ResponseItem]) -> Vec<String> {
         .filter_map(|part| part["text"].as_str().map(str::to_owned))
         .collect()
 }
+
+/// The model's input for `records` under the default options, as JSON.
+pub fn convert(records: &[ItemRecord]) -> Vec<Value> {
+    json(&spool_core::llm::llm_view(records, &spool_core::llm::LlmViewOptions::default()).input)
+}
+
+/// [`convert`] of one record holding `item`.
+pub fn convert_one(item: ThreadItem) -> Vec<Value> {
+    convert(&[record("t", 1, item)])
+}
