@@ -15,8 +15,9 @@
 //!
 //! [`ViewRead`] is the algorithm; a backend drives it with its reads, in
 //! one snapshot: [`ViewRead::next_page`] says which rows to read next,
-//! [`ViewRead::take_page`] takes them (pulling only as many as it needs),
-//! and [`ViewRead::left_out`] what to count once reading stopped.
+//! [`ViewRead::take_page`] takes them (pulling only as many as it needs;
+//! [`ViewRead::take`] one at a time), and [`ViewRead::left_out`] what to
+//! count once reading stopped.
 
 use std::collections::HashMap;
 
@@ -90,30 +91,46 @@ impl ViewRead {
     ) -> Result<(), E> {
         let mut taken = 0;
         for record in page {
-            let record = record?;
             taken += 1;
-            self.before = record.ordinal;
-            if self
-                .turn
-                .last()
-                .is_some_and(|last| last.turn_id != record.turn_id)
-                && let Some(stop) = self.offer()
-            {
-                self.stop = Some(stop);
+            if !self.take(record?) {
                 return Ok(());
             }
-            if record.token_count.is_none() {
-                self.uncached
-                    .insert(record.item.id().to_owned(), record.seq);
-            }
-            self.turn.push(record);
         }
+        self.end_page(taken);
+        Ok(())
+    }
+
+    /// Takes the page's next record, for a backend that cannot hand the
+    /// page over as an iterator (its records need an `await`); `false`
+    /// once reading stopped: the rest of the page is not wanted. A page
+    /// taken to its end is closed with [`Self::end_page`].
+    pub(crate) fn take(&mut self, record: ItemRecord) -> bool {
+        self.before = record.ordinal;
+        if self
+            .turn
+            .last()
+            .is_some_and(|last| last.turn_id != record.turn_id)
+            && let Some(stop) = self.offer()
+        {
+            self.stop = Some(stop);
+            return false;
+        }
+        if record.token_count.is_none() {
+            self.uncached
+                .insert(record.item.id().to_owned(), record.seq);
+        }
+        self.turn.push(record);
+        true
+    }
+
+    /// Every record of the page was taken, `taken` of them: a full page
+    /// asks for a larger one next, a short one was the oldest.
+    pub(crate) fn end_page(&mut self, taken: usize) {
         if taken == self.page_size {
             self.page_size = (self.page_size * 2).min(MAX_PAGE);
         } else {
             self.stop = Some(self.offer().unwrap_or(Stop::Done));
         }
-        Ok(())
     }
 
     /// Offers the gathered turn (emptying it); `Some` when reading can stop.

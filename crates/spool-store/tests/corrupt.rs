@@ -5,7 +5,6 @@ mod common;
 
 use common::*;
 use spool_core::View;
-use spool_core::llm::LlmViewOptions;
 use spool_store::{Store, StoreError};
 
 async fn thread_with_history(dir: &std::path::Path) -> String {
@@ -84,55 +83,6 @@ async fn a_corrupt_item_names_the_thread_seq_and_item() {
     // The reducer view reads the same rows and fails the same way.
     let error = store.reducer(&t).await.unwrap_err();
     assert_eq!(corrupt_row(&error).item_id.as_deref(), Some("a1"));
-}
-
-/// The model view decodes the rows its budget reaches and no more: a
-/// corrupt row older than that does not fail it (the page it is on is read
-/// only as far as needed), and a view that reaches the row names it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_model_view_fails_on_a_corrupt_row_only_if_it_reaches_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let t = new_thread(&store, false).await;
-    // 40 turns, 80 item rows: all on the view's first page.
-    let events = (0..40)
-        .flat_map(|n| {
-            let turn = format!("turn-{n}");
-            let user = user_message(&format!("u{n}"), &format!("question {n}"));
-            let agent = agent_message(&format!("a{n}"), &format!("answer {n}"));
-            vec![
-                turn_started(&t, &turn),
-                started(&t, &turn, user.clone()),
-                completed(&t, &turn, user),
-                started(&t, &turn, agent.clone()),
-                completed(&t, &turn, agent),
-                turn_completed(&t, &turn),
-            ]
-        })
-        .collect();
-    store.append(&t, events).await.unwrap();
-    store.close().await.unwrap();
-    raw(dir.path())
-        .execute(
-            "UPDATE items SET item = 'not json' WHERE thread_id = ?1 AND item_id = 'u5'",
-            [&t],
-        )
-        .unwrap();
-
-    let store = open(dir.path());
-    let budget = |tokens| LlmViewOptions {
-        token_budget: Some(tokens),
-        ..LlmViewOptions::default()
-    };
-    let view = store.llm_view(&t, budget(100)).await.unwrap();
-    assert!(
-        view.turns_included > 1 && view.turns_omitted > 0,
-        "{} turns in, {} out",
-        view.turns_included,
-        view.turns_omitted
-    );
-    let error = store.llm_view(&t, budget(100_000)).await.unwrap_err();
-    assert_eq!(corrupt_row(&error).item_id.as_deref(), Some("u5"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,7 +2,8 @@
 //! newest-first reading of the model view: it must give exactly what
 //! `spool_core::llm::llm_view` gives over all the records, including the
 //! count of turns left out (kept by `turns.view_rank`), through removals,
-//! clears, compactions and migration from schema version 1.
+//! clears, compactions and migration from schema version 1; and it decodes
+//! only the rows the budget reaches.
 
 mod common;
 mod session_support;
@@ -58,6 +59,7 @@ on_every_backend!(
     newest_first_reading_matches_the_whole_thread_view,
     the_view_starts_at_the_latest_compaction,
     a_message_in_progress_is_read_with_its_deltas,
+    a_corrupt_row_fails_the_view_only_if_it_reaches_it,
     sessions_written_in_shared_commits_keep_views_of_their_own,
 );
 
@@ -330,6 +332,58 @@ async fn a_message_in_progress_is_read_with_its_deltas(ts: TestStore) {
         "the newest input is not the message as streamed so far: {newest}"
     );
     assert!(view.turns_omitted > 0, "500 tokens hold every turn");
+}
+
+/// The view decodes the rows its budget reaches and no more: a corrupt row
+/// older than that does not fail it, though it is on a page the view read
+/// (SQLite steps only as far as needed, PostgreSQL fetches the page whole
+/// but decodes only what it takes), and a view that reaches the row fails
+/// naming it.
+async fn a_corrupt_row_fails_the_view_only_if_it_reaches_it(ts: TestStore) {
+    let store = ts.store.clone();
+    let t = new_thread(&store, false).await;
+    // 40 turns, 80 item rows: all on the view's first page.
+    let events = (0..40)
+        .flat_map(|n| {
+            let turn = format!("turn-{n}");
+            let user = user_message(&format!("u{n}"), &format!("question {n}"));
+            let agent = agent_message(&format!("a{n}"), &format!("answer {n}"));
+            vec![
+                turn_started(&t, &turn),
+                started(&t, &turn, user.clone()),
+                completed(&t, &turn, user),
+                started(&t, &turn, agent.clone()),
+                completed(&t, &turn, agent),
+                turn_completed(&t, &turn),
+            ]
+        })
+        .collect();
+    store.append(&t, events).await.unwrap();
+    store.flush().await.unwrap();
+    let corrupt = format!(
+        "UPDATE items SET item = 'not json' WHERE thread_id = {} AND item_id = 'u5'",
+        quote(&t)
+    );
+    let updated = match ts.backend() {
+        "sqlite" => ts.count(&format!("{corrupt} RETURNING 1")),
+        _ => ts.count(&format!(
+            "WITH u AS ({corrupt} RETURNING 1) SELECT count(*) FROM u"
+        )),
+    };
+    assert_eq!(updated, 1);
+
+    let view = store.llm_view(&t, budget(100)).await.unwrap();
+    assert!(
+        view.turns_included > 1 && view.turns_omitted > 0,
+        "{} turns in, {} out",
+        view.turns_included,
+        view.turns_omitted
+    );
+    let error = store.llm_view(&t, budget(100_000)).await.unwrap_err();
+    let row = error
+        .corrupt_row()
+        .unwrap_or_else(|| panic!("expected a corrupt row error, got {error}"));
+    assert_eq!((row.table, row.item_id.as_deref()), ("items", Some("u5")));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

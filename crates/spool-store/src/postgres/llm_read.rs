@@ -2,8 +2,9 @@
 //! `crate::view_read`'s algorithm, in one repeatable-read snapshot.
 
 use spool_core::llm::{LlmView, LlmViewOptions, is_cut_point};
+use spool_protocol::ItemStatus;
 
-use super::catch_up;
+use super::catch_up::{self, LOG_END};
 use super::query::Query;
 use super::reads;
 use crate::codec::{decode_item, sql_int};
@@ -39,8 +40,30 @@ pub(super) async fn read_llm_view(
                 &[&thread_id, &sql_int(before), &sql_int(limit as u64)],
             )
             .await?;
-        let page = catch_up::decoded_items(q, thread_id, &rows).await?;
-        read.take_page(page.into_iter().map(Ok::<_, StoreError>))?;
+        let log_end = match rows.first() {
+            Some(row) => row.try_get::<_, Option<i64>>(LOG_END)?.unwrap_or(0),
+            None => 0,
+        };
+        // The page comes whole, but a row is decoded only when the read
+        // wants it (`view_read.rs`); an item still in progress is brought
+        // up to date on its own (there are few: the turn in flight's).
+        let mut taken = 0;
+        let mut wanted = true;
+        for row in &rows {
+            let mut record = decode_item(row, thread_id)?;
+            if record.envelope.status == ItemStatus::InProgress {
+                catch_up::catch_up(q, thread_id, std::slice::from_mut(&mut record), log_end)
+                    .await?;
+            }
+            taken += 1;
+            if !read.take(record) {
+                wanted = false;
+                break;
+            }
+        }
+        if wanted {
+            read.end_page(taken);
+        }
     }
     let ranks = match read.left_out() {
         Some((turn_id, oldest)) => {
