@@ -37,6 +37,15 @@ fn budget(tokens: usize) -> LlmViewOptions {
     }
 }
 
+/// `turns` turns of two session items each: items `2n` and `2n + 1`.
+async fn add_pairs(s: &Session<AnyStore>, turns: usize) {
+    for n in 0..turns {
+        s.add_items(vec![sdk_item(2 * n), sdk_item(2 * n + 1)])
+            .await
+            .unwrap();
+    }
+}
+
 /// The store's view equals the in-memory view over every record.
 async fn assert_same_view(store: &AnyStore, thread_id: &str, options: LlmViewOptions) {
     let records = store.items(thread_id, View::All).await.unwrap();
@@ -264,11 +273,7 @@ async fn the_view_starts_at_the_latest_compaction(ts: TestStore) {
     let store = ts.store.clone();
     let t = new_thread(&store, false).await;
     let s = session(&store, &t).await;
-    for n in 0..20 {
-        s.add_items(vec![sdk_item(2 * n), sdk_item(2 * n + 1)])
-            .await
-            .unwrap();
-    }
+    add_pairs(&s, 20).await;
     let compaction = ThreadItem::ContextCompaction {
         id: "cc".into(),
         summary: Some("the first twenty turns".into()),
@@ -286,11 +291,7 @@ async fn the_view_starts_at_the_latest_compaction(ts: TestStore) {
         )
         .await
         .unwrap();
-    for n in 0..20 {
-        s.add_items(vec![sdk_item(2 * n), sdk_item(2 * n + 1)])
-            .await
-            .unwrap();
-    }
+    add_pairs(&s, 20).await;
     for tokens in [0, 500, 1_000, 1_500, 100_000] {
         assert_same_view(&store, &t, budget(tokens)).await;
     }
@@ -300,18 +301,14 @@ async fn the_view_starts_at_the_latest_compaction(ts: TestStore) {
 
 /// The newest row of the view is a message still streaming, whose deltas
 /// were committed after its row: it is brought up to date while the page
-/// it is on is still being read, and the rows past where the budget stops
-/// the reading are left unread, whatever page they are on.
+/// it is on is still being read, and the view is what the whole thread's
+/// records give, at budgets that stop inside the first page and beyond it.
 async fn a_message_in_progress_is_read_with_its_deltas(ts: TestStore) {
     let store = ts.store.clone();
     let t = new_thread(&store, false).await;
     let s = session(&store, &t).await;
     // 200 rows: the first page (128 rows) ends inside them.
-    for n in 0..100 {
-        s.add_items(vec![sdk_item(2 * n), sdk_item(2 * n + 1)])
-            .await
-            .unwrap();
-    }
+    add_pairs(&s, 100).await;
     start_message(&store, &t, "turn-live", "live").await;
     for word in ["still ", "streaming"] {
         store

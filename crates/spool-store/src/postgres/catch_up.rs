@@ -23,7 +23,7 @@ use crate::error::{CorruptRow, DecodeCause, StoreError};
 
 /// The column of an item `SELECT` holding the thread's last committed seq
 /// in the statement's snapshot (`select!(items, …)`).
-pub(super) const LOG_END: usize = 8;
+const LOG_END: usize = 8;
 
 /// The committed events about some items of a thread, after a seq and up
 /// to another.
@@ -42,11 +42,19 @@ pub(super) async fn decoded_items(
         .iter()
         .map(|row| decode_item(row, thread_id))
         .collect::<Result<Vec<_>, _>>()?;
-    if let Some(row) = rows.first() {
-        let log_end: Option<i64> = row.try_get(LOG_END)?;
-        catch_up(q, thread_id, &mut items, log_end.unwrap_or(0)).await?;
+    if !rows.is_empty() {
+        catch_up(q, thread_id, &mut items, log_end(rows)?).await?;
     }
     Ok(items)
+}
+
+/// Where the thread's log ended in the snapshot of the item `SELECT` that
+/// gave `rows` ([`LOG_END`]; 0 with no rows).
+pub(super) fn log_end(rows: &[Row]) -> Result<i64, StoreError> {
+    Ok(match rows.first() {
+        Some(row) => row.try_get::<_, Option<i64>>(LOG_END)?.unwrap_or(0),
+        None => 0,
+    })
 }
 
 /// Applies to each in-progress item the deltas committed after its row's

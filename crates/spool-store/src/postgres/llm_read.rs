@@ -4,7 +4,7 @@
 use spool_core::llm::{LlmView, LlmViewOptions, is_cut_point};
 use spool_protocol::ItemStatus;
 
-use super::catch_up::{self, LOG_END};
+use super::catch_up;
 use super::query::Query;
 use super::reads;
 use crate::codec::{decode_item, sql_int};
@@ -40,10 +40,7 @@ pub(super) async fn read_llm_view(
                 &[&thread_id, &sql_int(before), &sql_int(limit as u64)],
             )
             .await?;
-        let log_end = match rows.first() {
-            Some(row) => row.try_get::<_, Option<i64>>(LOG_END)?.unwrap_or(0),
-            None => 0,
-        };
+        let log_end = catch_up::log_end(&rows)?;
         // The page comes whole, but a row is decoded only when the read
         // wants it (`view_read.rs`); an item still in progress is brought
         // up to date on its own (there are few: the turn in flight's).

@@ -11,9 +11,9 @@ use rusqlite::{Connection, OptionalExtension};
 
 use spool_core::llm::in_view;
 
+use super::TokenCount;
 use super::multi_row::{self, MultiRow};
 use super::rank::{TouchedTurns, update_view_ranks};
-use super::{Threads, TokenCount};
 use crate::born::{Body, PROJECTED, TURN_END_PROJECTED, TURN_START_PROJECTED};
 use crate::codec::{encode_item_json, encode_turn_json};
 use crate::error::StoreError;
@@ -96,27 +96,6 @@ const DELETE_ITEM: &str = "DELETE FROM items WHERE item_id = ?2 AND thread_id = 
 /// seq guard drops counts for items that changed since they were read.
 const CACHE_TOKEN_COUNT: &str = "UPDATE items SET token_count = ?4 WHERE item_id = ?2 AND thread_id = ?1 AND is_turn = 0 \
      AND seq = ?3";
-
-/// Writes the pending changes of `dirty` threads and the token counts in a
-/// `BEGIN IMMEDIATE` transaction, and leaves it open for its `COMMIT`
-/// (`commit::finish`, here or on the commit thread). On error the
-/// transaction is rolled back (by dropping it).
-pub(super) fn write(
-    conn: &Connection,
-    dirty: &[String],
-    threads: &mut Threads,
-    token_counts: &[(String, Vec<TokenCount>)],
-) -> Result<(), StoreError> {
-    let tx = Begun::immediate(conn)?;
-    for thread_id in dirty {
-        if let Some(state) = threads.get_mut(thread_id) {
-            write_thread(conn, thread_id, state)?;
-        }
-    }
-    write_token_counts(conn, token_counts)?;
-    tx.keep();
-    Ok(())
-}
 
 /// A batch's `BEGIN IMMEDIATE`, rolled back when dropped unless kept: an
 /// error on the way leaves the connection clean.

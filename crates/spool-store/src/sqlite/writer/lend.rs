@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::slice::Inbox;
-use super::{Batch, Flow, Incoming, Request, Waiter, Writer, batch, commit, held};
+use super::{Batch, Flow, Incoming, Request, Waiter, Writer, commit, held};
 use crate::error::StoreError;
 use crate::phases::{Phase, Timer};
 
@@ -207,22 +207,7 @@ impl Writer {
             return Written::Nothing;
         }
         let mut batch = std::mem::take(&mut self.batch);
-        let written = match inbox {
-            Some(inbox) if Writer::sliced(&batch) => self.write_in_slices(&mut batch, inbox),
-            _ => batch::write(
-                held(&self.conn),
-                &batch.dirty_threads,
-                &mut self.threads,
-                &batch.token_counts,
-            )
-            .map(|()| {
-                for thread_id in &batch.dirty_threads {
-                    if let Some(state) = self.threads.get_mut(thread_id) {
-                        batch.spent.push(state.written());
-                    }
-                }
-            }),
-        };
+        let written = self.write_rows(&mut batch, inbox);
         if let Err(error) = written {
             let error = Arc::new(error);
             tracing::error!(%error, events = batch.events, "store commit failed");

@@ -1,5 +1,7 @@
-//! A large batch written a slice of threads at a time, with the writer's
-//! inbox looked at between slices.
+//! A batch's rows, written thread by thread into a `BEGIN IMMEDIATE`
+//! transaction left open for its `COMMIT` (`commit::finish`, here or on the
+//! commit thread); a large batch a slice of threads at a time, with the
+//! writer's inbox looked at between slices.
 //!
 //! While the commit thread holds the connection, deltas get their seqs and
 //! pile up in the next batch (`lend.rs`). On a disk busy with other writes
@@ -55,16 +57,19 @@ impl Writer {
         batch.events > SLICE_EVENTS && batch.dirty_threads.len() > 1
     }
 
-    /// Writes `batch`'s rows into an open transaction a slice at a time,
-    /// taking what is queued in `inbox` between slices (module docs).
-    /// Each thread's pending changes go to `batch.spent` once written.
-    /// Called with the connection home.
+    /// Writes `batch`'s rows into a transaction left open, each thread's
+    /// pending changes going to `batch.spent` once written; on error the
+    /// transaction is rolled back. With the writer thread's `inbox`, a
+    /// batch that is [`Self::sliced`] is written a slice at a time, what
+    /// is queued taken between slices (module docs). Called with the
+    /// connection home.
     #[allow(clippy::expect_used)]
-    pub(super) fn write_in_slices(
+    pub(super) fn write_rows(
         &mut self,
         batch: &mut Batch,
-        inbox: &Inbox<'_>,
+        inbox: Option<&Inbox<'_>>,
     ) -> Result<(), StoreError> {
+        let inbox = inbox.filter(|_| Writer::sliced(batch));
         let conn = self
             .conn
             .take()
@@ -80,12 +85,14 @@ impl Writer {
         &mut self,
         conn: &Connection,
         batch: &mut Batch,
-        inbox: &Inbox<'_>,
+        inbox: Option<&Inbox<'_>>,
     ) -> Result<(), StoreError> {
         let tx = batch::Begun::immediate(conn)?;
         let mut in_slice = 0;
         for thread_id in &batch.dirty_threads {
-            if in_slice >= SLICE_EVENTS {
+            if let Some(inbox) = inbox
+                && in_slice >= SLICE_EVENTS
+            {
                 in_slice = 0;
                 #[cfg(test)]
                 super::door::pass(conn, super::door::Place::Slice);

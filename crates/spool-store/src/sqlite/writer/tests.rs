@@ -89,7 +89,8 @@ fn an_item_removed_later_in_its_batch_keeps_its_body_in_the_log() {
             Err(refusal) => panic!("refused: {}", refusal.error),
         }
     }
-    batch::write(&conn, std::slice::from_ref(&t), &mut threads, &[]).unwrap();
+    conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+    batch::write_thread(&conn, &t, threads.get_mut(&t).unwrap()).unwrap();
     conn.execute_batch("COMMIT").unwrap();
 
     let rows: Vec<(i64, String, i64)> = conn
