@@ -42,6 +42,7 @@ mod report;
 mod runner;
 mod runner_floor;
 mod server;
+mod server_resume;
 mod session_workloads;
 mod stamping;
 mod takeover;

@@ -23,7 +23,8 @@
 //! - (c) resident memory per loaded idle thread: the RSS growth
 //!   (`/proc/self/statm`) over `--idle-threads` `thread/start`s, per thread.
 //! - (d) `thread/resume` (with turns) of a thread of `--items` items:
-//!   request sent to reply received; the median of a few resumes.
+//!   request sent to reply received; the median of a few resumes
+//!   (`server_resume.rs`).
 //! - (e), with `spool --store postgres://… bench server`: two servers on
 //!   one database (`replicas.rs`);
 //! - (f), likewise: a takeover after `kill -9` of the server running a
@@ -40,29 +41,20 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, ensure};
 use serde::Serialize;
 use serde_json::{Value, json};
-use spool_protocol::{
-    Audience, ItemCompletedNotification, ItemEnvelope, ItemStartedNotification, ItemStatus,
-    ServerNotification, ThreadItem, Turn, TurnCompletedNotification, TurnStartedNotification,
-    TurnStatus, UserInput,
-};
 use spool_runtime::Agent;
 use spool_server::{AccessRules, Hub, HubOptions, ListenUrl, Listeners, Shutdown, ThreadSettings};
-use spool_store::{NewThread, SqliteStore, Store, StoreOptions};
+use spool_store::{SqliteStore, Store, StoreOptions};
 
 use super::ws_client::Client;
 
 use super::args::{BenchServerArgs, ServerWorkload};
-use super::report::{Machine, median, percentile, round};
+use super::report::{Machine, percentile, round};
+use super::server_resume;
 use super::stamping::{Stamping, delta_stamp};
 
 const TARGET_NOTIFICATIONS_PER_S: f64 = 100_000.0;
 const TARGET_P99_MS: f64 = 2.0;
 const TARGET_KIB_PER_THREAD: f64 = 64.0;
-const TARGET_RESUME_MS: f64 = 50.0;
-/// Resumes timed in (d); the median is reported.
-const RESUMES: usize = 5;
-/// Turns per `append` while filling (d)'s thread.
-const SETUP_TURNS_PER_APPEND: usize = 250;
 /// How long the client waits for any one message before giving up.
 pub(super) const WAIT: Duration = Duration::from_secs(120);
 
@@ -74,7 +66,7 @@ struct Report {
     notifications: Option<Notifications>,
     latency: Option<Latency>,
     idle_thread_memory: Option<Memory>,
-    resume: Option<Resume>,
+    resume: Option<server_resume::Resume>,
     /// (e), with `spool --store postgres://… bench server`.
     replicas: Option<super::replicas::Replicas>,
     /// (f), likewise.
@@ -119,19 +111,6 @@ struct Memory {
     rss_after_kib: f64,
     kib_per_thread: f64,
     target_kib_per_thread: f64,
-    holds: bool,
-}
-
-#[derive(Debug, Serialize)]
-struct Resume {
-    items: usize,
-    turns: usize,
-    resumes: usize,
-    median_ms: f64,
-    first_ms: f64,
-    max_ms: f64,
-    reply_bytes: usize,
-    target_ms: f64,
     holds: bool,
 }
 
@@ -184,7 +163,7 @@ async fn run(args: &BenchServerArgs, dir: &Path, machine: Machine) -> anyhow::Re
     }
     let mut resumed = None;
     if runs(ServerWorkload::D) {
-        let r = resume(&mut client, &store, &cwd, args.items as usize).await?;
+        let r = server_resume::resume(&mut client, &store, &cwd, args.items as usize).await?;
         eprintln!(
             "(d) thread/resume of {} items: median {:.2} ms",
             r.items, r.median_ms
@@ -462,111 +441,8 @@ async fn idle_memory(client: &mut Client, threads: usize) -> anyhow::Result<Memo
     })
 }
 
-/// (d): `thread/resume` with turns of a thread of `items` items, written
-/// to the store directly (a user message and an answer per turn).
-async fn resume(
-    client: &mut Client,
-    store: &SqliteStore,
-    cwd: &str,
-    items: usize,
-) -> anyhow::Result<Resume> {
-    let record = store.create_thread(NewThread::new("bench", cwd)).await?;
-    let thread = record.thread.id;
-    let turns = items / 2;
-    for first in (0..turns).step_by(SETUP_TURNS_PER_APPEND) {
-        let last = (first + SETUP_TURNS_PER_APPEND).min(turns);
-        let events = (first..last)
-            .flat_map(|k| turn_events(&thread, k))
-            .collect();
-        store.append(&thread, events).await?;
-    }
-    store.flush().await?;
-    let mut times = Vec::with_capacity(RESUMES);
-    let mut reply_bytes = 0;
-    for _ in 0..RESUMES {
-        let start = Instant::now();
-        let (reply, at) = client
-            .call_timed("thread/resume", json!({"threadId": thread}))
-            .await?;
-        times.push(at.duration_since(start).as_secs_f64() * 1000.0);
-        let got = reply["result"]["thread"]["turns"]
-            .as_array()
-            .map_or(0, Vec::len);
-        ensure!(
-            got == turns,
-            "thread/resume returned {got} turns, not {turns}"
-        );
-        reply_bytes = reply.to_string().len();
-    }
-    let median_ms = median(&times);
-    Ok(Resume {
-        items: turns * 2,
-        turns,
-        resumes: RESUMES,
-        median_ms: round(median_ms, 3),
-        first_ms: round(times[0], 3),
-        max_ms: round(times.iter().copied().fold(0.0, f64::max), 3),
-        reply_bytes,
-        target_ms: TARGET_RESUME_MS,
-        holds: median_ms <= TARGET_RESUME_MS,
-    })
-}
-
 pub(super) fn turn_params(thread: &str) -> Value {
     json!({"threadId": thread, "input": [{"type": "text", "text": "Stream."}]})
-}
-
-/// Turn `k` of (d)'s thread: its user message and the agent's answer.
-fn turn_events(thread: &str, k: usize) -> Vec<ServerNotification> {
-    let turn = format!("turn_{k}");
-    let user = ThreadItem::user_message(
-        format!("item_{}", 2 * k),
-        vec![UserInput::text(format!("Question {k}: what comes next?"))],
-    );
-    let agent = ThreadItem::agent_message(
-        format!("msg_{}", 2 * k + 1),
-        format!("Answer {k}: the next thing, in a sentence or two of plain text."),
-    );
-    let now = now_ms();
-    let started = |item: ThreadItem| {
-        ServerNotification::ItemStarted(ItemStartedNotification {
-            item,
-            thread_id: thread.to_owned(),
-            turn_id: turn.clone(),
-            started_at_ms: now,
-            envelope: Some(ItemEnvelope::started("bench", Audience::BOTH, now)),
-        })
-    };
-    let completed = |item: ThreadItem| {
-        let mut envelope = ItemEnvelope::started("bench", Audience::BOTH, now);
-        envelope.status = ItemStatus::Completed;
-        envelope.completed_at_ms = Some(now);
-        ServerNotification::ItemCompleted(ItemCompletedNotification {
-            item,
-            thread_id: thread.to_owned(),
-            turn_id: turn.clone(),
-            completed_at_ms: now,
-            envelope: Some(envelope),
-        })
-    };
-    let mut turn_started = Turn::new(turn.clone(), TurnStatus::InProgress);
-    turn_started.started_at = Some(now / 1000);
-    let mut turn_completed = Turn::new(turn.clone(), TurnStatus::Completed);
-    turn_completed.completed_at = Some(now / 1000);
-    vec![
-        ServerNotification::TurnStarted(TurnStartedNotification {
-            thread_id: thread.to_owned(),
-            turn: turn_started,
-        }),
-        started(user.clone()),
-        completed(user),
-        started(ThreadItem::agent_message(agent.id(), "")),
-        completed(agent),
-        ServerNotification::TurnCompleted(TurnCompletedNotification {
-            thread_id: thread.to_owned(),
-            turn: turn_completed,
-        }),
-    ]
 }
 
 /// Whether `frame` is the reply to request `id`.
@@ -594,7 +470,7 @@ fn rss_kib() -> anyhow::Result<f64> {
     Ok(pages * 4.0)
 }
 
-fn now_ms() -> i64 {
+pub(super) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))

@@ -20,8 +20,8 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 
+use super::handle::PgStore;
 use super::query::Query;
-use super::store::PgStore;
 use crate::error::StoreError;
 
 /// A command forwarded to this server, claimed by it.

@@ -11,9 +11,11 @@ mod codec;
 mod commands;
 mod commit;
 mod conn;
+mod handle;
 mod holder;
 mod lane;
 mod lease;
+mod linger;
 mod listen;
 mod llm_read;
 mod pipeline;
@@ -23,6 +25,7 @@ mod reads;
 mod requests;
 mod schema;
 mod session;
+
 mod store;
 mod thread_ops;
 mod writer;
@@ -36,9 +39,9 @@ use tokio_postgres::config::Host;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 pub use self::commands::{ForwardReply, Forwarded};
+pub use self::handle::PgStore;
 pub use self::listen::RemoteCommit;
 pub use self::schema::PG_SCHEMA_VERSION;
-pub use self::store::PgStore;
 use crate::error::StoreError;
 
 pub(crate) type PgError = tokio_postgres::Error;

@@ -1,8 +1,7 @@
-//! The PostgreSQL store: writer threads with a connection of their own
-//! (`writer.rs`), each writing the threads of its lane (`lane.rs`), and
-//! the pool's connections for reads.
-
-use std::sync::Arc;
+//! The PostgreSQL store's `Store` methods: appends and other writes go to
+//! writer threads with a connection of their own (`writer.rs`), each
+//! writing the threads of its lane (`lane.rs`); reads use the pool's
+//! connections. The handle they run on is in `handle.rs`.
 
 use spool_core::llm::{LlmView, LlmViewOptions};
 use spool_core::{ItemRecord, ThreadReducer, TurnRecord, View};
@@ -10,179 +9,20 @@ use spool_protocol::{ServerNotification, ThreadEvent};
 
 use super::RemoteCommit;
 use super::commands::{self, ForwardReply, Forwarded};
-use super::lane::Writers;
-use super::listen::Heard;
+use super::handle::PgStore;
 use super::requests::{self, RequestOp};
 use super::thread_ops::{self, ThreadOp};
-use super::writer::{self, Request};
-use super::{PgDatabase, llm_read, reads, session};
+use super::writer::Request;
+use super::{llm_read, reads, session};
 use crate::Store;
 use crate::codec::encode;
 use crate::error::StoreError;
 use crate::input_json::InputJson;
-use crate::options::StoreOptions;
-use crate::thread_state::Incoming;
 use crate::thread_state::prepare::{new_thread_record, prepare_append, prepare_entries};
 use crate::types::{
     Appended, InputItems, ItemsPage, NewThread, PendingRequest, ResolvedRequest, StoredHistory,
     StoredRunState, ThreadListQuery, ThreadPage, ThreadRecord, ToAppend,
 };
-
-/// The PostgreSQL store. Cheap to clone: clones share the writers and the
-/// pool. The writers stop, after committing what they accepted, when
-/// [`Store::close`] is called or the last clone is dropped.
-#[derive(Clone)]
-pub struct PgStore {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    db: PgDatabase,
-    /// What other servers say (`listen.rs`), listened for from the first
-    /// call that needs it on.
-    heard: std::sync::OnceLock<(Heard, tokio::task::JoinHandle<()>)>,
-    /// Where commits to tell of go: those of other servers (the
-    /// listener's) and this server's takeovers (its writers').
-    commits: tokio::sync::broadcast::Sender<RemoteCommit>,
-    /// The first receiver of commits, made with the channel so it hears
-    /// the first word; taken by the first `remote_commits`.
-    first_commits: std::sync::Mutex<Option<tokio::sync::broadcast::Receiver<RemoteCommit>>>,
-    /// This store's name among the servers on the database: the holder its
-    /// leases name.
-    server_id: Arc<str>,
-    writers: Writers,
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        if let Some((_, listener)) = self.heard.get() {
-            listener.abort();
-        }
-        self.writers.stop();
-    }
-}
-
-impl std::fmt::Debug for PgStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PgStore")
-            .field("database", &self.inner.db.name())
-            .finish_non_exhaustive()
-    }
-}
-
-impl PgStore {
-    /// Connects to the database at `url` (see [`PgDatabase::connect`]),
-    /// migrates it and starts the writers.
-    pub async fn open(url: &str, options: StoreOptions) -> Result<PgStore, StoreError> {
-        let db = PgDatabase::connect(url).await?;
-        let server_id: Arc<str> = uuid::Uuid::now_v7().to_string().into();
-        let (commits, first) = tokio::sync::broadcast::channel(4_096);
-        let writers = Writers::start(&db, &options, server_id.clone(), &commits).await?;
-        Ok(PgStore {
-            inner: Arc::new(Inner {
-                db,
-                heard: std::sync::OnceLock::new(),
-                commits,
-                first_commits: std::sync::Mutex::new(Some(first)),
-                server_id,
-                writers,
-            }),
-        })
-    }
-
-    /// The listener (`listen.rs`), started on the first call (on the
-    /// caller's runtime).
-    fn heard(&self) -> &Heard {
-        let (heard, _) = self.inner.heard.get_or_init(|| {
-            let heard = Heard {
-                commits: self.inner.commits.clone(),
-                commands: Arc::new(tokio::sync::Notify::new()),
-                replies: tokio::sync::broadcast::channel(1_024).0,
-            };
-            let db = &self.inner.db;
-            let listener = tokio::spawn(super::listen::listen(
-                db.config.clone(),
-                db.tls.clone(),
-                self.inner.server_id.clone(),
-                heard.clone(),
-            ));
-            (heard, listener)
-        });
-        heard
-    }
-
-    /// The database, as messages name it (never with a password).
-    pub fn database(&self) -> &str {
-        self.inner.db.name()
-    }
-
-    /// Sends a checked append to its thread's writer and waits for the
-    /// answer; `echo`: answer with what was appended.
-    async fn send_append(
-        &self,
-        thread_id: &str,
-        events: Vec<Incoming>,
-        echo: bool,
-    ) -> Result<Vec<Appended>, StoreError> {
-        self.ask(self.lane(thread_id), |reply| Request::Append {
-            thread_id: thread_id.to_owned(),
-            events,
-            echo,
-            reply,
-        })
-        .await
-    }
-
-    /// The lane whose writer writes `thread_id`.
-    /// This store's name among the servers on the database.
-    pub(super) fn server_id(&self) -> &str {
-        &self.inner.server_id
-    }
-
-    fn lane(&self, thread_id: &str) -> usize {
-        self.inner.writers.lane(thread_id)
-    }
-
-    /// Sends a request to the writer of `lane` and waits for its answer.
-    async fn ask<T>(
-        &self,
-        lane: usize,
-        request: impl FnOnce(writer::Reply<T>) -> Request,
-    ) -> Result<T, StoreError> {
-        self.inner.writers.ask(lane, request).await
-    }
-
-    pub(super) async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
-        self.inner.db.client().await
-    }
-
-    /// Runs `read` in a read-only repeatable-read transaction: several
-    /// reads of one committed state.
-    async fn snapshot<T>(
-        &self,
-        read: impl AsyncFnOnce(&deadpool_postgres::Transaction<'_>) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let mut client = self.client().await?;
-        let tx = client
-            .build_transaction()
-            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .await?;
-        let value = read(&tx).await?;
-        tx.commit().await?;
-        Ok(value)
-    }
-
-    /// Reads the rows of a thread; an empty answer is checked against the
-    /// thread table so an unknown thread is an error, not an empty list.
-    async fn thread_rows<T>(&self, thread_id: &str, rows: Vec<T>) -> Result<Vec<T>, StoreError> {
-        if rows.is_empty() && !reads::thread_exists(&self.client().await?, thread_id).await? {
-            return Err(StoreError::UnknownThread(thread_id.to_owned()));
-        }
-        Ok(rows)
-    }
-}
 
 impl Store for PgStore {
     /// Listens from the first call on (on the caller's runtime).

@@ -4,7 +4,7 @@
 //!
 //! It is the SQLite writer's model (`sqlite/writer`), simpler: the writer
 //! takes one request, drains whatever else is queued (waiting up to half a
-//! millisecond for the callers its last commit answered: `Linger`), checks every append
+//! millisecond for the callers its last commit answered: `Linger`, `linger.rs`), checks every append
 //! against its thread's state (`thread_state`, the same code as SQLite's),
 //! writes the batch in one transaction and commits it, then answers each
 //! caller. The transaction goes in one round trip: its statements are
@@ -31,6 +31,7 @@ use tokio::sync::{broadcast, oneshot};
 use super::commit::{APPLIED, applied_commands, notify};
 pub(super) use super::conn::Conn;
 use super::lane::Lane;
+use super::linger::{LINGER, Linger};
 use super::listen::RemoteCommit;
 use super::query::Query;
 use super::requests::{RequestOp, StateSource};
@@ -164,51 +165,6 @@ pub(super) struct Writer {
     /// (`holder.rs`): it drops its own commits' notices, and a takeover's
     /// events are appended by no run here.
     pub(super) takeovers: broadcast::Sender<RemoteCommit>,
-}
-
-/// The longest a group commit waits for more appends (`Linger`).
-const LINGER: Duration = Duration::from_micros(500);
-
-/// Commits after a wait that was in vain during which none waits.
-const LINGER_BACKOFF: u32 = 64;
-
-/// Whether a group commit waits a moment for more appends before it
-/// commits. When the last commit wrote several threads, their callers are
-/// likely to append again at once (each waits for its answer, then sends
-/// its next append): a commit that begins with an append waits, at most
-/// [`LINGER`], until appends of as many threads are in, and so carries
-/// their appends instead of leaving them to the next commit. A thread
-/// alone never waits (its caller is the one being answered), nor does a
-/// commit after a wait in vain (callers pacing themselves, such as a
-/// model's deltas, would only be delayed), for [`LINGER_BACKOFF`]
-/// commits. A wait is in vain when it ran out with fewer than half of the
-/// threads it waited for in: one slow caller among many does not stop the
-/// others from being carried together.
-#[derive(Debug, Default)]
-struct Linger {
-    threads: usize,
-    skip: u32,
-}
-
-impl Linger {
-    /// How many threads' appends the next commit waits for.
-    fn threads(&self) -> usize {
-        match self.skip {
-            0 if self.threads > 1 => self.threads,
-            _ => 0,
-        }
-    }
-
-    /// A commit of `threads` threads is being made, after waiting for
-    /// `waited_for` of them (0: it did not wait); whether the wait ran out.
-    fn after(&mut self, threads: usize, waited_for: usize, ran_out: bool) {
-        self.threads = threads;
-        let in_vain = waited_for > 0 && ran_out && threads * 2 <= waited_for;
-        self.skip = match in_vain {
-            true => LINGER_BACKOFF,
-            false => self.skip.saturating_sub(1),
-        };
-    }
 }
 
 /// A caller answered once the batch commits.
@@ -575,29 +531,5 @@ fn outcome<T, C>(commit: &Result<C, Arc<StoreError>>, value: T) -> Result<T, Sto
     match commit {
         Ok(_) => Ok(value),
         Err(error) => Err(StoreError::Commit(error.clone())),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{LINGER_BACKOFF, Linger};
-
-    #[test]
-    fn a_commit_waits_for_the_threads_of_the_last_until_a_wait_is_in_vain() {
-        let mut linger = Linger::default();
-        assert_eq!(linger.threads(), 0, "nothing answered yet");
-        linger.after(1, 0, false);
-        assert_eq!(linger.threads(), 0, "a thread alone never waits");
-        linger.after(8, 0, false);
-        assert_eq!(linger.threads(), 8);
-        linger.after(5, 8, true);
-        assert_eq!(linger.threads(), 5, "5 of 8 came: not in vain");
-        linger.after(8, 5, false);
-        linger.after(4, 8, true);
-        for _ in 0..LINGER_BACKOFF {
-            assert_eq!(linger.threads(), 0, "no wait after one in vain");
-            linger.after(8, 0, false);
-        }
-        assert_eq!(linger.threads(), 8, "waits again after the backoff");
     }
 }
