@@ -24,11 +24,41 @@ use std::collections::HashMap;
 use spool_core::ItemRecord;
 use spool_core::llm::{LlmView, LlmViewOptions, Offered, Packer};
 
-/// Rows of the first page; each next page is twice as large, up to
-/// [`MAX_PAGE`]. A 20,000-token budget over short messages fits a few
-/// hundred rows: two or three pages.
+/// Rows of the first page. A 20,000-token budget over short messages
+/// fits a few hundred rows.
 const FIRST_PAGE: usize = 128;
+/// The bounds of every next page (see [`next_page_size`]).
+const MIN_PAGE: usize = 32;
 const MAX_PAGE: usize = 4_096;
+
+/// The size of the page after a full one of `size` rows. Without a
+/// budget (or before a turn was packed, or when the packed ones cost
+/// nothing), twice `size`. Under a budget, the rows its `room` holds at
+/// what the `offered` rows packed so far cost (`tokens`), less the
+/// `gathered` rows of the turn not yet offered, plus a quarter and
+/// [`MIN_PAGE`] for the turn that does not fit (reading stops only past
+/// its oldest row). A page too short costs one more query; rows past the
+/// stop cost a backend that fetches a page whole (PostgreSQL) their
+/// transfer, and the others nothing. Always within [`MIN_PAGE`] and
+/// [`MAX_PAGE`].
+fn next_page_size(
+    size: usize,
+    room: Option<usize>,
+    tokens: usize,
+    offered: usize,
+    gathered: usize,
+) -> usize {
+    let estimate = match room {
+        Some(room) if tokens > 0 && offered > 0 => {
+            let fit = u128::try_from(room).unwrap_or(u128::MAX) * offered as u128 / tokens as u128;
+            let fit = usize::try_from(fit).unwrap_or(usize::MAX);
+            let left = fit.saturating_sub(gathered);
+            left.saturating_add(left / 4).saturating_add(MIN_PAGE)
+        }
+        _ => size.saturating_mul(2),
+    };
+    estimate.clamp(MIN_PAGE, MAX_PAGE)
+}
 
 /// A token count computed for an item as of its `seq`.
 pub(crate) struct TokenCount {
@@ -48,6 +78,10 @@ pub(crate) struct ViewRead {
     /// Ordinal below which the next page starts.
     before: u64,
     page_size: usize,
+    /// The view's token budget, if it has one.
+    budget: Option<usize>,
+    /// Records taken so far, the gathered turn's included.
+    rows: usize,
     stop: Option<Stop>,
 }
 
@@ -64,11 +98,13 @@ enum Stop {
 impl ViewRead {
     pub(crate) fn new(options: LlmViewOptions) -> Self {
         ViewRead {
+            budget: options.token_budget,
             packer: Packer::new(options),
             uncached: HashMap::new(),
             turn: Vec::new(),
             before: u64::MAX,
             page_size: FIRST_PAGE,
+            rows: 0,
             stop: None,
         }
     }
@@ -115,6 +151,7 @@ impl ViewRead {
             self.stop = Some(stop);
             return false;
         }
+        self.rows += 1;
         if record.token_count.is_none() {
             self.uncached
                 .insert(record.item.id().to_owned(), record.seq);
@@ -124,10 +161,14 @@ impl ViewRead {
     }
 
     /// Every record of the page was taken, `taken` of them: a full page
-    /// asks for a larger one next, a short one was the oldest.
+    /// asks for another (sized by [`next_page_size`]), a short one was the
+    /// oldest.
     pub(crate) fn end_page(&mut self, taken: usize) {
         if taken == self.page_size {
-            self.page_size = (self.page_size * 2).min(MAX_PAGE);
+            let offered = self.rows - self.turn.len();
+            let tokens = self.packer.tokens_taken();
+            let room = self.budget.map(|budget| budget.saturating_sub(tokens));
+            self.page_size = next_page_size(self.page_size, room, tokens, offered, self.turn.len());
         } else {
             self.stop = Some(self.offer().unwrap_or(Stop::Done));
         }
@@ -186,5 +227,33 @@ impl ViewRead {
             })
             .collect();
         (view, counts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_PAGE, MIN_PAGE, next_page_size};
+
+    #[test]
+    fn without_a_budget_or_a_packed_turn_pages_double() {
+        assert_eq!(next_page_size(128, None, 5_000, 120, 8), 256);
+        assert_eq!(next_page_size(128, Some(10_000), 0, 0, 128), 256);
+        assert_eq!(next_page_size(128, Some(10_000), 0, 120, 8), 256);
+        assert_eq!(next_page_size(MAX_PAGE, None, 1, 1, 0), MAX_PAGE);
+    }
+
+    #[test]
+    fn under_a_budget_a_page_holds_what_the_rest_of_it_fits_and_a_margin() {
+        // 120 rows packed 4,800 tokens (40 a row); 15,200 left fit 380
+        // rows, 8 of them already gathered: 372, a quarter more, and a
+        // last turn's worth.
+        assert_eq!(
+            next_page_size(128, Some(15_200), 4_800, 120, 8),
+            372 + 93 + MIN_PAGE
+        );
+        // A budget spent: a page for the turn that does not fit.
+        assert_eq!(next_page_size(128, Some(0), 20_000, 120, 8), MIN_PAGE);
+        // A budget far beyond the thread: the largest page.
+        assert_eq!(next_page_size(128, Some(usize::MAX), 1, 1, 0), MAX_PAGE);
     }
 }

@@ -70,7 +70,25 @@ on_every_backend!(
     a_message_in_progress_is_read_with_its_deltas,
     a_corrupt_row_fails_the_view_only_if_it_reaches_it,
     sessions_written_in_shared_commits_keep_views_of_their_own,
+    an_unknown_thread_has_no_view_and_an_empty_one_an_empty_view,
 );
+
+/// The view of a thread that does not exist is an error, whatever the
+/// budget; that of a thread without items is empty.
+async fn an_unknown_thread_has_no_view_and_an_empty_one_an_empty_view(ts: TestStore) {
+    let store = ts.store.clone();
+    for options in [budget(0), budget(20_000), LlmViewOptions::default()] {
+        let error = store.llm_view("nope", options.clone()).await.unwrap_err();
+        assert!(
+            matches!(error, spool_store::StoreError::UnknownThread(ref t) if t == "nope"),
+            "{error}"
+        );
+    }
+    session(&store, "conv-empty").await;
+    let view = store.llm_view("conv-empty", budget(20_000)).await.unwrap();
+    assert!(view.input.is_empty());
+    assert_eq!((view.turns_included, view.turns_omitted), (0, 0));
+}
 
 /// Sessions appended at the same time share group commits, which write
 /// the rows of all their threads together: each session's view, its turn

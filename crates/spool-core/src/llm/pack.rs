@@ -117,6 +117,11 @@ impl<R: Borrow<ItemRecord>> Packer<R> {
         }
     }
 
+    /// Tokens of the turns taken so far.
+    pub fn tokens_taken(&self) -> usize {
+        self.total_tokens
+    }
+
     /// Adds turns the caller counted as omitted (see [`Offered::Full`]).
     pub fn add_omitted(&mut self, turns: usize) {
         self.turns_omitted += turns;

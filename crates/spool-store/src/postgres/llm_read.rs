@@ -29,10 +29,8 @@ pub(super) async fn read_llm_view(
     thread_id: &str,
     options: LlmViewOptions,
 ) -> Result<(LlmView, Vec<TokenCount>), StoreError> {
-    if !reads::thread_exists(q, thread_id).await? {
-        return Err(StoreError::UnknownThread(thread_id.to_owned()));
-    }
     let mut read = ViewRead::new(options);
+    let mut first = true;
     while let Some((before, limit)) = read.next_page() {
         let rows = q
             .rows(
@@ -40,6 +38,14 @@ pub(super) async fn read_llm_view(
                 &[&thread_id, &sql_int(before), &sql_int(limit as u64)],
             )
             .await?;
+        // An unknown thread has no rows: asked only then, a round trip
+        // less for every other view.
+        if std::mem::take(&mut first)
+            && rows.is_empty()
+            && !reads::thread_exists(q, thread_id).await?
+        {
+            return Err(StoreError::UnknownThread(thread_id.to_owned()));
+        }
         let log_end = catch_up::log_end(&rows)?;
         // The page comes whole, but a row is decoded only when the read
         // wants it (`view_read.rs`); an item still in progress is brought
@@ -64,11 +70,16 @@ pub(super) async fn read_llm_view(
     }
     let ranks = match read.left_out() {
         Some((turn_id, oldest)) => {
-            let cut_rank = match latest_cut_before(q, thread_id, oldest).await? {
+            // Both at once: the connection pipelines them, one round trip.
+            let (cut_turn, stop_rank) = tokio::join!(
+                latest_cut_before(q, thread_id, oldest),
+                rank(q, thread_id, turn_id)
+            );
+            let cut_rank = match cut_turn? {
                 Some(cut_turn) => Some(rank(q, thread_id, &cut_turn).await?),
                 None => None,
             };
-            Some((rank(q, thread_id, turn_id).await?, cut_rank))
+            Some((stop_rank?, cut_rank))
         }
         None => None,
     };
