@@ -37,10 +37,12 @@ const MAX_PAGE: usize = 4_096;
 /// what the `offered` rows packed so far cost (`tokens`), less the
 /// `gathered` rows of the turn not yet offered, plus a quarter and
 /// [`MIN_PAGE`] for the turn that does not fit (reading stops only past
-/// its oldest row). A page too short costs one more query; rows past the
-/// stop cost a backend that fetches a page whole (PostgreSQL) their
-/// transfer, and the others nothing. Always within [`MIN_PAGE`] and
-/// [`MAX_PAGE`].
+/// its oldest row), and never fewer than the gathered turn has so far: a
+/// long turn (a tool loop of hundreds of items) is read in pages that
+/// double, not in pages of [`MIN_PAGE`]. A page too short costs one more
+/// query; rows past the stop cost a backend that fetches a page whole
+/// (PostgreSQL) their transfer, and the others nothing. Always within
+/// [`MIN_PAGE`] and [`MAX_PAGE`].
 fn next_page_size(
     size: usize,
     room: Option<usize>,
@@ -53,7 +55,8 @@ fn next_page_size(
             let fit = u128::try_from(room).unwrap_or(u128::MAX) * offered as u128 / tokens as u128;
             let fit = usize::try_from(fit).unwrap_or(usize::MAX);
             let left = fit.saturating_sub(gathered);
-            left.saturating_add(left / 4).saturating_add(MIN_PAGE)
+            let estimate = left.saturating_add(left / 4).saturating_add(MIN_PAGE);
+            estimate.max(gathered)
         }
         _ => size.saturating_mul(2),
     };
@@ -253,6 +256,9 @@ mod tests {
         );
         // A budget spent: a page for the turn that does not fit.
         assert_eq!(next_page_size(128, Some(0), 20_000, 120, 8), MIN_PAGE);
+        // Unless that turn is long: pages as large as what it has shown.
+        assert_eq!(next_page_size(128, Some(0), 20_000, 8, 120), 120);
+        assert_eq!(next_page_size(120, Some(0), 20_000, 8, 240), 240);
         // A budget far beyond the thread: the largest page.
         assert_eq!(next_page_size(128, Some(usize::MAX), 1, 1, 0), MAX_PAGE);
     }

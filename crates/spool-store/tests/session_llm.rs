@@ -71,7 +71,25 @@ on_every_backend!(
     a_corrupt_row_fails_the_view_only_if_it_reaches_it,
     sessions_written_in_shared_commits_keep_views_of_their_own,
     an_unknown_thread_has_no_view_and_an_empty_one_an_empty_view,
+    turns_longer_than_a_page_are_read_whole,
 );
+
+/// Turns of hundreds of items span pages, and the pages after a spent
+/// budget are sized by the turn being read: the view is still the whole
+/// thread's.
+async fn turns_longer_than_a_page_are_read_whole(ts: TestStore) {
+    let store = ts.store.clone();
+    let s = session(&store, "conv-long").await;
+    for (n, len) in [(0, 300), (1, 3), (2, 450), (3, 2)] {
+        let turn = (0..len).map(|k| sdk_item(n * 1_000 + k)).collect();
+        s.add_items(turn).await.unwrap();
+    }
+    store.flush().await.unwrap();
+    for tokens in [0, 40, 2_000, 20_000, 1_000_000] {
+        assert_same_view(&store, "conv-long", budget(tokens)).await;
+    }
+    assert_same_view(&store, "conv-long", LlmViewOptions::default()).await;
+}
 
 /// The view of a thread that does not exist is an error, whatever the
 /// budget; that of a thread without items is empty.
