@@ -169,12 +169,20 @@ pub(crate) fn configure(target: Target, home: &Path, model_url: &str) -> anyhow:
                 "provider = \"bench\"\n[providers.bench]\nbase_url = \"{model_url}\"\nmodel = \"bench-model\"\n"
             ),
         )?,
+        // No shell snapshot: Codex starts a login shell for each new thread
+        // to capture its environment, which sources the user's shell
+        // startup files. On a machine whose `~/.bashrc` runs `pyenv init`,
+        // the paced workload's 100 threads left ~80 `pyenv rehash`
+        // processes contending for its lock for a minute, on the cores the
+        // next runs (spool's among them) were timed on. The app server's
+        // delta path does not use the snapshot.
         Target::Codex => std::fs::write(
             home.join("config.toml"),
             format!(
                 "model = \"bench-model\"\nmodel_provider = \"bench\"\n\
                  [model_providers.bench]\nname = \"bench\"\nbase_url = \"{model_url}\"\n\
-                 wire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n"
+                 wire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n\
+                 [features]\nshell_snapshot = false\n"
             ),
         )?,
         Target::Relay | Target::DurableRelay => {}
