@@ -30,7 +30,6 @@ pub(super) async fn read_llm_view(
     options: LlmViewOptions,
 ) -> Result<(LlmView, Vec<TokenCount>), StoreError> {
     let mut read = ViewRead::new(options);
-    let mut first = true;
     while let Some((before, limit)) = read.next_page() {
         let rows = q
             .rows(
@@ -38,12 +37,10 @@ pub(super) async fn read_llm_view(
                 &[&thread_id, &sql_int(before), &sql_int(limit as u64)],
             )
             .await?;
-        // An unknown thread has no rows: asked only then, a round trip
-        // less for every other view.
-        if std::mem::take(&mut first)
-            && rows.is_empty()
-            && !reads::thread_exists(q, thread_id).await?
-        {
+        // An unknown thread has no rows: asked only when the first page
+        // (the one below no ordinal) is empty, a round trip less for
+        // every other view.
+        if before == u64::MAX && rows.is_empty() && !reads::thread_exists(q, thread_id).await? {
             return Err(StoreError::UnknownThread(thread_id.to_owned()));
         }
         let log_end = catch_up::log_end(&rows)?;
