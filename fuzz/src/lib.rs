@@ -1,5 +1,7 @@
 //! Helpers shared by the fuzz targets.
 
+pub mod provider_stream;
+
 /// Splits `body` into chunks the way a network might deliver it: one
 /// chunk when `seed` is 0, else chunks of pseudo-random sizes from 1 to
 /// `seed` bytes (deterministic in `seed` and `body`).
