@@ -153,6 +153,27 @@ def specs(s: dict) -> dict:
     }
 
 
+def cpu_ticks() -> tuple[int, int] | None:
+    """(all CPU time, the host's steal) of the machine in clock ticks, from the
+    `cpu` line of /proc/stat (user through steal; guest time is already in
+    user), or None without it: as spool's benches measure it."""
+    try:
+        with open("/proc/stat") as f:
+            line = next(l for l in f if l.startswith("cpu "))
+        fields = [int(v) for v in line.split()[1:9]]
+    except (OSError, StopIteration, ValueError):
+        return None
+    return sum(fields), (fields[7] if len(fields) > 7 else 0)
+
+
+def steal_pct(before: tuple[int, int] | None) -> float | None:
+    """The share of CPU time, percent, the host took since `before`."""
+    after = cpu_ticks()
+    if before is None or after is None or after[0] <= before[0]:
+        return None
+    return round((after[1] - before[1]) * 100 / (after[0] - before[0]), 1)
+
+
 async def run_once(name: str, db: Path, items: list[dict], sizes: dict) -> float:
     if name == "a":
         return await add(db, items, 1)
@@ -200,13 +221,18 @@ async def main() -> None:
     for name in chosen:
         description, ops, op, unit, is_rate = specs(sizes)[name]
         log(f"({name}) {description}")
-        runs_s = []
+        runs_s, stolen = [], []
         for run in range(1, args.runs + 1):
             # A fresh file for every run, removed afterwards.
+            before = cpu_ticks()
             with tempfile.TemporaryDirectory(prefix="agents-sdk-bench-", dir=args.dir) as tmp:
                 seconds = await run_once(name, Path(tmp) / "sdk.db", items, sizes)
-            log(f"    run {run}/{args.runs}: {seconds:.3f} s")
+            pct = steal_pct(before)
+            log(f"    run {run}/{args.runs}: {seconds:.3f} s"
+                + ("" if pct is None else f" ({pct:g}% of the CPU stolen by the host)"))
             runs_s.append(seconds)
+            if pct is not None:
+                stolen.append(pct)
         median_s = statistics.median(runs_s)
         per_s = ops / median_s
         value = per_s if is_rate else median_s * 1000 / ops
@@ -214,7 +240,7 @@ async def main() -> None:
         reports.append({
             "name": name, "description": description, "ops": ops, "op": op,
             "runs_s": runs_s, "median_s": median_s, "per_s": per_s,
-            "value": value, "unit": unit,
+            "value": value, "unit": unit, "extra": {"host_steal_pct": stolen},
         })
 
     report = {

@@ -151,6 +151,13 @@ def main() -> None:
     print(f"median of {settings['runs']} runs, each on a fresh file under {settings['dir']}; "
           f"{spool_report['items']['count']} items (fnv1a64 "
           f"{spool_report['items']['fnv1a64']}, the same on both sides)")
+    for side, side_report in (("the SDK's", sdk_report), ("spool's", spool_report)):
+        stolen = sorted(pct for w in side_report["workloads"]
+                        for pct in w.get("extra", {}).get("host_steal_pct", []))
+        if stolen:
+            print(f"CPU stolen by the host (other guests of the hypervisor) during {side} runs: "
+                  f"median {stolen[len(stolen) // 2]:g}%, worst run {stolen[-1]:g}% "
+                  f"(`host_steal_pct` of each run in the JSON)")
     if settings["quick"]:
         print("QUICK SIZES: these numbers only show that everything runs")
     print()

@@ -3,7 +3,8 @@ with ratios (spool / Codex; for latencies and CPU, lower is better), the
 targets, and the relay floors (stdio only): the model's deltas relayed to
 stdout and nothing else, the least this machine allows; and the same with
 every delta kept in a file synced within 5 ms, the least a server that
-keeps its deltas can do."""
+keeps its deltas can do. The CPU time the host took for other guests during
+each paced run is beside it (`host_steal_pct`, from `/proc/stat`)."""
 
 import json
 import sys
@@ -15,7 +16,7 @@ def main(path):
     runs = {(r["server"], r["transport"]): r for r in report["runs"]}
     rows = []
 
-    def row(name, transport, pick, better, target=""):
+    def row(name, transport, pick, better, target="", ratio_of=True):
         spool = runs.get(("spool", transport))
         codex = runs.get(("codex", transport))
         relay = runs.get(("relay", transport))
@@ -25,7 +26,7 @@ def main(path):
         floor = pick(relay) if relay else None
         durable_floor = pick(durable) if durable else None
         ratio = ""
-        if a is not None and b:
+        if ratio_of and a is not None and b:
             ratio = f"{a / b:.2f}x"
         rows.append((name, transport, fmt(a), fmt(b), ratio, better, target, fmt(floor),
                      fmt(durable_floor)))
@@ -54,6 +55,12 @@ def main(path):
             row(f"paced, {streams} stream(s): p99 ms", transport,
                 lambda r, n=n: r["paced"][n]["p99_ms"], "lower",
                 "<= 2 ms" if streams > 1 else "")
+            row(f"paced, {streams} stream(s): server CPU us/delta, turn included", transport,
+                lambda r, n=n: r["paced"][n]["cpu_us_per_delta"], "lower")
+            # Each server's paced run is its own stretch of time: what the
+            # host took then says how far its figures are the machine's.
+            row(f"paced, {streams} stream(s): CPU stolen by the host, %", transport,
+                lambda r, n=n: r["paced"][n].get("host_steal_pct"), "", ratio_of=False)
         spool = runs.get(("spool", transport))
         if spool and len(spool["throughput"]) >= 2:
             first, last = spool["throughput"][0], spool["throughput"][-1]
@@ -66,6 +73,12 @@ def main(path):
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     for line in [header, tuple("-" * w for w in widths)] + rows:
         print("  ".join(str(cell).ljust(w) for cell, w in zip(line, widths)).rstrip())
+    stolen = [t.get("host_steal_pct") for r in report["runs"] for t in r["throughput"] + r["paced"]]
+    stolen = [pct for pct in stolen if pct is not None]
+    if stolen:
+        print(f"\nCPU stolen by the host (other guests of the hypervisor) during the workloads: "
+              f"{min(stolen):g}-{max(stolen):g}%; a run with much stolen is the machine's, "
+              f"not the server's")
     machine = report.get("machine", {})
     print(f"\nmachine: {machine.get('cores')} cores, {machine.get('cpu')}, "
           f"idle CPUs: {machine.get('cpu_idle') or '?'}, "

@@ -25,6 +25,7 @@ mod args;
 mod floor;
 mod group_floor;
 mod handoff_floor;
+mod host;
 mod items;
 mod layout_floor;
 mod live;
@@ -120,13 +121,22 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
                 .prefix("spool-bench-")
                 .tempdir_in(&dir)
                 .with_context(|| format!("cannot create a directory in {}", dir.display()))?;
-            let sample = run_once(id, tmp.path(), &items, &sizes)
+            let host = host::HostClock::now();
+            let mut sample = run_once(id, tmp.path(), &items, &sizes)
                 .await
                 .with_context(|| format!("workload ({}), run {run}", id.letter()))?;
+            // Over the whole run, its setup too: the host's state while it ran.
+            let stolen = host.and_then(host::HostClock::steal_pct);
+            if let Some(pct) = stolen {
+                sample.extra.push(("host_steal_pct", pct));
+            }
             eprintln!(
-                "({}) run {run}/{runs}: {:.3} s",
+                "({}) run {run}/{runs}: {:.3} s{}",
                 id.letter(),
-                sample.seconds
+                sample.seconds,
+                stolen.map_or(String::new(), |pct| format!(
+                    " ({pct}% of the CPU stolen by the host)"
+                ))
             );
             samples.push(sample);
         }

@@ -42,6 +42,7 @@ use serde_json::{Value, json};
 use self::model_server::{FAST_DELTA, ModelServer, Plan};
 use self::peer::{Peer, Target, Transport, cpu_time};
 use super::args::BenchLiveArgs;
+use super::host::HostClock;
 use super::report::{Machine, median, percentile, round};
 
 pub use self::relay::relay;
@@ -84,6 +85,10 @@ struct Throughput {
     /// client's first delta read: what the rate's clock holds beyond the
     /// stream itself.
     first_delta_ms: f64,
+    /// The share of the machine's CPU time the host took for other guests
+    /// over all the runs of this length, percent (`host.rs`); `None`
+    /// without `/proc/stat`.
+    host_steal_pct: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -97,6 +102,9 @@ struct Paced {
     /// The server's CPU over the workload (its turns' starts and ends
     /// too), per delta: at a trickle each delta wakes each hop.
     cpu_us_per_delta: f64,
+    /// The share of the machine's CPU time the host took for other guests
+    /// during the workload, percent (`host.rs`).
+    host_steal_pct: Option<f64>,
 }
 
 pub async fn live(args: BenchLiveArgs) -> anyhow::Result<()> {
@@ -248,6 +256,7 @@ async fn run(
         let runs = args
             .runs
             .max(args.timed_deltas.div_ceil(size.max(1) as u32));
+        let host = HostClock::now();
         for _ in 0..runs {
             let cpu_before = cpu_time(pid)?;
             let before = model.delta_starts().len();
@@ -280,10 +289,14 @@ async fn run(
             ),
             turn_ms: round(median(&turn_ms), 1),
             first_delta_ms: round(median(&first_ms), 2),
+            host_steal_pct: host.and_then(HostClock::steal_pct),
         };
         eprintln!(
-            "    {size} deltas in {notifications} notifications: {:.0}/s, {:.1} µs CPU per delta, first delta after {:.2} ms",
-            entry.deltas_per_s, entry.cpu_us_per_delta, entry.first_delta_ms
+            "    {size} deltas in {notifications} notifications: {:.0}/s, {:.1} µs CPU per delta, first delta after {:.2} ms{}",
+            entry.deltas_per_s,
+            entry.cpu_us_per_delta,
+            entry.first_delta_ms,
+            stolen(entry.host_steal_pct)
         );
         throughput.push(entry);
     }
@@ -301,8 +314,10 @@ async fn run(
             pace: Some(pace),
         });
         let cpu_before = cpu_time(pid)?;
+        let host = HostClock::now();
         let seen = turns(&mut peer, &threads[..streams], epoch).await?;
         let cpu = cpu_time(pid)? - cpu_before;
+        let host_steal_pct = host.and_then(HostClock::steal_pct);
         if let Some(path) = &args.paced_log {
             log_paced(path, target, transport, &seen)?;
         }
@@ -322,10 +337,14 @@ async fn run(
             p99_ms: round(percentile(&latencies, 0.99), 2),
             max_ms: round(*latencies.last().unwrap_or(&f64::NAN), 2),
             cpu_us_per_delta: round(cpu.as_secs_f64() * 1e6 / latencies.len() as f64, 1),
+            host_steal_pct,
         };
         eprintln!(
-            "    paced, {streams} stream(s): p50 {:.2} ms, p99 {:.2} ms, {:.1} µs CPU per delta",
-            entry.p50_ms, entry.p99_ms, entry.cpu_us_per_delta
+            "    paced, {streams} stream(s): p50 {:.2} ms, p99 {:.2} ms, {:.1} µs CPU per delta{}",
+            entry.p50_ms,
+            entry.p99_ms,
+            entry.cpu_us_per_delta,
+            stolen(entry.host_steal_pct)
         );
         paced.push(entry);
     }
@@ -338,6 +357,13 @@ async fn run(
         later_turn_first_delta_ms: round(later_turn_first_delta_ms, 1),
         throughput,
         paced,
+    })
+}
+
+/// `, N% of the CPU stolen by the host`, or nothing when unknown.
+fn stolen(pct: Option<f64>) -> String {
+    pct.map_or(String::new(), |pct| {
+        format!(", {pct}% of the CPU stolen by the host")
     })
 }
 
