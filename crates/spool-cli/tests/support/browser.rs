@@ -49,16 +49,22 @@ impl Browser {
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
+        let profile = tempfile::tempdir().expect("a profile directory");
+        // Chromium's own temporary directories (`org.chromium.*`) go under
+        // the profile's directory, which is removed with the browser: in the
+        // system's they outlived a browser killed with its test.
+        let tmp = profile.path().join("tmp");
+        std::fs::create_dir(&tmp).expect("a temporary directory in the profile's");
         let mut command = Command::new(chromedriver);
         command
             .arg(format!("--port={port}"))
+            .env("TMPDIR", &tmp)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .process_group(0)
             .kill_on_drop(true);
         let driver = command.spawn().expect("chromedriver starts");
-        let profile = tempfile::tempdir().expect("a profile directory");
         // As root (CI), Chromium's own sandbox cannot start; the flags that
         // stop background connections keep it from knocking on a closed
         // network.
