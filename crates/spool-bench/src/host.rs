@@ -34,6 +34,14 @@ impl HostClock {
     }
 }
 
+/// `, N% of the CPU stolen by the host`, for a run's line on stderr; nothing
+/// when the share is unknown.
+pub fn stolen(pct: Option<f64>) -> String {
+    pct.map_or(String::new(), |pct| {
+        format!(", {pct}% of the CPU stolen by the host")
+    })
+}
+
 /// The `cpu` line of `/proc/stat`: user, nice, system, idle, iowait, irq,
 /// softirq, steal, then guest and guest_nice, which user and nice already
 /// count. Kernels before 2.6.11 have no steal field: then it is 0.

@@ -134,9 +134,7 @@ async fn store(args: BenchStoreArgs) -> anyhow::Result<()> {
                 "({}) run {run}/{runs}: {:.3} s{}",
                 id.letter(),
                 sample.seconds,
-                stolen.map_or(String::new(), |pct| format!(
-                    " ({pct}% of the CPU stolen by the host)"
-                ))
+                host::stolen(stolen)
             );
             samples.push(sample);
         }

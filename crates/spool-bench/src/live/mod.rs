@@ -42,7 +42,7 @@ use serde_json::{Value, json};
 use self::model_server::{FAST_DELTA, ModelServer, Plan};
 use self::peer::{Peer, Target, Transport, cpu_time};
 use super::args::BenchLiveArgs;
-use super::host::HostClock;
+use super::host::{HostClock, stolen};
 use super::report::{Machine, median, percentile, round};
 
 pub use self::relay::relay;
@@ -357,13 +357,6 @@ async fn run(
         later_turn_first_delta_ms: round(later_turn_first_delta_ms, 1),
         throughput,
         paced,
-    })
-}
-
-/// `, N% of the CPU stolen by the host`, or nothing when unknown.
-fn stolen(pct: Option<f64>) -> String {
-    pct.map_or(String::new(), |pct| {
-        format!(", {pct}% of the CPU stolen by the host")
     })
 }
 
