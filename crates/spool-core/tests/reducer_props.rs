@@ -365,7 +365,8 @@ proptest! {
 
     /// `apply_born` accepts what the start and the completion applied one
     /// after the other accept, refuses with the first refusal of the two,
-    /// leaves the reducer as they do, and changes nothing when it refuses.
+    /// leaves the reducer as they do, and changes nothing when it refuses;
+    /// `apply_born_owned` does exactly what `apply_born` does.
     #[test]
     fn apply_born_equals_start_then_completion(
         (choices, words, turns) in inputs(),
@@ -378,6 +379,20 @@ proptest! {
         let event = born.completion(&before);
         let mut one_step = before.clone();
         let outcome = one_step.apply_born(&event);
+        // Taking the event instead of copying it changes nothing else, and
+        // a refused event comes back as it was.
+        let mut owned = before.clone();
+        match (owned.apply_born_owned(Box::new(event.clone())), &outcome) {
+            (Ok(change), Ok(expected)) => prop_assert_eq!(&change, expected),
+            (Err((error, returned)), Err(expected)) => {
+                prop_assert_eq!(&error, expected);
+                prop_assert_eq!(&*returned, &event);
+            }
+            (got, expected) => {
+                prop_assert!(false, "apply_born_owned gave {:?}, apply_born {:?}", got, expected);
+            }
+        }
+        prop_assert_eq!(&owned, &one_step);
 
         let ServerNotification::ItemCompleted(completed) = &event.payload else {
             unreachable!("born_choices builds completions")

@@ -22,7 +22,11 @@
 //! it alone, [`ToAppend::BornComplete`]): the writer applies it in one
 //! step (`ThreadReducer::apply_born`), notes one pending row that owns it,
 //! and builds the start again only for a caller that asks for the
-//! appended events back.
+//! appended events back. For a caller that asks for nothing back, a
+//! completion that is exactly the record it makes ([`taken_whole`]) is
+//! moved into that record (`ThreadReducer::apply_born_owned`), and its
+//! pending row keeps nothing but a mark that its body is the record
+//! (`PendingEvent::in_record`).
 //!
 //! [`ToAppend::BornComplete`]: crate::types::ToAppend::BornComplete
 //!
@@ -181,6 +185,23 @@ pub(crate) fn projects(completed: &ItemCompletedNotification, record: &ItemRecor
         && record.turn_id == completed.turn_id
         && record.envelope == *envelope
         && record.item == completed.item
+}
+
+/// Whether the record `ThreadReducer::apply_born` makes of `notification`,
+/// the completion of an item born complete in thread `thread_id`, is
+/// exactly it ([`projects`]): a terminal completion of this thread whose
+/// envelope says when it completed, as the completion does. Such a
+/// completion can be left to its record whole and built again from it
+/// ([`completion_of`]). Decided before it is applied, without a record.
+pub(crate) fn taken_whole(notification: &ServerNotification, thread_id: &str) -> bool {
+    let ServerNotification::ItemCompleted(completed) = notification else {
+        return false;
+    };
+    completed.thread_id == thread_id
+        && completed.envelope.as_ref().is_some_and(|envelope| {
+            envelope.status.is_terminal()
+                && envelope.completed_at_ms == Some(completed.completed_at_ms)
+        })
 }
 
 /// Whether `start` is an item's start and `next` its completion, the start

@@ -8,7 +8,8 @@
 //! stands for, in one step.
 
 use spool_protocol::{
-    ItemCompletedNotification, ItemEnvelope, ItemStartedNotification, ItemStatus, ThreadEvent,
+    ItemCompletedNotification, ItemEnvelope, ItemStartedNotification, ItemStatus,
+    ServerNotification, ThreadEvent,
 };
 
 use super::{Change, ReduceError, ThreadReducer};
@@ -100,7 +101,89 @@ impl ThreadReducer {
     /// completion with an envelope is refused as
     /// [`ReduceError::NotBornComplete`].
     pub fn apply_born(&mut self, event: &ThreadEvent) -> Result<Change, ReduceError> {
-        let spool_protocol::ServerNotification::ItemCompleted(n) = &event.payload else {
+        let (n, envelope) = self.check_born(event)?;
+        let record = ItemRecord {
+            thread_id: self.thread_id.clone(),
+            turn_id: n.turn_id.clone(),
+            ordinal: event.seq - 1,
+            seq: event.seq,
+            item: n.item.clone(),
+            envelope: envelope.clone(),
+            token_count: None,
+        };
+        let completed_at = if n.completed_at_ms > 0 {
+            n.completed_at_ms
+        } else {
+            event.at_ms
+        };
+        Ok(self.push_born(record, completed_at))
+    }
+
+    /// [`Self::apply_born`], the record taking the event's item, turn and
+    /// envelope instead of a copy of them: for a caller that keeps nothing
+    /// of the event but what the record holds (its completion is then
+    /// the record's, when the record says when it completed). On error the event is handed back unchanged.
+    pub fn apply_born_owned(
+        &mut self,
+        event: Box<ThreadEvent>,
+    ) -> Result<Change, (ReduceError, Box<ThreadEvent>)> {
+        if let Err(error) = self.check_born(&event) {
+            return Err((error, event));
+        }
+        let ThreadEvent {
+            thread_id,
+            seq,
+            at_ms,
+            payload,
+        } = *event;
+        let (item, turn_id, completed_at_ms, envelope) = match payload {
+            ServerNotification::ItemCompleted(ItemCompletedNotification {
+                item,
+                turn_id,
+                completed_at_ms,
+                envelope: Some(envelope),
+                ..
+            }) => (item, turn_id, completed_at_ms, envelope),
+            // `check_born` refuses every other event.
+            payload => {
+                let error = ReduceError::NotBornComplete {
+                    method: payload.method(),
+                    item_id: payload.item_id().unwrap_or_default().to_owned(),
+                };
+                let event = Box::new(ThreadEvent {
+                    thread_id,
+                    seq,
+                    at_ms,
+                    payload,
+                });
+                return Err((error, event));
+            }
+        };
+        let record = ItemRecord {
+            // The event's thread is the reducer's (`check_born`).
+            thread_id,
+            turn_id,
+            ordinal: seq - 1,
+            seq,
+            item,
+            envelope,
+            token_count: None,
+        };
+        let completed_at = if completed_at_ms > 0 {
+            completed_at_ms
+        } else {
+            at_ms
+        };
+        Ok(self.push_born(record, completed_at))
+    }
+
+    /// What applying `event` as an item born complete checks; its
+    /// completion and the completion's envelope when it passes.
+    fn check_born<'e>(
+        &self,
+        event: &'e ThreadEvent,
+    ) -> Result<(&'e ItemCompletedNotification, &'e ItemEnvelope), ReduceError> {
+        let ServerNotification::ItemCompleted(n) = &event.payload else {
             return Err(ReduceError::NotBornComplete {
                 method: event.payload.method(),
                 item_id: event.payload.item_id().unwrap_or_default().to_owned(),
@@ -137,26 +220,18 @@ impl ThreadReducer {
                 item_id: item_id.to_owned(),
             });
         }
-        let mut envelope = envelope.clone();
-        let completed_at = if n.completed_at_ms > 0 {
-            n.completed_at_ms
-        } else {
-            event.at_ms
-        };
-        envelope.completed_at_ms.get_or_insert(completed_at);
-        self.items.push(ItemRecord {
-            thread_id: self.thread_id.clone(),
-            turn_id: n.turn_id.clone(),
-            ordinal: start_seq,
-            seq: event.seq,
-            item: n.item.clone(),
-            envelope,
-            token_count: None,
-        });
-        let index = self.items.len() - 1;
-        self.item_index.insert(item_id.to_owned(), index);
-        self.last_seq = event.seq;
-        Ok(Change::Item(index))
+        Ok((n, envelope))
+    }
+
+    /// Adds the checked `record` of an item born complete, completed at
+    /// `completed_at` unless its envelope says when.
+    fn push_born(&mut self, mut record: ItemRecord, completed_at: i64) -> Change {
+        record.envelope.completed_at_ms.get_or_insert(completed_at);
+        self.last_seq = record.seq;
+        self.item_index
+            .insert(record.item.id().to_owned(), self.items.len());
+        self.items.push(record);
+        Change::Item(self.items.len() - 1)
     }
 }
 

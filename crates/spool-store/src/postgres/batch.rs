@@ -273,7 +273,8 @@ impl<'a> Plan<'a> {
             e.methods.push(event.method);
             e.item_ids.push(event.item_id.as_deref());
             e.ats.push(event.at_ms);
-            e.payloads.push(event.payload_json()?);
+            e.payloads
+                .push(event.payload_json(&state.reducer, thread_id)?);
         }
         // A turn or item whose start (its ordinal) is among the commit's
         // events has no row yet: the seqs of a thread's pending events

@@ -6,10 +6,10 @@ use spool_core::reducer::born::start_of;
 use spool_protocol::{ServerNotification, ThreadEvent, ThreadItem, UserInput};
 
 use super::dirty::{self, ApplyError, Failed};
-use super::pending::PendingEvent;
+use super::pending::{PendingEvent, completion_in_record, record_at};
 use super::rows::Rows;
 use super::{Incoming, ThreadState};
-use crate::born::{Body, RECORDED, projects, turn_body};
+use crate::born::{Body, RECORDED, projects, taken_whole, turn_body};
 use crate::error::StoreError;
 use crate::types::Appended;
 
@@ -51,6 +51,13 @@ enum Staged {
         born: bool,
     },
     Transient(Box<ServerNotification>),
+    /// The completion of an item born complete that the reducer's record
+    /// took whole (`ThreadReducer::apply_born_owned`): its row's body is the
+    /// record (`PendingEvent::in_record`).
+    InRecord {
+        seq: u64,
+        at_ms: i64,
+    },
 }
 
 impl ThreadState {
@@ -131,26 +138,54 @@ impl ThreadState {
                 Ok(Some(duplicate)) => return Err(refusal(refused(duplicate, &notification))),
                 Err(error) => return Err(refusal(error)),
             }
+            // A caller that wants nothing back, and a completion that is
+            // exactly the record applying it makes: the record takes it.
+            let taken_whole =
+                born && !echo && json.is_empty() && taken_whole(&notification, thread_id);
+            if !born && drops_records(&notification) {
+                // The records of items whose rows leave their body to
+                // them may go: their completions are needed back first.
+                if let Err(error) = self.refill(thread_id, &mut staged) {
+                    return Err(refusal(error));
+                }
+            }
             let event = Box::new(ThreadEvent {
                 thread_id: thread_id.to_owned(),
                 seq: self.reducer.last_seq() + 1 + u64::from(born),
                 at_ms,
                 payload: notification,
             });
-            let outcome = if born {
-                dirty::apply_born(&mut self.reducer, &mut self.pending.dirty, &event)
+            let (seq, event_at_ms) = (event.seq, event.at_ms);
+            let outcome = if taken_whole {
+                dirty::apply_born_owned(&mut self.reducer, &mut self.pending.dirty, event).map(
+                    |()| Staged::InRecord {
+                        seq,
+                        at_ms: event_at_ms,
+                    },
+                )
             } else {
-                dirty::apply(&mut self.reducer, &mut self.pending.dirty, rows, &event)
+                let outcome = if born {
+                    dirty::apply_born(&mut self.reducer, &mut self.pending.dirty, &event)
+                } else {
+                    dirty::apply(&mut self.reducer, &mut self.pending.dirty, rows, &event)
+                };
+                match outcome {
+                    Ok(()) => Ok(Staged::Logged { event, json, born }),
+                    Err(failed) => Err((failed, event)),
+                }
             };
             match outcome {
-                Ok(()) => {
+                Ok(entry) => {
                     applied = true;
-                    staged.push(Staged::Logged { event, json, born });
+                    staged.push(entry);
                 }
-                Err(Failed {
-                    error,
-                    reducer_changed,
-                }) => {
+                Err((
+                    Failed {
+                        error,
+                        reducer_changed,
+                    },
+                    event,
+                )) => {
                     let error = match error {
                         ApplyError::Refused(error) => {
                             let error = self.refine(rows, thread_id, error);
@@ -184,6 +219,12 @@ impl ThreadState {
                     accepted.last_seq = Some(event.seq);
                     let echoed = echo.then_some(&mut accepted.appended);
                     self.record(event, json, born, echoed);
+                }
+                Staged::InRecord { seq, at_ms } => {
+                    accepted.lifecycle = true;
+                    accepted.logged += 2;
+                    accepted.last_seq = Some(seq);
+                    self.record_in_record(seq, at_ms);
                 }
             }
         }
@@ -290,6 +331,7 @@ impl ThreadState {
             item_id: event.payload.item_id().map(str::to_owned),
             json,
             deferred: None,
+            in_record: false,
             born,
             body,
         };
@@ -320,6 +362,73 @@ impl ThreadState {
         }
         pending.events.push(row);
     }
+}
+
+impl ThreadState {
+    /// Notes the completion at `seq` of an item born complete that its
+    /// record took whole ([`Staged::InRecord`]), as [`Self::record`] notes
+    /// such a completion with nothing echoed: its row leaves the body to
+    /// the item's row.
+    fn record_in_record(&mut self, seq: u64, at_ms: i64) {
+        self.updated_at_ms = self.updated_at_ms.max(at_ms);
+        let record = record_at(&self.reducer, seq);
+        if !self.has_preview
+            && let Some(preview) = record.and_then(|record| user_text(&record.item))
+        {
+            self.pending.preview = Some(preview.to_owned());
+            self.has_preview = true;
+        }
+        self.pending.events.push(PendingEvent {
+            seq,
+            at_ms,
+            method: RECORDED,
+            item_id: record.map(|record| record.item.id().to_owned()),
+            json: String::new(),
+            deferred: None,
+            in_record: true,
+            born: true,
+            body: Body::Item,
+        });
+    }
+
+    /// Gives every row whose body is an item's record, pending or staged,
+    /// its completion back (built from the record), before an event that
+    /// may drop records is applied.
+    fn refill(&mut self, thread_id: &str, staged: &mut [Staged]) -> Result<(), StoreError> {
+        self.refill_pending(thread_id)?;
+        for entry in staged {
+            if let Staged::InRecord { seq, at_ms } = *entry {
+                let completion = completion_in_record(&self.reducer, seq).ok_or_else(|| {
+                    StoreError::StateLost {
+                        thread_id: thread_id.to_owned(),
+                        reason: format!("seq {seq}: the record that took its completion is gone"),
+                    }
+                })?;
+                *entry = Staged::Logged {
+                    event: Box::new(ThreadEvent {
+                        thread_id: thread_id.to_owned(),
+                        seq,
+                        at_ms,
+                        payload: ServerNotification::ItemCompleted(completion),
+                    }),
+                    json: String::new(),
+                    born: true,
+                };
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether applying `notification` may drop item records from the reducer:
+/// `item/removed` and `thread/cleared` are the only events that do
+/// (`ThreadReducer::apply`; `spool-core`'s reducer property tests hold
+/// every other event to it).
+fn drops_records(notification: &ServerNotification) -> bool {
+    matches!(
+        notification,
+        ServerNotification::ItemRemoved(_) | ServerNotification::ThreadCleared(_)
+    )
 }
 
 /// The `item/started` a born completion stands for.

@@ -210,3 +210,23 @@ pub(crate) fn apply_born(
     }
     Ok(())
 }
+
+/// [`apply_born`], the record taking the event whole
+/// (`ThreadReducer::apply_born_owned`); a refused event comes back.
+pub(crate) fn apply_born_owned(
+    reducer: &mut ThreadReducer,
+    dirty: &mut Dirty,
+    event: Box<ThreadEvent>,
+) -> Result<(), (Failed, Box<ThreadEvent>)> {
+    let change = reducer.apply_born_owned(event).map_err(|(error, event)| {
+        let failed = Failed {
+            error: ApplyError::Refused(error),
+            reducer_changed: false,
+        };
+        (failed, event)
+    })?;
+    if let Change::Item(index) = change {
+        dirty.note_item(index);
+    }
+    Ok(())
+}

@@ -100,6 +100,7 @@ impl ThreadState {
                 item_id: None,
                 json: started_json,
                 deferred: None,
+                in_record: false,
                 born: false,
                 body: Body::Own,
             }],
@@ -176,6 +177,8 @@ impl ThreadState {
     /// events, undoing the events of a refused append that were applied
     /// before the refusal. Only refusals take this path.
     pub(crate) fn rebuild(&mut self, rows: &dyn Rows, thread_id: &str) -> Result<(), StoreError> {
+        // The rows whose body is a record in the reducer replaced here.
+        self.refill_pending(thread_id)?;
         let mut reducer = if self.pending.created.is_some() {
             ThreadReducer::from_parts(thread_id, 1, Vec::new(), Vec::new())
         } else {
@@ -217,6 +220,15 @@ impl ThreadState {
         }
         self.reducer = reducer;
         self.pending.dirty = dirty;
+        Ok(())
+    }
+
+    /// Gives every pending row whose body is its item's record its
+    /// completion back (`PendingEvent::refill`), before the record may go.
+    pub(crate) fn refill_pending(&mut self, thread_id: &str) -> Result<(), StoreError> {
+        for row in &mut self.pending.events {
+            row.refill(&self.reducer, thread_id)?;
+        }
         Ok(())
     }
 

@@ -3,11 +3,11 @@
 
 use std::borrow::Cow;
 
-use spool_core::ItemRecord;
-use spool_protocol::{ItemStatus, ServerNotification, ThreadEvent};
+use spool_core::{ItemRecord, ThreadReducer};
+use spool_protocol::{ItemCompletedNotification, ItemStatus, ServerNotification, ThreadEvent};
 
 use super::dirty::Dirty;
-use crate::born::Body;
+use crate::born::{Body, completion_of};
 use crate::codec::encode;
 use crate::error::StoreError;
 use crate::types::ThreadRecord;
@@ -69,6 +69,14 @@ pub(crate) struct PendingEvent {
     /// The whole event is kept, as it was boxed when checked
     /// (`append.rs`), rather than moved out of its box into another.
     pub(crate) deferred: Option<Box<ThreadEvent>>,
+    /// The completion of an item born complete that the item's record in
+    /// the reducer took whole (`ThreadReducer::apply_born_owned`, for an
+    /// appender that asked for nothing back): the row has neither JSON nor
+    /// a deferred event, its body is the record (`born::completion_of`),
+    /// and the batch writes it as [`crate::born::PROJECTED`]. Anything
+    /// that may drop the record first gives the row its completion back
+    /// ([`PendingEvent::refill`]).
+    pub(crate) in_record: bool,
     /// The completion of an item born complete (`born.rs`): the row
     /// stands for the item's start too, at the seq before.
     pub(crate) born: bool,
@@ -81,8 +89,20 @@ pub(crate) struct PendingEvent {
 
 impl PendingEvent {
     /// The text of the event's row when it holds its payload: the caller's
-    /// JSON, or a deferred event encoded now.
-    pub(crate) fn payload_json(&self) -> Result<Cow<'_, str>, StoreError> {
+    /// JSON, a deferred event encoded now, or for a row whose body is its
+    /// item's record ([`PendingEvent::in_record`]) that record in
+    /// `reducer`, encoded as the completion it stands for.
+    pub(crate) fn payload_json(
+        &self,
+        reducer: &ThreadReducer,
+        thread_id: &str,
+    ) -> Result<Cow<'_, str>, StoreError> {
+        if self.in_record {
+            let completion =
+                completion_in_record(reducer, self.seq).ok_or_else(|| self.lost_body(thread_id))?;
+            let payload = ServerNotification::ItemCompleted(completion);
+            return encode("notification", &payload).map(Cow::Owned);
+        }
         match &self.deferred {
             Some(event) if self.json.is_empty() => {
                 encode("notification", &event.payload).map(Cow::Owned)
@@ -93,10 +113,74 @@ impl PendingEvent {
 
     /// The notification, for a rebuild; the error names the seq.
     pub(crate) fn payload(&self) -> Result<ServerNotification, String> {
+        if self.in_record {
+            return Err(format!(
+                "pending seq {}: its body was left to a record",
+                self.seq
+            ));
+        }
         match &self.deferred {
             Some(event) => Ok(event.payload.clone()),
             None => serde_json::from_str(&self.json)
                 .map_err(|e| format!("pending seq {}: {e}", self.seq)),
         }
     }
+
+    /// Gives a row whose body is its item's record
+    /// ([`PendingEvent::in_record`]) its completion back, built from the
+    /// record; other rows are left as they are.
+    pub(crate) fn refill(
+        &mut self,
+        reducer: &ThreadReducer,
+        thread_id: &str,
+    ) -> Result<(), StoreError> {
+        if self.in_record {
+            let completion =
+                completion_in_record(reducer, self.seq).ok_or_else(|| self.lost_body(thread_id))?;
+            self.deferred = Some(Box::new(ThreadEvent {
+                thread_id: thread_id.to_owned(),
+                seq: self.seq,
+                at_ms: self.at_ms,
+                payload: ServerNotification::ItemCompleted(completion),
+            }));
+            self.in_record = false;
+        }
+        Ok(())
+    }
+
+    /// The error of a row whose body was left to a record that is gone:
+    /// a bug (every path that drops records refills the rows first),
+    /// refused rather than written wrong.
+    fn lost_body(&self, thread_id: &str) -> StoreError {
+        StoreError::StateLost {
+            thread_id: thread_id.to_owned(),
+            reason: format!(
+                "pending seq {}: its body was left to an item's record, which is gone",
+                self.seq
+            ),
+        }
+    }
+}
+
+/// The completion of the item born complete whose completion is at `seq`,
+/// built from its record, if the reducer holds that record as that
+/// completion left it: the item started at the seq before, and nothing
+/// changed it since.
+pub(crate) fn completion_in_record(
+    reducer: &ThreadReducer,
+    seq: u64,
+) -> Option<ItemCompletedNotification> {
+    let record = record_at(reducer, seq)?;
+    completion_of(record.clone())
+}
+
+/// The record of the item born complete whose completion is at `seq` (its
+/// ordinal the seq before), if nothing changed it since.
+pub(crate) fn record_at(reducer: &ThreadReducer, seq: u64) -> Option<&ItemRecord> {
+    let items = reducer.items();
+    let ordinal = seq.checked_sub(1)?;
+    let index = items.partition_point(|record| record.ordinal < ordinal);
+    items
+        .get(index)
+        .filter(|record| record.ordinal == ordinal && record.seq == seq)
 }

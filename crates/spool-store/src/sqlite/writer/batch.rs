@@ -212,7 +212,9 @@ pub(super) fn write_thread(
             }
             Body::TurnStart => (TURN_START_PROJECTED, Cow::Borrowed("")),
             Body::TurnEnd { ordinal } => (TURN_END_PROJECTED, Cow::Owned(ordinal.to_string())),
-            Body::Own | Body::Item => (event.method, event.payload_json()?),
+            Body::Own | Body::Item => {
+                (event.method, event.payload_json(&state.reducer, thread_id)?)
+            }
         };
         let pos = keys::pos(thread_id, key, event.seq)?;
         event_rows.push((event, method, payload, pos));
