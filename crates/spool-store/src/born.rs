@@ -56,7 +56,7 @@
 use spool_core::reducer::born::folds;
 use spool_core::{ItemRecord, ThreadReducer, TurnRecord};
 use spool_protocol::{
-    ItemCompletedNotification, ServerNotification, Turn, TurnCompletedNotification,
+    ItemCompletedNotification, ServerNotification, Turn, TurnCompletedNotification, TurnItemsView,
     TurnStartedNotification, TurnStatus,
 };
 
@@ -136,15 +136,13 @@ pub(crate) fn may_leave_body(event: &ServerNotification) -> bool {
 pub(crate) fn turn_body(reducer: &ThreadReducer, event: &ServerNotification, seq: u64) -> Body {
     match event {
         ServerNotification::TurnStarted(started) => match reducer.turn(&started.turn.id) {
-            Some(record) if record.ordinal == seq && turn_start_of(record) == *started => {
+            Some(record) if record.ordinal == seq && is_turn_start_of(record, started) => {
                 Body::TurnStart
             }
             _ => Body::Own,
         },
         ServerNotification::TurnCompleted(completed) => match reducer.turn(&completed.turn.id) {
-            Some(record)
-                if record.seq == seq && turn_completion_of(record).as_ref() == Some(completed) =>
-            {
+            Some(record) if record.seq == seq && is_turn_completion_of(record, completed) => {
                 Body::TurnEnd {
                     ordinal: record.ordinal,
                 }
@@ -153,6 +151,63 @@ pub(crate) fn turn_body(reducer: &ThreadReducer, event: &ServerNotification, seq
         },
         _ => Body::Own,
     }
+}
+
+/// Whether `started` is exactly [`turn_start_of`] `record`, compared field
+/// by field: building the start to compare would copy the turn's id and
+/// thread.
+fn is_turn_start_of(record: &TurnRecord, started: &TurnStartedNotification) -> bool {
+    let TurnStartedNotification { thread_id, turn } = started;
+    // Destructured so that a new field of a turn must be placed here.
+    let Turn {
+        id,
+        items,
+        items_view,
+        status,
+        error,
+        started_at,
+        completed_at,
+        duration_ms,
+        token_usage,
+    } = turn;
+    *thread_id == record.thread_id
+        && *id == record.id
+        && items.is_empty()
+        && *items_view == TurnItemsView::NotLoaded
+        && *status == TurnStatus::InProgress
+        && error.is_none()
+        && *started_at == record.started_at
+        && completed_at.is_none()
+        && duration_ms.is_none()
+        && token_usage.is_none()
+}
+
+/// Whether `completed` is exactly [`turn_completion_of`] `record` (so
+/// `record` is finished), compared field by field.
+fn is_turn_completion_of(record: &TurnRecord, completed: &TurnCompletedNotification) -> bool {
+    let TurnCompletedNotification { thread_id, turn } = completed;
+    let Turn {
+        id,
+        items,
+        items_view,
+        status,
+        error,
+        started_at,
+        completed_at,
+        duration_ms,
+        token_usage,
+    } = turn;
+    record.status.is_terminal()
+        && *thread_id == record.thread_id
+        && *id == record.id
+        && items.is_empty()
+        && *items_view == TurnItemsView::NotLoaded
+        && *status == record.status
+        && *error == record.error
+        && *started_at == record.started_at
+        && *completed_at == record.completed_at
+        && *duration_ms == record.duration_ms
+        && *token_usage == record.token_usage
 }
 
 /// The completion an item's projection row stands for: the record's item,
@@ -213,5 +268,107 @@ pub(crate) fn folds_into(start: &ServerNotification, next: &ServerNotification) 
             ServerNotification::ItemCompleted(completed),
         ) => folds(started, completed),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use spool_protocol::{TokenUsageBreakdown, TurnError};
+
+    use super::*;
+
+    fn record(status: TurnStatus) -> TurnRecord {
+        TurnRecord {
+            thread_id: "t".into(),
+            id: "u".into(),
+            status,
+            error: None,
+            started_at: Some(1),
+            completed_at: status.is_terminal().then_some(2),
+            duration_ms: status.is_terminal().then_some(1_000),
+            token_usage: None,
+            ordinal: 2,
+            seq: 9,
+        }
+    }
+
+    /// Each field of a turn changed one at a time.
+    fn variants(turn: &Turn) -> Vec<Turn> {
+        let with = |change: fn(&mut Turn)| {
+            let mut turn = turn.clone();
+            change(&mut turn);
+            turn
+        };
+        vec![
+            turn.clone(),
+            with(|t| t.id = "v".into()),
+            with(|t| t.items = vec![an_item()]),
+            with(|t| t.items_view = TurnItemsView::Full),
+            with(|t| t.status = TurnStatus::Failed),
+            with(|t| t.status = TurnStatus::InProgress),
+            with(|t| {
+                t.error = Some(TurnError {
+                    message: "x".into(),
+                    codex_error_info: None,
+                    additional_details: None,
+                    misalignment: None,
+                })
+            }),
+            with(|t| t.started_at = None),
+            with(|t| t.completed_at = Some(7)),
+            with(|t| t.duration_ms = Some(7)),
+            with(|t| t.token_usage = Some(TokenUsageBreakdown::default())),
+        ]
+    }
+
+    fn an_item() -> spool_protocol::ThreadItem {
+        serde_json::from_value(serde_json::json!({
+            "type": "agentMessage", "id": "i", "text": "hi"
+        }))
+        .unwrap()
+    }
+
+    /// The field-by-field checks say what comparing with the built start or
+    /// completion says, for every field changed (and the thread's id).
+    #[test]
+    fn a_turn_event_is_compared_with_its_record_as_the_built_one_would_be() {
+        let open = record(TurnStatus::InProgress);
+        let start = turn_start_of(&open);
+        for thread_id in ["t", "other"] {
+            for turn in variants(&start.turn) {
+                let started = TurnStartedNotification {
+                    thread_id: thread_id.into(),
+                    turn,
+                };
+                assert_eq!(
+                    is_turn_start_of(&open, &started),
+                    start == started,
+                    "{started:?}"
+                );
+            }
+        }
+        for status in [TurnStatus::Completed, TurnStatus::Interrupted] {
+            let done = record(status);
+            let completion = turn_completion_of(&done).unwrap();
+            for thread_id in ["t", "other"] {
+                for turn in variants(&completion.turn) {
+                    let completed = TurnCompletedNotification {
+                        thread_id: thread_id.into(),
+                        turn,
+                    };
+                    assert_eq!(
+                        is_turn_completion_of(&done, &completed),
+                        completion == completed,
+                        "{completed:?}"
+                    );
+                }
+            }
+        }
+        // An open turn has no completion.
+        let early = TurnCompletedNotification {
+            thread_id: "t".into(),
+            turn: open.to_turn(Vec::new()),
+        };
+        assert!(!is_turn_completion_of(&open, &early));
     }
 }
