@@ -56,8 +56,8 @@
 use spool_core::reducer::born::folds;
 use spool_core::{ItemRecord, ThreadReducer, TurnRecord};
 use spool_protocol::{
-    ItemCompletedNotification, ServerNotification, Turn, TurnCompletedNotification, TurnItemsView,
-    TurnStartedNotification, TurnStatus,
+    ItemCompletedNotification, ServerNotification, TokenUsageBreakdown, Turn,
+    TurnCompletedNotification, TurnError, TurnItemsView, TurnStartedNotification, TurnStatus,
 };
 
 /// The `events.method` of a folded pair: not a protocol method, never sent
@@ -157,57 +157,71 @@ pub(crate) fn turn_body(reducer: &ThreadReducer, event: &ServerNotification, seq
 /// by field: building the start to compare would copy the turn's id and
 /// thread.
 fn is_turn_start_of(record: &TurnRecord, started: &TurnStartedNotification) -> bool {
-    let TurnStartedNotification { thread_id, turn } = started;
-    // Destructured so that a new field of a turn must be placed here.
-    let Turn {
-        id,
-        items,
-        items_view,
-        status,
-        error,
-        started_at,
-        completed_at,
-        duration_ms,
-        token_usage,
-    } = turn;
-    *thread_id == record.thread_id
-        && *id == record.id
-        && items.is_empty()
-        && *items_view == TurnItemsView::NotLoaded
-        && *status == TurnStatus::InProgress
-        && error.is_none()
-        && *started_at == record.started_at
-        && completed_at.is_none()
-        && duration_ms.is_none()
-        && token_usage.is_none()
+    let shape = TurnShape {
+        id: &record.id,
+        status: TurnStatus::InProgress,
+        error: None,
+        started_at: record.started_at,
+        completed_at: None,
+        duration_ms: None,
+        token_usage: None,
+    };
+    started.thread_id == record.thread_id && shape.is(&started.turn)
 }
 
 /// Whether `completed` is exactly [`turn_completion_of`] `record` (so
 /// `record` is finished), compared field by field.
 fn is_turn_completion_of(record: &TurnRecord, completed: &TurnCompletedNotification) -> bool {
-    let TurnCompletedNotification { thread_id, turn } = completed;
-    let Turn {
-        id,
-        items,
-        items_view,
-        status,
-        error,
-        started_at,
-        completed_at,
-        duration_ms,
-        token_usage,
-    } = turn;
+    let shape = TurnShape {
+        id: &record.id,
+        status: record.status,
+        error: record.error.as_ref(),
+        started_at: record.started_at,
+        completed_at: record.completed_at,
+        duration_ms: record.duration_ms,
+        token_usage: record.token_usage.as_ref(),
+    };
     record.status.is_terminal()
-        && *thread_id == record.thread_id
-        && *id == record.id
-        && items.is_empty()
-        && *items_view == TurnItemsView::NotLoaded
-        && *status == record.status
-        && *error == record.error
-        && *started_at == record.started_at
-        && *completed_at == record.completed_at
-        && *duration_ms == record.duration_ms
-        && *token_usage == record.token_usage
+        && completed.thread_id == record.thread_id
+        && shape.is(&completed.turn)
+}
+
+/// What a turn event built from a record holds, borrowed from the record.
+struct TurnShape<'r> {
+    id: &'r str,
+    status: TurnStatus,
+    error: Option<&'r TurnError>,
+    started_at: Option<i64>,
+    completed_at: Option<i64>,
+    duration_ms: Option<i64>,
+    token_usage: Option<&'r TokenUsageBreakdown>,
+}
+
+impl TurnShape<'_> {
+    /// Whether `turn` is this, with no items (`Turn::new`'s view of them).
+    fn is(&self, turn: &Turn) -> bool {
+        // Destructured so that a new field of a turn must be placed here.
+        let Turn {
+            id,
+            items,
+            items_view,
+            status,
+            error,
+            started_at,
+            completed_at,
+            duration_ms,
+            token_usage,
+        } = turn;
+        id == self.id
+            && items.is_empty()
+            && *items_view == TurnItemsView::NotLoaded
+            && *status == self.status
+            && error.as_ref() == self.error
+            && *started_at == self.started_at
+            && *completed_at == self.completed_at
+            && *duration_ms == self.duration_ms
+            && token_usage.as_ref() == self.token_usage
+    }
 }
 
 /// The completion an item's projection row stands for: the record's item,
@@ -273,8 +287,6 @@ pub(crate) fn folds_into(start: &ServerNotification, next: &ServerNotification) 
 
 #[cfg(test)]
 mod tests {
-    use spool_protocol::{TokenUsageBreakdown, TurnError};
-
     use super::*;
 
     fn record(status: TurnStatus) -> TurnRecord {
@@ -370,5 +382,53 @@ mod tests {
             turn: open.to_turn(Vec::new()),
         };
         assert!(!is_turn_completion_of(&open, &early));
+    }
+
+    /// `taken_whole` says, before the completion is applied, what
+    /// `projects` says of it and the record `apply_born` makes of it.
+    #[test]
+    fn a_completion_is_taken_whole_exactly_when_its_record_projects_it() {
+        use spool_protocol::{Audience, ItemEnvelope, ItemStatus, ThreadEvent};
+        let mut envelope = ItemEnvelope::started("user", Audience::BOTH, 5);
+        envelope.status = ItemStatus::Completed;
+        envelope.completed_at_ms = Some(7);
+        let base = ItemCompletedNotification {
+            item: an_item(),
+            thread_id: "t".into(),
+            turn_id: "u".into(),
+            completed_at_ms: 7,
+            envelope: Some(envelope),
+        };
+        let with = |change: fn(&mut ItemCompletedNotification)| {
+            let mut completed = base.clone();
+            change(&mut completed);
+            completed
+        };
+        let cases = [
+            base.clone(),
+            with(|c| c.completed_at_ms = 0),
+            with(|c| c.completed_at_ms = 8),
+            with(|c| c.envelope.as_mut().unwrap().completed_at_ms = None),
+            with(|c| c.envelope.as_mut().unwrap().status = ItemStatus::Failed),
+            with(|c| c.thread_id = "other".into()),
+        ];
+        let mut taken = 0;
+        for completed in cases {
+            let mut reducer =
+                ThreadReducer::from_parts("t", 9, Vec::new(), vec![record(TurnStatus::InProgress)]);
+            let payload = ServerNotification::ItemCompleted(completed.clone());
+            let whole = taken_whole(&payload, "t");
+            let event = ThreadEvent {
+                thread_id: "t".into(),
+                seq: 11,
+                at_ms: 9,
+                payload,
+            };
+            reducer.apply_born(&event).unwrap();
+            let projected = projects(&completed, reducer.item("i").unwrap());
+            assert_eq!(whole, projected, "{completed:?}");
+            taken += usize::from(whole);
+        }
+        assert_eq!(taken, 2, "the base and the one failed are taken whole");
     }
 }

@@ -120,9 +120,9 @@ impl ThreadReducer {
     }
 
     /// [`Self::apply_born`], the record taking the event's item, turn and
-    /// envelope instead of a copy of them: for a caller that keeps nothing
-    /// of the event but what the record holds (its completion is then
-    /// the record's, when the record says when it completed). On error the event is handed back unchanged.
+    /// envelope instead of copies of them: for a caller that keeps nothing
+    /// of the event, the record then being all there is of it. On error
+    /// the event is handed back unchanged.
     pub fn apply_born_owned(
         &mut self,
         event: Box<ThreadEvent>,

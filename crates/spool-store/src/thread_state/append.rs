@@ -421,9 +421,11 @@ impl ThreadState {
 }
 
 /// Whether applying `notification` may drop item records from the reducer:
-/// `item/removed` and `thread/cleared` are the only events that do
-/// (`ThreadReducer::apply`; `spool-core`'s reducer property tests hold
-/// every other event to it).
+/// `item/removed` and `thread/cleared` are the only events that do (the
+/// only arms of `ThreadReducer::apply` that remove records; the reducer's
+/// `retain_open` drops closed ones too, but the store calls it only with
+/// nothing pending, `ThreadState::settled`). A record missed here is an
+/// error when its row is written, never a row written wrong.
 fn drops_records(notification: &ServerNotification) -> bool {
     matches!(
         notification,
