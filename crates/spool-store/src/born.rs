@@ -26,7 +26,7 @@
 //! completion that is exactly the record it makes ([`taken_whole`]) is
 //! moved into that record (`ThreadReducer::apply_born_owned`), and its
 //! pending row keeps nothing but a mark that its body is the record
-//! (`PendingEvent::in_record`).
+//! (`pending::Source::InRecord`).
 //!
 //! [`ToAppend::BornComplete`]: crate::types::ToAppend::BornComplete
 //!
@@ -304,13 +304,16 @@ mod tests {
         }
     }
 
+    /// `base` with one change.
+    fn with<T: Clone>(base: &T, change: fn(&mut T)) -> T {
+        let mut changed = base.clone();
+        change(&mut changed);
+        changed
+    }
+
     /// Each field of a turn changed one at a time.
     fn variants(turn: &Turn) -> Vec<Turn> {
-        let with = |change: fn(&mut Turn)| {
-            let mut turn = turn.clone();
-            change(&mut turn);
-            turn
-        };
+        let with = |change: fn(&mut Turn)| with(turn, change);
         vec![
             turn.clone(),
             with(|t| t.id = "v".into()),
@@ -399,11 +402,7 @@ mod tests {
             completed_at_ms: 7,
             envelope: Some(envelope),
         };
-        let with = |change: fn(&mut ItemCompletedNotification)| {
-            let mut completed = base.clone();
-            change(&mut completed);
-            completed
-        };
+        let with = |change: fn(&mut ItemCompletedNotification)| with(&base, change);
         let cases = [
             base.clone(),
             with(|c| c.completed_at_ms = 0),

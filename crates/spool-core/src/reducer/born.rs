@@ -111,12 +111,7 @@ impl ThreadReducer {
             envelope: envelope.clone(),
             token_count: None,
         };
-        let completed_at = if n.completed_at_ms > 0 {
-            n.completed_at_ms
-        } else {
-            event.at_ms
-        };
-        Ok(self.push_born(record, completed_at))
+        Ok(self.push_born(record, n.completed_at_ms, event.at_ms))
     }
 
     /// [`Self::apply_born`], the record taking the event's item, turn and
@@ -169,12 +164,7 @@ impl ThreadReducer {
             envelope,
             token_count: None,
         };
-        let completed_at = if completed_at_ms > 0 {
-            completed_at_ms
-        } else {
-            at_ms
-        };
-        Ok(self.push_born(record, completed_at))
+        Ok(self.push_born(record, completed_at_ms, at_ms))
     }
 
     /// What applying `event` as an item born complete checks; its
@@ -223,9 +213,15 @@ impl ThreadReducer {
         Ok((n, envelope))
     }
 
-    /// Adds the checked `record` of an item born complete, completed at
-    /// `completed_at` unless its envelope says when.
-    fn push_born(&mut self, mut record: ItemRecord, completed_at: i64) -> Change {
+    /// Adds the checked `record` of an item born complete whose completion
+    /// said `completed_at_ms` and came at `at_ms`: completed then (at
+    /// `at_ms` when the completion says 0) unless its envelope says when.
+    fn push_born(&mut self, mut record: ItemRecord, completed_at_ms: i64, at_ms: i64) -> Change {
+        let completed_at = if completed_at_ms > 0 {
+            completed_at_ms
+        } else {
+            at_ms
+        };
         record.envelope.completed_at_ms.get_or_insert(completed_at);
         self.last_seq = record.seq;
         self.item_index

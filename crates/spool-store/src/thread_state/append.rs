@@ -6,7 +6,7 @@ use spool_core::reducer::born::start_of;
 use spool_protocol::{ServerNotification, ThreadEvent, ThreadItem, UserInput};
 
 use super::dirty::{self, ApplyError, Failed};
-use super::pending::{PendingEvent, completion_in_record, record_at};
+use super::pending::{PendingEvent, Source, completion_event, record_at};
 use super::rows::Rows;
 use super::{Incoming, ThreadState};
 use crate::born::{Body, RECORDED, projects, taken_whole, turn_body};
@@ -53,7 +53,7 @@ enum Staged {
     Transient(Box<ServerNotification>),
     /// The completion of an item born complete that the reducer's record
     /// took whole (`ThreadReducer::apply_born_owned`): its row's body is the
-    /// record (`PendingEvent::in_record`).
+    /// record (`pending::Source::InRecord`).
     InRecord {
         seq: u64,
         at_ms: i64,
@@ -324,31 +324,20 @@ impl ThreadState {
         } else {
             body = turn_body(&self.reducer, &event.payload, event.seq);
         }
-        let mut row = PendingEvent {
-            seq: event.seq,
-            at_ms: event.at_ms,
-            method,
-            item_id: event.payload.item_id().map(str::to_owned),
-            json,
-            deferred: None,
-            in_record: false,
-            born,
-            body,
-        };
         // An event the caller left unencoded (a born completion, a turn's
         // start or completion) is kept typed: its row nearly always leaves
         // the body to a projection row. No encoded event is empty.
-        let keep_typed = row.json.is_empty();
-        match echo {
-            None => {
-                if keep_typed {
-                    row.deferred = Some(event);
-                }
-            }
+        let keep_typed = json.is_empty();
+        let (seq, at_ms) = (event.seq, event.at_ms);
+        let item_id = event.payload.item_id().map(str::to_owned);
+        let source = match echo {
+            None if keep_typed => Source::Typed(event),
+            None => Source::Json(json),
             Some(echo) => {
-                if keep_typed {
-                    row.deferred = Some(event.clone());
-                }
+                let source = match keep_typed {
+                    true => Source::Typed(event.clone()),
+                    false => Source::Json(json),
+                };
                 if born && let Some(start) = implied_start(&event.payload) {
                     echo.push(Appended::Logged(ThreadEvent {
                         thread_id: event.thread_id.clone(),
@@ -358,9 +347,18 @@ impl ThreadState {
                     }));
                 }
                 echo.push(Appended::Logged(*event));
+                source
             }
-        }
-        pending.events.push(row);
+        };
+        pending.events.push(PendingEvent {
+            seq,
+            at_ms,
+            method,
+            item_id,
+            source,
+            born,
+            body,
+        });
     }
 }
 
@@ -383,9 +381,7 @@ impl ThreadState {
             at_ms,
             method: RECORDED,
             item_id: record.map(|record| record.item.id().to_owned()),
-            json: String::new(),
-            deferred: None,
-            in_record: true,
+            source: Source::InRecord,
             born: true,
             body: Body::Item,
         });
@@ -398,19 +394,8 @@ impl ThreadState {
         self.refill_pending(thread_id)?;
         for entry in staged {
             if let Staged::InRecord { seq, at_ms } = *entry {
-                let completion = completion_in_record(&self.reducer, seq).ok_or_else(|| {
-                    StoreError::StateLost {
-                        thread_id: thread_id.to_owned(),
-                        reason: format!("seq {seq}: the record that took its completion is gone"),
-                    }
-                })?;
                 *entry = Staged::Logged {
-                    event: Box::new(ThreadEvent {
-                        thread_id: thread_id.to_owned(),
-                        seq,
-                        at_ms,
-                        payload: ServerNotification::ItemCompleted(completion),
-                    }),
+                    event: completion_event(&self.reducer, thread_id, seq, at_ms)?,
                     json: String::new(),
                     born: true,
                 };

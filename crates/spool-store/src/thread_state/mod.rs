@@ -25,7 +25,7 @@ use spool_protocol::{ServerNotification, ThreadEvent};
 
 use self::dirty::{ApplyError, Dirty};
 use self::fresh_ids::FreshIds;
-use self::pending::{Pending, PendingEvent};
+use self::pending::{Pending, PendingEvent, Source};
 use self::reserve::Reservation;
 use self::rows::Rows;
 use crate::born::Body;
@@ -98,9 +98,7 @@ impl ThreadState {
                 at_ms,
                 method: "thread/started",
                 item_id: None,
-                json: started_json,
-                deferred: None,
-                in_record: false,
+                source: Source::Json(started_json),
                 born: false,
                 body: Body::Own,
             }],

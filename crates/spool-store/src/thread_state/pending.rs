@@ -60,23 +60,8 @@ pub(crate) struct PendingEvent {
     pub(crate) at_ms: i64,
     pub(crate) method: &'static str,
     pub(crate) item_id: Option<String>,
-    /// Empty for a [`PendingEvent::deferred`] event.
-    pub(crate) json: String,
-    /// The completion of an item born complete, or a turn's start or
-    /// completion, that the caller left unencoded: kept typed (moved here, not copied, unless the appender
-    /// asked for the events back), encoded only if its row must hold it
-    /// (see [`PendingEvent::payload_json`]), and what a rebuild replays.
-    /// The whole event is kept, as it was boxed when checked
-    /// (`append.rs`), rather than moved out of its box into another.
-    pub(crate) deferred: Option<Box<ThreadEvent>>,
-    /// The completion of an item born complete that the item's record in
-    /// the reducer took whole (`ThreadReducer::apply_born_owned`, for an
-    /// appender that asked for nothing back): the row has neither JSON nor
-    /// a deferred event, its body is the record (`born::completion_of`),
-    /// and the batch writes it as [`crate::born::PROJECTED`]. Anything
-    /// that may drop the record first gives the row its completion back
-    /// ([`PendingEvent::refill`]).
-    pub(crate) in_record: bool,
+    /// Where the row's payload comes from.
+    pub(crate) source: Source,
     /// The completion of an item born complete (`born.rs`): the row
     /// stands for the item's start too, at the seq before.
     pub(crate) born: bool,
@@ -87,89 +72,105 @@ pub(crate) struct PendingEvent {
     pub(crate) body: Body,
 }
 
+/// How a pending row holds the event it stands for: one of three, never
+/// two at once.
+pub(crate) enum Source {
+    /// The caller's JSON of the event.
+    Json(String),
+    /// The completion of an item born complete, or a turn's start or
+    /// completion, that the caller left unencoded: kept typed (moved here,
+    /// not copied, unless the appender asked for the events back), encoded
+    /// only if its row must hold it (see [`PendingEvent::payload_json`]),
+    /// and what a rebuild replays. The whole event is kept, as it was boxed
+    /// when checked (`append.rs`), rather than moved out of its box into
+    /// another.
+    Typed(Box<ThreadEvent>),
+    /// The completion of an item born complete that the item's record in
+    /// the reducer took whole (`ThreadReducer::apply_born_owned`, for an
+    /// appender that asked for nothing back): its body is the record
+    /// (`born::completion_of`), and the batch writes it as
+    /// [`crate::born::PROJECTED`]. Anything that may drop the record first
+    /// gives the row its completion back ([`PendingEvent::refill`]).
+    InRecord,
+}
+
 impl PendingEvent {
     /// The text of the event's row when it holds its payload: the caller's
-    /// JSON, a deferred event encoded now, or for a row whose body is its
-    /// item's record ([`PendingEvent::in_record`]) that record in
-    /// `reducer`, encoded as the completion it stands for.
+    /// JSON, a typed event encoded now, or for a row whose body is its
+    /// item's record ([`Source::InRecord`]) that record in `reducer`, encoded
+    /// as the completion it stands for.
     pub(crate) fn payload_json(
         &self,
         reducer: &ThreadReducer,
         thread_id: &str,
     ) -> Result<Cow<'_, str>, StoreError> {
-        if self.in_record {
-            let completion =
-                completion_in_record(reducer, self.seq).ok_or_else(|| self.lost_body(thread_id))?;
-            let payload = ServerNotification::ItemCompleted(completion);
-            return encode("notification", &payload).map(Cow::Owned);
-        }
-        match &self.deferred {
-            Some(event) if self.json.is_empty() => {
+        match &self.source {
+            Source::Json(json) => Ok(Cow::Borrowed(json)),
+            Source::Typed(event) => encode("notification", &event.payload).map(Cow::Owned),
+            Source::InRecord => {
+                let event = completion_event(reducer, thread_id, self.seq, self.at_ms)?;
                 encode("notification", &event.payload).map(Cow::Owned)
             }
-            _ => Ok(Cow::Borrowed(&self.json)),
         }
     }
 
     /// The notification, for a rebuild; the error names the seq.
     pub(crate) fn payload(&self) -> Result<ServerNotification, String> {
-        if self.in_record {
-            return Err(format!(
+        match &self.source {
+            Source::Json(json) => {
+                serde_json::from_str(json).map_err(|e| format!("pending seq {}: {e}", self.seq))
+            }
+            Source::Typed(event) => Ok(event.payload.clone()),
+            Source::InRecord => Err(format!(
                 "pending seq {}: its body was left to a record",
                 self.seq
-            ));
-        }
-        match &self.deferred {
-            Some(event) => Ok(event.payload.clone()),
-            None => serde_json::from_str(&self.json)
-                .map_err(|e| format!("pending seq {}: {e}", self.seq)),
+            )),
         }
     }
 
-    /// Gives a row whose body is its item's record
-    /// ([`PendingEvent::in_record`]) its completion back, built from the
-    /// record; other rows are left as they are.
+    /// Gives a row whose body is its item's record ([`Source::InRecord`]) its
+    /// completion back, built from the record; other rows are left as they
+    /// are.
     pub(crate) fn refill(
         &mut self,
         reducer: &ThreadReducer,
         thread_id: &str,
     ) -> Result<(), StoreError> {
-        if self.in_record {
-            let completion =
-                completion_in_record(reducer, self.seq).ok_or_else(|| self.lost_body(thread_id))?;
-            self.deferred = Some(Box::new(ThreadEvent {
-                thread_id: thread_id.to_owned(),
-                seq: self.seq,
-                at_ms: self.at_ms,
-                payload: ServerNotification::ItemCompleted(completion),
-            }));
-            self.in_record = false;
+        if matches!(self.source, Source::InRecord) {
+            let event = completion_event(reducer, thread_id, self.seq, self.at_ms)?;
+            self.source = Source::Typed(event);
         }
         Ok(())
     }
+}
 
-    /// The error of a row whose body was left to a record that is gone:
-    /// a bug (every path that drops records refills the rows first),
-    /// refused rather than written wrong.
-    fn lost_body(&self, thread_id: &str) -> StoreError {
-        StoreError::StateLost {
-            thread_id: thread_id.to_owned(),
-            reason: format!(
-                "pending seq {}: its body was left to an item's record, which is gone",
-                self.seq
-            ),
-        }
-    }
+/// The event of the completion at `seq` (at `at_ms`) of an item born
+/// complete whose record took it whole, built from that record. The
+/// record gone is a bug (every path that drops records refills the rows
+/// first), refused rather than written wrong.
+pub(crate) fn completion_event(
+    reducer: &ThreadReducer,
+    thread_id: &str,
+    seq: u64,
+    at_ms: i64,
+) -> Result<Box<ThreadEvent>, StoreError> {
+    let completion = completion_in_record(reducer, seq).ok_or_else(|| StoreError::StateLost {
+        thread_id: thread_id.to_owned(),
+        reason: format!("pending seq {seq}: its body was left to an item's record, which is gone"),
+    })?;
+    Ok(Box::new(ThreadEvent {
+        thread_id: thread_id.to_owned(),
+        seq,
+        at_ms,
+        payload: ServerNotification::ItemCompleted(completion),
+    }))
 }
 
 /// The completion of the item born complete whose completion is at `seq`,
 /// built from its record, if the reducer holds that record as that
 /// completion left it: the item started at the seq before, and nothing
 /// changed it since.
-pub(crate) fn completion_in_record(
-    reducer: &ThreadReducer,
-    seq: u64,
-) -> Option<ItemCompletedNotification> {
+fn completion_in_record(reducer: &ThreadReducer, seq: u64) -> Option<ItemCompletedNotification> {
     let record = record_at(reducer, seq)?;
     completion_of(record.clone())
 }

@@ -13,6 +13,7 @@ use crate::options::StoreOptions;
 use crate::sqlite::reads::read_events_after;
 use crate::sqlite::schema;
 use crate::thread_state::ThreadState;
+use crate::thread_state::pending::Source;
 use crate::thread_state::prepare::{new_thread_record, prepare_append};
 use crate::types::NewThread;
 
@@ -209,7 +210,7 @@ fn a_completion_left_to_its_record_writes_what_a_copy_would() {
         .pending
         .events
         .iter()
-        .filter(|row| row.in_record && row.deferred.is_none() && row.json.is_empty())
+        .filter(|row| matches!(row.source, Source::InRecord))
         .map(|row| row.seq)
         .collect();
     assert_eq!(in_record, [4, 6]);
