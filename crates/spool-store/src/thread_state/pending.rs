@@ -108,8 +108,10 @@ impl PendingEvent {
             Source::Json(json) => Ok(Cow::Borrowed(json)),
             Source::Typed(event) => encode("notification", &event.payload).map(Cow::Owned),
             Source::InRecord => {
-                let event = completion_event(reducer, thread_id, self.seq, self.at_ms)?;
-                encode("notification", &event.payload).map(Cow::Owned)
+                let completion = completion_in_record(reducer, self.seq)
+                    .ok_or_else(|| body_lost(thread_id, self.seq))?;
+                let payload = ServerNotification::ItemCompleted(completion);
+                encode("notification", &payload).map(Cow::Owned)
             }
         }
     }
@@ -154,16 +156,22 @@ pub(crate) fn completion_event(
     seq: u64,
     at_ms: i64,
 ) -> Result<Box<ThreadEvent>, StoreError> {
-    let completion = completion_in_record(reducer, seq).ok_or_else(|| StoreError::StateLost {
-        thread_id: thread_id.to_owned(),
-        reason: format!("pending seq {seq}: its body was left to an item's record, which is gone"),
-    })?;
+    let completion = completion_in_record(reducer, seq).ok_or_else(|| body_lost(thread_id, seq))?;
     Ok(Box::new(ThreadEvent {
         thread_id: thread_id.to_owned(),
         seq,
         at_ms,
         payload: ServerNotification::ItemCompleted(completion),
     }))
+}
+
+/// The error of a row at `seq` whose body was left to a record that is
+/// gone.
+fn body_lost(thread_id: &str, seq: u64) -> StoreError {
+    StoreError::StateLost {
+        thread_id: thread_id.to_owned(),
+        reason: format!("pending seq {seq}: its body was left to an item's record, which is gone"),
+    }
 }
 
 /// The completion of the item born complete whose completion is at `seq`,
