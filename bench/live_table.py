@@ -3,7 +3,9 @@ with ratios (spool / Codex; for latencies and CPU, lower is better), the
 targets, and the relay floors (stdio only): the model's deltas relayed to
 stdout and nothing else, the least this machine allows; and the same with
 every delta kept in a file synced within 5 ms, the least a server that
-keeps its deltas can do. The CPU time the host took for other guests during
+keeps its deltas can do; and with every delta kept as a row of spool's own
+log in a store file, committed within 5 ms: what spool's layout costs
+without spool's hops. The CPU time the host took for other guests during
 each paced run is beside it (`host_steal_pct`, from `/proc/stat`)."""
 
 import json
@@ -21,15 +23,17 @@ def main(path):
         codex = runs.get(("codex", transport))
         relay = runs.get(("relay", transport))
         durable = runs.get(("durable-relay", transport))
+        store = runs.get(("store-relay", transport))
         a = pick(spool) if spool else None
         b = pick(codex) if codex else None
         floor = pick(relay) if relay else None
         durable_floor = pick(durable) if durable else None
+        store_floor = pick(store) if store else None
         ratio = ""
         if ratio_of and a is not None and b:
             ratio = f"{a / b:.2f}x"
         rows.append((name, transport, fmt(a), fmt(b), ratio, better, target, fmt(floor),
-                     fmt(durable_floor)))
+                     fmt(durable_floor), fmt(store_floor)))
 
     for transport in ("stdio", "websocket"):
         sizes = [t["deltas"] for t in runs.get(("spool", transport), {}).get("throughput", [])]
@@ -66,10 +70,10 @@ def main(path):
             first, last = spool["throughput"][0], spool["throughput"][-1]
             kept = last["deltas_per_s"] / first["deltas_per_s"]
             rows.append((f"spool rate at {last['deltas']:,} / at {first['deltas']:,}", transport,
-                         f"{kept:.2f}", "", "", "", ">= 0.90", "", ""))
+                         f"{kept:.2f}", "", "", "", ">= 0.90", "", "", ""))
 
     header = ("workload", "transport", "spool", "codex", "ratio", "better", "target",
-              "relay floor", "durable relay")
+              "relay floor", "durable relay", "store relay")
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     for line in [header, tuple("-" * w for w in widths)] + rows:
         print("  ".join(str(cell).ljust(w) for cell, w in zip(line, widths)).rstrip())

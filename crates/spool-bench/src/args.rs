@@ -59,6 +59,11 @@ pub struct BenchRelayArgs {
     /// 5 ms of its write as spool commits deltas: the durable relay floor.
     #[arg(long)]
     pub log: Option<PathBuf>,
+    /// Also keep every delta as a row of spool's log in a new store file
+    /// at this path, committed within 5 ms of its write: the store relay
+    /// floor.
+    #[arg(long, conflicts_with = "log")]
+    pub store: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]

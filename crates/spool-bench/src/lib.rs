@@ -79,7 +79,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Mcp(_) => {
             anyhow::bail!("this spool was built without MCP (the `mcp` cargo feature)")
         }
-        BenchCommand::Relay(args) => live::relay(args.model_url, args.log).await,
+        BenchCommand::Relay(args) => live::relay(args.model_url, args.log, args.store).await,
     }
 }
 

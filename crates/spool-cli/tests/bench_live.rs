@@ -56,6 +56,7 @@ fn live_bench_streams_over_both_transports() {
             ("spool", "stdio"),
             ("relay", "stdio"),
             ("durable-relay", "stdio"),
+            ("store-relay", "stdio"),
             ("spool", "websocket")
         ]
     );

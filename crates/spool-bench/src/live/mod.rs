@@ -23,7 +23,10 @@
 //! nothing else) runs the same workloads over stdio, so every figure has
 //! the least this machine allows beside it; so does the durable relay
 //! floor, which also keeps each delta in a file synced within 5 ms, as
-//! spool commits them: the least a server that keeps its deltas can do.
+//! spool commits them: the least a server that keeps its deltas can do;
+//! and the store relay floor, which keeps each delta as a row of spool's
+//! own log in a store file instead (`store_relay.rs`): what writing the
+//! deltas in spool's layout costs, without spool's hops.
 //!
 //! Servers alternate transport by transport, so all see the same machine
 //! state; ratios are spool's figure over Codex's.
@@ -31,6 +34,7 @@
 pub(crate) mod model_server;
 pub(crate) mod peer;
 mod relay;
+mod store_relay;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -118,7 +122,8 @@ pub async fn live(args: BenchLiveArgs) -> anyhow::Result<()> {
         servers.push((Target::Codex, codex.clone()));
     }
     servers.push((Target::Relay, spool.clone()));
-    servers.push((Target::DurableRelay, spool));
+    servers.push((Target::DurableRelay, spool.clone()));
+    servers.push((Target::StoreRelay, spool));
     let epoch = Instant::now();
     let model = ModelServer::start(epoch).await?;
     let work = tempfile::Builder::new()
@@ -127,7 +132,10 @@ pub async fn live(args: BenchLiveArgs) -> anyhow::Result<()> {
     let mut runs = Vec::new();
     for transport in [Transport::Stdio, Transport::WebSocket] {
         for (target, program) in &servers {
-            let relay = matches!(target, Target::Relay | Target::DurableRelay);
+            let relay = matches!(
+                target,
+                Target::Relay | Target::DurableRelay | Target::StoreRelay
+            );
             if relay && transport != Transport::Stdio {
                 continue;
             }
@@ -193,7 +201,7 @@ pub(crate) fn configure(target: Target, home: &Path, model_url: &str) -> anyhow:
                  [features]\nshell_snapshot = false\n"
             ),
         )?,
-        Target::Relay | Target::DurableRelay => {}
+        Target::Relay | Target::DurableRelay | Target::StoreRelay => {}
     }
     Ok(())
 }
@@ -232,6 +240,9 @@ async fn run(
     model.set_plan(fast(first_size));
     let before = model.requests().len();
     let first = turns(&mut peer, std::slice::from_ref(&thread), epoch).await?;
+    // Deltas the client read in all: the store relay's file must hold as
+    // many when it exits.
+    let mut delivered = first[0].deltas;
     let request = *model
         .requests()
         .get(before)
@@ -239,6 +250,7 @@ async fn run(
     let first_turn_request_ms = ms(request.duration_since(first[0].started));
     let first_turn_first_delta_ms = ms(first_delta(&first[0])?.duration_since(first[0].started));
     let second = turns(&mut peer, std::slice::from_ref(&thread), epoch).await?;
+    delivered += second[0].deltas;
     let later_turn_first_delta_ms = ms(first_delta(&second[0])?.duration_since(second[0].started));
 
     // Work a server does once, after it starts (spool builds its token
@@ -264,6 +276,7 @@ async fn run(
             let cpu = cpu_time(pid)? - cpu_before;
             let seen = &seen[0];
             ensure!(seen.deltas == size, "{} deltas read of {size}", seen.deltas);
+            delivered += seen.deltas;
             let starts = model.delta_starts();
             ensure!(
                 starts.len() == before + 1,
@@ -329,6 +342,7 @@ async fn run(
             streams * deltas
         );
         latencies.sort_by(f64::total_cmp);
+        delivered += seen.iter().map(|turn| turn.deltas).sum::<usize>();
         let entry = Paced {
             streams,
             deltas_per_stream: deltas,
@@ -349,6 +363,13 @@ async fn run(
         paced.push(entry);
     }
     peer.stop().await;
+    if target == Target::StoreRelay {
+        let kept = store_relay::kept(&store_relay::path(home))?;
+        ensure!(
+            kept == delivered as i64,
+            "the store relay kept {kept} of the {delivered} deltas it sent"
+        );
+    }
     Ok(RunReport {
         server: target.name(),
         transport: transport.name(),

@@ -26,6 +26,9 @@ pub(crate) enum Target {
     /// The relay floor with every delta kept in a synced file
     /// (`relay.rs`), stdio only.
     DurableRelay,
+    /// The relay floor with every delta kept as a row of spool's log in a
+    /// store file (`store_relay.rs`), stdio only.
+    StoreRelay,
 }
 
 impl Target {
@@ -35,6 +38,7 @@ impl Target {
             Target::Codex => "codex",
             Target::Relay => "relay",
             Target::DurableRelay => "durable-relay",
+            Target::StoreRelay => "store-relay",
         }
     }
 }
@@ -107,11 +111,17 @@ impl Peer {
                     .args(["app-server", "--listen", &listen])
                     .env("CODEX_HOME", home);
             }
-            Target::Relay | Target::DurableRelay => {
+            Target::Relay | Target::DurableRelay | Target::StoreRelay => {
                 anyhow::ensure!(port.is_none(), "the relay floors run over stdio only");
                 command.args(["bench", "relay", "--model-url", model_url]);
-                if target == Target::DurableRelay {
-                    command.arg("--log").arg(home.join("deltas.log"));
+                match target {
+                    Target::DurableRelay => {
+                        command.arg("--log").arg(home.join("deltas.log"));
+                    }
+                    Target::StoreRelay => {
+                        command.arg("--store").arg(super::store_relay::path(home));
+                    }
+                    _ => {}
                 }
             }
         }

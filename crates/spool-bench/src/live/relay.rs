@@ -33,6 +33,8 @@ use spool_model::{
 use spool_protocol::responses::ResponseItem;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+use super::store_relay;
+
 /// How soon after it was sent a delta is synced: spool's default group
 /// commit delay for deltas.
 const SYNC_WITHIN: Duration = Duration::from_millis(5);
@@ -48,8 +50,8 @@ static LOG: OnceLock<(Mutex<Unsynced>, Condvar)> = OnceLock::new();
 
 /// Writes one message as one line, with one `write` on the caller's
 /// thread (stdout is a `LineWriter` behind its own lock), and hands it to
-/// the log when there is one.
-fn send(message: &Value) {
+/// the log when there is one. Returns the line.
+fn send(message: &Value) -> String {
     let mut line = message.to_string();
     line.push('\n');
     {
@@ -66,6 +68,7 @@ fn send(message: &Value) {
             wake.notify_one();
         }
     }
+    line
 }
 
 /// Starts the thread that syncs the log: each group of lines is written
@@ -115,10 +118,18 @@ fn open_log(path: PathBuf) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Serves stdin until it ends.
-pub async fn relay(model_url: String, log: Option<PathBuf>) -> anyhow::Result<()> {
+/// Serves stdin until it ends. `log`: the durable relay's file; `store`:
+/// the store relay's (`store_relay.rs`).
+pub async fn relay(
+    model_url: String,
+    log: Option<PathBuf>,
+    store: Option<PathBuf>,
+) -> anyhow::Result<()> {
     if let Some(path) = log {
         open_log(path)?;
+    }
+    if let Some(path) = store {
+        store_relay::open(path).await?;
     }
     let provider: Arc<dyn ModelProvider> = Arc::new(ResponsesProvider::new(
         ProviderConfig::new("relay", model_url).with_retry(RetryPolicy::none()),
@@ -154,7 +165,7 @@ pub async fn relay(model_url: String, log: Option<PathBuf>) -> anyhow::Result<()
         };
         send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
     }
-    Ok(())
+    store_relay::close()
 }
 
 /// One turn: the model's text deltas as they come, then `turn/completed`.
@@ -169,11 +180,19 @@ async fn stream(provider: Arc<dyn ModelProvider>, thread: String, turn: String) 
     while let Some(event) = events.next().await {
         match event {
             Ok(ModelEvent::OutputTextDelta { item_id, delta, .. }) => {
-                send(
+                let mut line = send(
                     &json!({"jsonrpc": "2.0", "method": "item/agentMessage/delta",
-                    "params": {"threadId": thread, "turnId": turn, "itemId": item_id,
+                    "params": {"threadId": thread, "turnId": turn, "itemId": &item_id,
                                "delta": delta}}),
                 );
+                if store_relay::is_open() {
+                    line.pop();
+                    store_relay::keep(store_relay::Row {
+                        thread_id: thread.clone(),
+                        item_id,
+                        payload: line,
+                    });
+                }
             }
             Ok(_) => {}
             Err(error) => {
