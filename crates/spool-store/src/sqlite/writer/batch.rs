@@ -258,13 +258,21 @@ pub(super) fn write_thread(
     };
     let dirty = &state.pending.dirty;
     let turns = state.reducer.turns();
-    let mut upsert_turn = conn.prepare_cached(UPSERT_TURN)?;
+    // A statement is taken from the cache only when there is a row for it:
+    // each take hashes its SQL twice (out and back in), and at a trickle a
+    // commit writes one delta for each of many threads, none of them
+    // touching a turn or removing an item.
+    let mut upsert_turn = None;
     for &index in &dirty.turns {
         let turn = &turns[index];
         let (error, token_usage) = encode_turn_json(turn)?;
         // A rank the writer computed, or 0 until the tables rank the turn
         // (an update leaves the stored rank to that).
         let view_rank = new_ranks.as_ref().and_then(|new| new.of(index));
+        let upsert_turn = match &mut upsert_turn {
+            Some(statement) => statement,
+            None => upsert_turn.insert(conn.prepare_cached(UPSERT_TURN)?),
+        };
         upsert_turn.execute((
             thread_id,
             &turn.id,
@@ -288,9 +296,13 @@ pub(super) fn write_thread(
         projected::restore(conn, thread_id, None)?;
         conn.prepare_cached(DELETE_ITEMS)?.execute((thread_id,))?;
     }
-    let mut delete_item = conn.prepare_cached(DELETE_ITEM)?;
+    let mut delete_item = None;
     for removed in &dirty.removed {
         projected::restore(conn, thread_id, Some(&removed.item_id))?;
+        let delete_item = match &mut delete_item {
+            Some(statement) => statement,
+            None => delete_item.insert(conn.prepare_cached(DELETE_ITEM)?),
+        };
         delete_item.execute((thread_id, &removed.item_id))?;
     }
 
