@@ -31,6 +31,7 @@
 //! Servers alternate transport by transport, so all see the same machine
 //! state; ratios are spool's figure over Codex's.
 
+mod group;
 pub(crate) mod model_server;
 pub(crate) mod peer;
 mod relay;

@@ -13,7 +13,7 @@
 //! hops.
 //!
 //! The durable relay (`--log`) does the same and also keeps every delta it
-//! sent: appended to a file and synced within [`SYNC_WITHIN`] of being
+//! sent: appended to a file and synced within [`SYNC_WITHIN`](super::group::SYNC_WITHIN) of being
 //! sent, on a thread of its own, as spool commits its deltas in groups.
 //! What it adds to the relay is what durability alone costs here — the
 //! `write`s and `fdatasync`s, and on a virtual machine the exits to the
@@ -22,8 +22,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, OnceLock};
 
 use futures_util::StreamExt;
 use serde_json::{Value, json};
@@ -33,20 +32,12 @@ use spool_model::{
 use spool_protocol::responses::ResponseItem;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+use super::group::Unsynced;
 use super::store_relay;
 
-/// How soon after it was sent a delta is synced: spool's default group
-/// commit delay for deltas.
-const SYNC_WITHIN: Duration = Duration::from_millis(5);
-
-/// What the durable relay has sent and not yet synced, and since when.
-struct Unsynced {
-    bytes: Vec<u8>,
-    since: Option<Instant>,
-}
-
-/// The durable relay's log, once `--log` opened it.
-static LOG: OnceLock<(Mutex<Unsynced>, Condvar)> = OnceLock::new();
+/// The durable relay's lines sent and not yet synced, once `--log`
+/// opened its file.
+static LOG: OnceLock<Unsynced<u8>> = OnceLock::new();
 
 /// Writes one message as one line, with one `write` on the caller's
 /// thread (stdout is a `LineWriter` behind its own lock), and hands it to
@@ -60,50 +51,25 @@ fn send(message: &Value) -> String {
         let _ = out.write_all(line.as_bytes());
         let _ = out.flush();
     }
-    if let Some((unsynced, wake)) = LOG.get() {
-        let mut unsynced = unsynced.lock().unwrap_or_else(|p| p.into_inner());
-        unsynced.bytes.extend_from_slice(line.as_bytes());
-        if unsynced.since.is_none() {
-            unsynced.since = Some(Instant::now());
-            wake.notify_one();
-        }
+    if let Some(log) = LOG.get() {
+        log.push(line.bytes());
     }
     line
 }
 
 /// Starts the thread that syncs the log: each group of lines is written
-/// and synced [`SYNC_WITHIN`] after its first line was sent.
+/// and synced [`SYNC_WITHIN`](super::group::SYNC_WITHIN) after its first
+/// line was sent.
 fn open_log(path: PathBuf) -> anyhow::Result<()> {
     let mut file = std::fs::File::create(&path)?;
-    let log = LOG.get_or_init(|| {
-        (
-            Mutex::new(Unsynced {
-                bytes: Vec::new(),
-                since: None,
-            }),
-            Condvar::new(),
-        )
-    });
+    let log = LOG.get_or_init(Unsynced::new);
     std::thread::Builder::new()
         .name("relay-sync".to_owned())
         .spawn(move || {
-            let (unsynced, wake) = log;
             let mut group = Vec::new();
             loop {
-                {
-                    let state = unsynced.lock().unwrap_or_else(|p| p.into_inner());
-                    let state = wake
-                        .wait_while(state, |state| state.since.is_none())
-                        .unwrap_or_else(|p| p.into_inner());
-                    // `wait_while` returns only once `since` is set.
-                    let Some(since) = state.since else { continue };
-                    let due = since + SYNC_WITHIN;
-                    drop(state);
-                    std::thread::sleep(due.saturating_duration_since(Instant::now()));
-                    let mut state = unsynced.lock().unwrap_or_else(|p| p.into_inner());
-                    std::mem::swap(&mut group, &mut state.bytes);
-                    state.since = None;
-                }
+                log.wait_due();
+                log.take(&mut group);
                 if file
                     .write_all(&group)
                     .and_then(|()| file.sync_data())

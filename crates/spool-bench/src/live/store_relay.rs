@@ -8,9 +8,9 @@
 //! delta's row sits at its thread's place (`pos`: the thread's key, then
 //! its seq), so each thread's rows are together, as in spool's log. The
 //! rows of a group are inserted and committed on a thread of their own
-//! within [`SYNC_WITHIN`] of the group's first delta being sent, as spool
-//! commits its deltas; SQLite checkpoints on that thread, as it does by
-//! itself.
+//! within [`SYNC_WITHIN`](super::group::SYNC_WITHIN) of the group's first
+//! delta being sent, as spool commits its deltas; SQLite checkpoints on
+//! that thread, as it does by itself.
 //!
 //! What it leaves out of spool: every hop between the model's socket and
 //! the client (the appender, the writer's seqs and checks, the hub, the
@@ -21,18 +21,14 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::{Mutex, OnceLock};
 
 use anyhow::Context;
 use rusqlite::Connection;
 use spool_store::{Durability, SqliteStore, Store, StoreOptions};
 
 use super::super::floor::bare_connection;
-
-/// How soon after it was sent a delta is committed: spool's default
-/// group commit delay for deltas.
-pub(super) const SYNC_WITHIN: Duration = Duration::from_millis(5);
+use super::group::Unsynced;
 
 /// One delta, as the log keeps it.
 pub(super) struct Row {
@@ -41,17 +37,10 @@ pub(super) struct Row {
     pub(super) payload: String,
 }
 
-/// What has been sent and not yet committed, and since when.
-struct Unsynced {
-    rows: Vec<Row>,
-    since: Option<Instant>,
-}
-
 /// The open log: what waits for its commit, and the connection that
 /// commits it (the committing thread's, and `close`'s at the end).
 struct Log {
-    unsynced: Mutex<Unsynced>,
-    wake: Condvar,
+    unsynced: Unsynced<Row>,
     store: Mutex<(Connection, Writer)>,
 }
 
@@ -64,14 +53,8 @@ pub(super) fn is_open() -> bool {
 
 /// Hands a sent delta to the log, if it is open.
 pub(super) fn keep(row: Row) {
-    let Some(log) = LOG.get() else {
-        return;
-    };
-    let mut unsynced = log.unsynced.lock().unwrap_or_else(|p| p.into_inner());
-    unsynced.rows.push(row);
-    if unsynced.since.is_none() {
-        unsynced.since = Some(Instant::now());
-        log.wake.notify_one();
+    if let Some(log) = LOG.get() {
+        log.unsynced.push([row]);
     }
 }
 
@@ -86,11 +69,7 @@ pub(super) async fn open(path: PathBuf) -> anyhow::Result<()> {
     let conn = bare_connection(&path, spool_store::writer_vfs())?;
     conn.pragma_update(None, "foreign_keys", spool_store::CHECKS_FOREIGN_KEYS)?;
     let log = Log {
-        unsynced: Mutex::new(Unsynced {
-            rows: Vec::new(),
-            since: None,
-        }),
-        wake: Condvar::new(),
+        unsynced: Unsynced::new(),
         store: Mutex::new((conn, Writer::default())),
     };
     let log: &'static Log = match LOG.set(log) {
@@ -102,17 +81,7 @@ pub(super) async fn open(path: PathBuf) -> anyhow::Result<()> {
         .spawn(move || {
             let mut group = Vec::new();
             loop {
-                {
-                    let state = log.unsynced.lock().unwrap_or_else(|p| p.into_inner());
-                    let state = log
-                        .wake
-                        .wait_while(state, |state| state.since.is_none())
-                        .unwrap_or_else(|p| p.into_inner());
-                    let Some(since) = state.since else { continue };
-                    drop(state);
-                    let due = since + SYNC_WITHIN;
-                    std::thread::sleep(due.saturating_duration_since(Instant::now()));
-                }
+                log.unsynced.wait_due();
                 if let Err(error) = commit_waiting(log, &mut group) {
                     eprintln!("relay: cannot write the store: {error:#}");
                     return;
@@ -136,11 +105,7 @@ pub(super) fn close() -> anyhow::Result<()> {
 /// the order they were taken).
 fn commit_waiting(log: &Log, group: &mut Vec<Row>) -> anyhow::Result<()> {
     let mut store = log.store.lock().unwrap_or_else(|p| p.into_inner());
-    {
-        let mut state = log.unsynced.lock().unwrap_or_else(|p| p.into_inner());
-        std::mem::swap(group, &mut state.rows);
-        state.since = None;
-    }
+    log.unsynced.take(group);
     let (conn, writer) = &mut *store;
     let result = if group.is_empty() {
         Ok(())
